@@ -1,0 +1,101 @@
+"""Acceptance rules: pure functions from (draft, target output) to what is kept.
+
+Convention, used everywhere in specdraft:
+
+- ``p`` is the **target's** distribution, ``q`` the **draft's**. ``target_logits`` /
+  ``target_probs`` have one row per *position*: row 0 is the target's prediction for the token
+  after the context (the ROOT's children); row ``1 + i`` is its prediction after draft node ``i``.
+  Shape ``[1 + num_nodes, vocab_size]``.
+- **accepted tokens**: the draft nodes on the kept path (``Acceptance.path``), root to leaf.
+- **bonus token** (``Acceptance.next_token``): the target's own token after the kept path: the
+  target's choice where the draft was rejected (the *recovered* token), or one more token after a
+  fully accepted branch. Every verify step therefore yields ``len(path) + 1`` tokens.
+
+Greedy: keep the longest path whose every token is the target's argmax.
+Sampling: Leviathan/Chen speculative sampling for nodes with a draft distribution, generalised to
+several candidates per node by SpecInfer's multi-candidate rejection sampling (accept candidate
+``x ~ q`` with probability ``min(1, p'(x) / q(x))``, else ``p' <- norm(max(0, p' - q))``);
+deterministic drafts use sample-and-compare (draw from ``p``, follow the child holding that token).
+Both leave the output distribution exactly ``p``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from .draft import ROOT, Draft
+from .sampling import sample
+
+
+@dataclass(frozen=True)
+class Acceptance:
+    path: tuple[int, ...]  # accepted draft node indices, root to leaf
+    next_token: int  # the bonus token, chosen by the target
+
+    @property
+    def accepted_len(self) -> int:
+        return len(self.path)
+
+
+def greedy_accept(draft: Draft, target_logits: torch.Tensor) -> Acceptance:
+    """Longest draft path matching the target's argmax at every step, plus the target's next token.
+
+    ``target_logits``: ``[1 + len(draft), vocab]``. For a chain this is the ``cumprod`` of matches.
+    """
+    choices = target_logits.argmax(-1).tolist()  # [1 + num_nodes]
+    path: list[int] = []
+    node = ROOT
+    while True:
+        wanted = choices[node + 1]
+        child = next((c for c in draft.children(node) if draft.tokens[c] == wanted), None)
+        if child is None:
+            return Acceptance(tuple(path), wanted)
+        path.append(child)
+        node = child
+
+
+def _residual(p: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
+    """``norm(max(0, p - q))``; falls back to ``p`` when the difference has no mass (p == q)."""
+    diff = (p - q).clamp_min(0.0)
+    total = diff.sum()
+    return diff / total if total > 0 else p
+
+
+def speculative_accept(
+    draft: Draft, target_probs: torch.Tensor, generator: torch.Generator | None
+) -> Acceptance:
+    """Lossless speculative sampling over a draft tree.
+
+    ``target_probs``: ``[1 + len(draft), vocab]``, already warped (temperature/top-k/top-p).
+    At each node, deterministic children are checked by sample-and-compare; children carrying a
+    draft distribution by multi-candidate rejection sampling. When no child is kept, the bonus
+    token is drawn from what is left of ``p`` (the residual), and the walk ends.
+    """
+    path: list[int] = []
+    node = ROOT
+    while True:
+        p = target_probs[node + 1]
+        children = draft.children(node)
+        if not children:
+            return Acceptance(tuple(path), sample(p, generator))
+        if draft.probs is None:
+            token = sample(p, generator)
+            child = next((c for c in children if draft.tokens[c] == token), None)
+            if child is None:
+                return Acceptance(tuple(path), token)
+        else:
+            child = None
+            for candidate in children:
+                q = draft.probs[candidate].to(p)
+                x = draft.tokens[candidate]
+                ratio = float(p[x]) / max(float(q[x]), torch.finfo(torch.float32).tiny)
+                if float(torch.rand((), generator=generator)) < ratio:
+                    child = candidate
+                    break
+                p = _residual(p, q)
+            if child is None:
+                return Acceptance(tuple(path), sample(p, generator))
+        path.append(child)
+        node = child

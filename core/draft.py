@@ -1,0 +1,120 @@
+"""Draft: a token tree proposed over the current context.
+
+Words used throughout specdraft:
+
+- **context**: every token the target has committed so far (prompt + generated).
+- **draft**: a tree of proposed next tokens. Node ``i`` has a token id and a parent index; parent
+  ``ROOT`` (-1) means the node continues the context directly. A **chain** is a tree in which every
+  node's parent is the node before it. Nodes are stored in topological order (a parent's index is
+  always smaller than its children's), so any prefix of the node list is itself a valid draft.
+- **draft distribution** ``q``: optionally, for each node, the probability distribution the drafter
+  drew that node's token from (draft models have one; copies, spans and caches don't). A draft
+  without distributions is *deterministic* and the verifier treats each node as one-hot.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Sequence
+
+import torch
+
+ROOT = -1  # parent index of nodes that directly continue the context
+
+
+@dataclass(frozen=True)
+class Draft:
+    """A token tree. ``tokens[i]`` has parent ``parents[i]`` (``ROOT`` or an index < i).
+
+    ``probs`` is ``None`` (deterministic draft) or a float tensor ``[num_nodes, vocab_size]`` whose
+    row ``i`` is the draft distribution ``q`` that ``tokens[i]`` was sampled from. Siblings carrying
+    distributions must be independent samples from the same ``q`` (SpecInfer's condition).
+    Siblings never repeat a token in a deterministic draft.
+    """
+
+    tokens: tuple[int, ...] = ()
+    parents: tuple[int, ...] = ()
+    probs: torch.Tensor | None = field(default=None, compare=False)
+
+    def __post_init__(self) -> None:
+        if len(self.tokens) != len(self.parents):
+            raise ValueError(f"{len(self.tokens)} tokens but {len(self.parents)} parents")
+        for i, parent in enumerate(self.parents):
+            if not ROOT <= parent < i:
+                raise ValueError(f"node {i} has parent {parent}: parents must precede their children")
+        if self.probs is not None and (self.probs.ndim != 2 or self.probs.shape[0] != len(self.tokens)):
+            raise ValueError(f"probs must be [num_nodes={len(self.tokens)}, vocab], got {tuple(self.probs.shape)}")
+        if self.probs is None:
+            seen: set[tuple[int, int]] = set()
+            for token, parent in zip(self.tokens, self.parents):
+                if (parent, token) in seen:
+                    raise ValueError(f"token {token} appears twice under parent {parent}")
+                seen.add((parent, token))
+
+    # --- construction -------------------------------------------------------------------------
+    @classmethod
+    def empty(cls) -> "Draft":
+        return cls()
+
+    @classmethod
+    def chain(cls, tokens: Sequence[int], probs: torch.Tensor | None = None) -> "Draft":
+        """A single branch: node i's parent is node i-1."""
+        tokens = tuple(int(t) for t in tokens)
+        return cls(tokens, tuple(range(-1, len(tokens) - 1)), probs)
+
+    # --- shape ----------------------------------------------------------------------------------
+    def __len__(self) -> int:
+        return len(self.tokens)
+
+    @property
+    def is_chain(self) -> bool:
+        return all(parent == i - 1 for i, parent in enumerate(self.parents))
+
+    @cached_property
+    def depths(self) -> tuple[int, ...]:
+        """Depth of each node: 1 for children of ROOT."""
+        depths: list[int] = []
+        for parent in self.parents:
+            depths.append(1 if parent == ROOT else depths[parent] + 1)
+        return tuple(depths)
+
+    @property
+    def max_depth(self) -> int:
+        return max(self.depths, default=0)
+
+    @cached_property
+    def _children(self) -> dict[int, tuple[int, ...]]:
+        children: dict[int, list[int]] = {}
+        for i, parent in enumerate(self.parents):
+            children.setdefault(parent, []).append(i)
+        return {parent: tuple(kids) for parent, kids in children.items()}
+
+    def children(self, node: int) -> tuple[int, ...]:
+        """Children of ``node`` (``ROOT`` for the first level), in index order."""
+        return self._children.get(node, ())
+
+    def path_to(self, node: int) -> list[int]:
+        """Node indices from the first level down to ``node`` inclusive."""
+        path: list[int] = []
+        while node != ROOT:
+            path.append(node)
+            node = self.parents[node]
+        return path[::-1]
+
+    def ancestor_mask(self) -> torch.Tensor:
+        """Bool ``[num_nodes, num_nodes]``: ``mask[i, j]`` is True when j is i or an ancestor of i."""
+        n = len(self.tokens)
+        mask = torch.zeros(n, n, dtype=torch.bool)
+        for i, parent in enumerate(self.parents):
+            mask[i, i] = True
+            if parent != ROOT:
+                mask[i] |= mask[parent]
+        return mask
+
+    def truncated(self, max_nodes: int) -> "Draft":
+        """The first ``max_nodes`` nodes (a valid tree, because nodes are topologically ordered)."""
+        if len(self) <= max_nodes:
+            return self
+        probs = None if self.probs is None else self.probs[:max_nodes]
+        return Draft(self.tokens[:max_nodes], self.parents[:max_nodes], probs)

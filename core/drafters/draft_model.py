@@ -1,0 +1,112 @@
+"""A small model drafting for a larger one with the same tokenizer (e.g. Qwen 0.5B for Qwen 1.5B).
+
+Greedy decoding: the draft model proposes its greedy chain; with ``tree_width`` k > 1 it also
+proposes, at every depth, its next k-1 most likely tokens as leaf alternatives (a "chain with
+alternatives" tree of ``k`` nodes per depth), verified in the same target pass.
+Sampling: the draft model samples a chain from its own warped distribution ``q`` and attaches
+``q`` to every node, so the core's speculative sampling keeps the target's distribution exactly
+(trees are not drawn under sampling: top-k alternatives are not independent samples of ``q``).
+
+The drafter keeps its own KV cache between steps and rolls it back to the longest common prefix
+with the context it is given.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+import torch
+
+from ..draft import ROOT, Draft
+from ..sampling import SamplingParams, sample, warp
+from ..transformers_backend import TransformersModel
+
+
+@dataclass(frozen=True)
+class DraftModelConfig:
+    tree_width: int = 1  # 1: chain; k > 1: k candidates per depth (greedy only)
+
+    def __post_init__(self) -> None:
+        if self.tree_width < 1:
+            raise ValueError(f"tree_width must be >= 1, got {self.tree_width}")
+
+
+def check_same_tokenizer(draft: TransformersModel, target: TransformersModel) -> None:
+    """Raise ValueError unless both models map the same strings to the same token ids."""
+    if draft.tokenizer.get_vocab() != target.tokenizer.get_vocab():
+        raise ValueError(f"draft model {draft.name} and target {target.name} use different tokenizers")
+
+
+def _common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
+    n = 0
+    for x, y in zip(a, b):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+class DraftModelDrafter:
+    """Per request: holds the draft model's cache for this sequence."""
+
+    def __init__(
+        self,
+        model: TransformersModel,
+        vocab_size: int,
+        sampling: SamplingParams = SamplingParams(),
+        generator: torch.Generator | None = None,
+        config: DraftModelConfig = DraftModelConfig(),
+    ) -> None:
+        self.model = model
+        self.vocab_size = vocab_size  # the target's: draft distributions are padded to it
+        self.sampling = sampling
+        self.generator = generator
+        self.config = config
+        self.session = model.new_session()
+        self._fed: list[int] = []  # tokens whose keys/values the session holds
+
+    def _logits_after(self, context: Sequence[int]) -> torch.Tensor:
+        """Draft logits ``[vocab]`` for the token after ``context``, reusing the cached prefix."""
+        keep = min(_common_prefix(self._fed, context), len(context) - 1)
+        self.session.truncate(keep)
+        self._fed = list(context)
+        return self.session.feed(context[keep:], all_logits=False)[-1]
+
+    def _feed(self, token: int) -> torch.Tensor:
+        self._fed.append(token)
+        return self.session.feed([token])[-1]
+
+    def propose(self, context_ids: Sequence[int], budget: int) -> Draft:
+        if budget <= 0:
+            return Draft.empty()
+        width = 1 if not self.sampling.greedy else min(self.config.tree_width, budget)
+        depth = budget // width
+        logits = self._logits_after(context_ids)
+        tokens: list[int] = []
+        parents: list[int] = []
+        q_rows: list[torch.Tensor] = []
+        chain_parent = ROOT
+        for level in range(depth):
+            if self.sampling.greedy:
+                candidates = torch.topk(logits, width).indices.tolist()
+            else:
+                q = warp(logits, self.sampling).cpu()
+                candidates = [sample(q, self.generator)]
+                q_rows.append(q)
+            chain_node = len(tokens)
+            for token in candidates:
+                tokens.append(int(token))
+                parents.append(chain_parent)
+            chain_parent = chain_node
+            if level + 1 < depth:
+                logits = self._feed(candidates[0])
+        probs = None
+        if q_rows:
+            probs = torch.zeros(len(q_rows), self.vocab_size)
+            stacked = torch.stack(q_rows)
+            probs[:, : stacked.shape[1]] = stacked[:, : self.vocab_size]
+        return Draft(tuple(tokens), tuple(parents), probs)
+
+    def observe(self, accepted_len: int) -> None:
+        pass

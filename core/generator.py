@@ -1,0 +1,204 @@
+"""SpeculativeGenerator: draft -> verify -> accept -> commit, until a stop condition.
+
+The engine knows the target only through the ``Target`` protocol and drafts only through the
+``Drafter`` protocol; with no drafter it is plain autoregressive decoding (one token per target
+pass), the baseline every speed-up is measured against. Output is the target's own: greedy
+decoding gives its greedy tokens exactly, sampling gives its distribution exactly.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Iterator, Literal, Sequence
+
+import torch
+
+from .acceptance import Acceptance, greedy_accept, speculative_accept
+from .draft import Draft
+from .drafter import Drafter, NoDrafter
+from .policy import SpeculationConfig, SpeculationPolicy
+from .sampling import SamplingParams, warp
+from .stats import Stats
+from .text_stream import TextAssembler, TextPiece
+from .transformers_backend import TransformersModel
+
+FinishReason = Literal["stop", "length"]
+
+
+@dataclass(frozen=True)
+class GenerationConfig:
+    """One request's decoding settings. ``temperature`` 0 is greedy; ``seed`` makes sampling
+    reproducible; ``stop`` strings end the text (they are not included); EOS ends it too unless
+    ``ignore_eos``."""
+
+    max_new_tokens: int = 128
+    temperature: float = 0.0
+    top_p: float = 1.0
+    top_k: int = 0
+    seed: int | None = None
+    stop: tuple[str, ...] = ()
+    ignore_eos: bool = False
+
+    def __post_init__(self) -> None:
+        if self.max_new_tokens < 1:
+            raise ValueError(f"max_new_tokens must be >= 1, got {self.max_new_tokens}")
+        self.sampling  # validates the sampling fields
+
+    @property
+    def sampling(self) -> SamplingParams:
+        return SamplingParams(self.temperature, self.top_p, self.top_k)
+
+
+@dataclass
+class GenerationResult:
+    text: str
+    token_ids: list[int]  # generated ids only (EOS included when it ended the text)
+    prompt_token_ids: list[int]
+    finish_reason: FinishReason
+    stats: Stats
+    pieces: list[TextPiece] = field(default_factory=list)
+
+
+class GenerationStream:
+    """Iterate to receive ``TextPiece``s as tokens are accepted; ``result`` is set at the end."""
+
+    def __init__(self, steps: Iterator[TextPiece], finish: Callable[[], GenerationResult]) -> None:
+        self._steps = steps
+        self._finish = finish
+        self.result: GenerationResult | None = None
+
+    def __iter__(self) -> Iterator[TextPiece]:
+        yield from self._steps
+        self.result = self._finish()
+
+    def consume(self) -> GenerationResult:
+        for _ in self:
+            pass
+        assert self.result is not None
+        return self.result
+
+
+class SpeculativeGenerator:
+    def __init__(self, model: TransformersModel, speculation: SpeculationConfig = SpeculationConfig()) -> None:
+        self.model = model
+        self.speculation = speculation
+
+    def generate(
+        self, prompt_ids: Sequence[int], drafter: Drafter | None = None, config: GenerationConfig = GenerationConfig()
+    ) -> GenerationResult:
+        return self.stream(prompt_ids, drafter, config).consume()
+
+    def stream(
+        self, prompt_ids: Sequence[int], drafter: Drafter | None = None, config: GenerationConfig = GenerationConfig()
+    ) -> GenerationStream:
+        prompt_ids = [int(t) for t in prompt_ids]
+        if not prompt_ids:
+            raise ValueError("the prompt must hold at least one token")
+        if len(prompt_ids) >= self.model.max_length:
+            raise ValueError(f"prompt of {len(prompt_ids)} tokens exceeds the model's {self.model.max_length}")
+        run = _Run(self.model, self.speculation, prompt_ids, drafter or NoDrafter(), config)
+        return GenerationStream(run.steps(), run.result)
+
+
+class _Run:
+    """The state of one generation: the target's session, the policy, the text assembled so far."""
+
+    def __init__(self, model, speculation, prompt_ids, drafter, config) -> None:
+        self.model = model
+        self.target = model.new_target()
+        self.drafter = drafter
+        self.config = config
+        self.sampling = config.sampling
+        self.policy = SpeculationPolicy(speculation, model.cost)
+        self.generator = None
+        if config.seed is not None:
+            self.generator = torch.Generator().manual_seed(config.seed)
+        self.prompt_ids = prompt_ids
+        self.generated: list[int] = []
+        self.assembler = TextAssembler(model.tokenizer, config.stop)
+        self.pieces: list[TextPiece] = []
+        self.stats = Stats(prompt_tokens=len(prompt_ids))
+        self.eos = frozenset() if config.ignore_eos else model.eos_token_ids
+        self.finish_reason: FinishReason = "length"
+        self._started = 0.0
+
+    def steps(self) -> Iterator[TextPiece]:
+        start = self._started = time.perf_counter()
+        self.target.prefill(self.prompt_ids)
+        self.stats.prefill_passes = int(len(self.prompt_ids) > 1)
+        self.stats.prefill_s = time.perf_counter() - start
+        done = False
+        while not done:
+            # 1. draft
+            budget = self._budget()
+            draft = self._draft(budget)
+            # 2. verify: one target forward pass over the pending token and the whole draft
+            start = time.perf_counter()
+            logits = self.target.verify(draft)
+            self.stats.verify_s += time.perf_counter() - start
+            # 3. accept
+            accepted = self._accept(draft, logits)
+            # 4. commit (and tell the drafter and the policy)
+            self.stats.fallback_steps += int(budget == 0 and self.policy.falling_back)
+            self.target.commit(accepted.path, accepted.next_token)
+            self.drafter.observe(accepted.accepted_len)
+            self.policy.observe(budget, len(draft), accepted.accepted_len)
+            self.stats.record_step(len(draft), accepted.accepted_len)
+            new = [(draft.tokens[i], "draft") for i in accepted.path] + [(accepted.next_token, "target")]
+            for token, source in new:
+                pieces, done = self._append(token, source)
+                yield from pieces
+                if done:
+                    break
+        yield from self._emit(self.assembler.finish())
+
+    def _budget(self) -> int:
+        remaining = self.config.max_new_tokens - len(self.generated) - 1  # the bonus token is free
+        room = self.target.max_length - self.target.context_length - 1
+        return max(0, min(self.policy.budget(), remaining, room))
+
+    def _draft(self, budget: int) -> Draft:
+        if budget == 0:
+            return Draft.empty()
+        start = time.perf_counter()
+        draft = self.drafter.propose(self.prompt_ids + self.generated, budget).truncated(budget)
+        self.stats.draft_s += time.perf_counter() - start
+        return draft
+
+    def _accept(self, draft: Draft, logits: torch.Tensor) -> Acceptance:
+        if self.sampling.greedy:
+            return greedy_accept(draft, logits)
+        return speculative_accept(draft, warp(logits, self.sampling).cpu(), self.generator)
+
+    def _append(self, token: int, source: str) -> tuple[list[TextPiece], bool]:
+        """Add one token; returns the text pieces it released and whether generation is over."""
+        self.generated.append(token)
+        if token in self.eos:
+            self.finish_reason = "stop"
+            return [], True
+        pieces = self._emit(self.assembler.push(token, source))
+        if self.assembler.stopped:
+            self.finish_reason = "stop"
+            return pieces, True
+        if len(self.generated) >= self.config.max_new_tokens:
+            return pieces, True
+        if self.target.context_length >= self.target.max_length:
+            return pieces, True
+        return pieces, False
+
+    def _emit(self, pieces: list[TextPiece]) -> list[TextPiece]:
+        self.pieces.extend(pieces)
+        return pieces
+
+    def result(self) -> GenerationResult:
+        self.stats.generated_tokens = len(self.generated)
+        self.stats.wall_s = time.perf_counter() - self._started
+        return GenerationResult(
+            text=self.assembler.text,
+            token_ids=list(self.generated),
+            prompt_token_ids=list(self.prompt_ids),
+            finish_reason=self.finish_reason,
+            stats=self.stats,
+            pieces=list(self.pieces),
+        )

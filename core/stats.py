@@ -1,0 +1,75 @@
+"""Stats: what a generation cost and how speculation went. The core returns them; apps print."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+
+@dataclass
+class Stats:
+    prompt_tokens: int = 0
+    generated_tokens: int = 0
+    verify_steps: int = 0  # target forward passes after the prefill
+    prefill_passes: int = 0
+    drafted_tokens: int = 0  # draft nodes sent to verification
+    accepted_tokens: int = 0  # draft nodes kept
+    fallback_steps: int = 0  # steps decoded plainly because speculation did not pay
+    accepted_length_histogram: Counter = field(default_factory=Counter)  # accepted per step -> steps
+    draft_s: float = 0.0
+    verify_s: float = 0.0
+    prefill_s: float = 0.0
+    wall_s: float = 0.0
+
+    def record_step(self, drafted: int, accepted: int) -> None:
+        self.verify_steps += 1
+        self.drafted_tokens += drafted
+        self.accepted_tokens += accepted
+        self.accepted_length_histogram[accepted] += 1
+
+    @property
+    def target_forward_passes(self) -> int:
+        return self.prefill_passes + self.verify_steps
+
+    @property
+    def mean_accepted_tokens(self) -> float:
+        """Draft tokens accepted per verify step (the bonus token not counted)."""
+        return self.accepted_tokens / self.verify_steps if self.verify_steps else 0.0
+
+    @property
+    def mean_tokens_per_step(self) -> float:
+        """Tokens produced per verify step, bonus included (1.0 for plain decoding)."""
+        return (self.accepted_tokens + self.verify_steps) / self.verify_steps if self.verify_steps else 0.0
+
+    @property
+    def acceptance_rate(self) -> float:
+        return self.accepted_tokens / self.drafted_tokens if self.drafted_tokens else 0.0
+
+    @property
+    def forward_passes_per_token(self) -> float:
+        return self.target_forward_passes / self.generated_tokens if self.generated_tokens else 0.0
+
+    @property
+    def tokens_per_s(self) -> float:
+        return self.generated_tokens / self.wall_s if self.wall_s > 0 else 0.0
+
+    def to_dict(self) -> dict:
+        return {
+            "prompt_tokens": self.prompt_tokens,
+            "generated_tokens": self.generated_tokens,
+            "verify_steps": self.verify_steps,
+            "drafted_tokens": self.drafted_tokens,
+            "accepted_tokens": self.accepted_tokens,
+            "acceptance_rate": round(self.acceptance_rate, 4),
+            "mean_accepted_tokens": round(self.mean_accepted_tokens, 4),
+            "mean_tokens_per_step": round(self.mean_tokens_per_step, 4),
+            "accepted_length_histogram": {str(k): v for k, v in sorted(self.accepted_length_histogram.items())},
+            "target_forward_passes": self.target_forward_passes,
+            "forward_passes_per_token": round(self.forward_passes_per_token, 4),
+            "fallback_steps": self.fallback_steps,
+            "draft_s": round(self.draft_s, 4),
+            "verify_s": round(self.verify_s, 4),
+            "prefill_s": round(self.prefill_s, 4),
+            "wall_s": round(self.wall_s, 4),
+            "tokens_per_s": round(self.tokens_per_s, 3),
+        }

@@ -1,0 +1,58 @@
+"""The cache object and the target's commit/rollback, against a cache built directly."""
+
+import torch
+
+from specdraft import ROOT, Draft
+
+
+def layer_keys(session):
+    return [layer.keys.clone() for layer in session.cache.cache.layers]
+
+
+def test_truncate_and_keep(tiny_model):
+    session = tiny_model.new_session()
+    session.feed([5, 6, 7, 8, 9, 10])
+    session.truncate(4)
+    assert len(session) == 4
+    full = tiny_model.new_session()
+    full.feed([5, 6, 7, 8, 9, 10])
+    full.keep(2, [1, 3])  # keep positions 0, 1, 3, 5
+    assert len(full) == 4
+    reference = tiny_model.new_session()
+    reference.feed([5, 6, 7, 8, 9, 10])
+    ref = [layer.keys[:, :, [0, 1, 3, 5]] for layer in reference.cache.cache.layers]
+    for got, want in zip(layer_keys(full), ref):
+        assert torch.equal(got, want)
+
+
+def test_tree_commit_equals_cache_of_the_accepted_tokens(tiny_model):
+    context = [11, 12, 13, 14]
+    draft = Draft((20, 21, 22, 23, 24), (ROOT, ROOT, 0, 1, 3))
+    target = tiny_model.new_target()
+    target.prefill(context)
+    logits = target.verify(draft)
+    target.commit([1, 3, 4], next_token=30)
+    assert target.context_length == len(context) + 3 + 1
+
+    direct = tiny_model.new_target()
+    direct.prefill(context + [21, 23, 24, 30])
+    for got, want in zip(layer_keys(target.session), layer_keys(direct.session)):
+        assert torch.allclose(got, want, atol=1e-10)
+    # and the next verification sees the same state
+    assert torch.allclose(target.verify(Draft.chain([7])), direct.verify(Draft.chain([7])), atol=1e-9)
+    assert logits.shape == (1 + len(draft), tiny_model.vocab_size)
+
+
+def test_tree_logits_equal_each_branch_verified_as_a_chain(tiny_model):
+    context = [3, 4, 5]
+    draft = Draft((20, 21, 22, 23, 24, 25), (ROOT, ROOT, 0, 1, 3, 1))
+    target = tiny_model.new_target()
+    target.prefill(context)
+    tree_logits = target.verify(draft)
+    for leaf in (2, 4, 5):
+        branch = draft.path_to(leaf)
+        chain_target = tiny_model.new_target()
+        chain_target.prefill(context)
+        chain_logits = chain_target.verify(Draft.chain([draft.tokens[n] for n in branch]))
+        rows = [0] + [1 + n for n in branch]
+        assert torch.allclose(tree_logits[rows], chain_logits, atol=1e-9)
