@@ -1,0 +1,119 @@
+"""The decoding methods a benchmark compares, each run on the same target model and prompt.
+
+- ``SpecdraftMethod``: specdraft's engine with a drafter spec (``none`` is plain decoding, the
+  baseline every ratio is taken against).
+- ``TransformersMethod``: transformers' own ``generate`` (greedy), plain, with
+  ``prompt_lookup_num_tokens`` or with ``assistant_model``: the peers a user would otherwise pick.
+  Forward passes are counted with a hook on the target module.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Protocol, Sequence
+
+import torch
+
+from specdraft import GenerationConfig, SpeculativeGenerator, TransformersModel
+from specdraft.drafters.factory import DrafterSpec, ModelPool
+
+
+@dataclass
+class Measurement:
+    method: str
+    prompt_id: str
+    token_ids: list[int]
+    wall_s: float
+    forward_passes: int  # target passes, prefill included
+    mean_accepted_tokens: float  # draft tokens accepted per verify step
+    identical: bool | None = None  # to plain greedy; filled in by the runner
+
+    @property
+    def generated_tokens(self) -> int:
+        return len(self.token_ids)
+
+    @property
+    def forward_passes_per_token(self) -> float:
+        return self.forward_passes / max(1, self.generated_tokens)
+
+
+class Method(Protocol):
+    name: str
+
+    def run(self, prompt_id: str, prompt_ids: Sequence[int], max_new_tokens: int) -> Measurement: ...
+
+
+class SpecdraftMethod:
+    def __init__(self, pool: ModelPool, target: TransformersModel, spec: DrafterSpec) -> None:
+        self.pool = pool
+        self.target = target
+        self.spec = spec
+        self.name = "plain" if spec.kind == "none" else f"specdraft:{spec}"
+        spec.prepare(pool, target)
+
+    def run(self, prompt_id: str, prompt_ids: Sequence[int], max_new_tokens: int) -> Measurement:
+        config = GenerationConfig(max_new_tokens=max_new_tokens)
+        drafter = self.spec.build(self.pool, self.target, config.sampling)
+        start = time.perf_counter()
+        result = SpeculativeGenerator(self.target).generate(prompt_ids, drafter, config)
+        wall = time.perf_counter() - start
+        stats = result.stats
+        return Measurement(self.name, prompt_id, result.token_ids, wall, stats.target_forward_passes, stats.mean_accepted_tokens)
+
+
+class _PassCounter:
+    def __init__(self, module: torch.nn.Module) -> None:
+        self.count = 0
+        self._handle = module.register_forward_pre_hook(self._hook)
+
+    def _hook(self, *_: object) -> None:
+        self.count += 1
+
+    def close(self) -> None:
+        self._handle.remove()
+
+
+class TransformersMethod:
+    """transformers' ``generate`` with ``do_sample=False`` and the given extra arguments."""
+
+    def __init__(self, name: str, target: TransformersModel, **generate_kwargs: object) -> None:
+        self.name = name
+        self.target = target
+        self.generate_kwargs = generate_kwargs
+
+    def run(self, prompt_id: str, prompt_ids: Sequence[int], max_new_tokens: int) -> Measurement:
+        hf_model = self.target.hf_model
+        input_ids = torch.tensor([list(prompt_ids)], device=hf_model.device)
+        counter = _PassCounter(hf_model)
+        try:
+            start = time.perf_counter()
+            with torch.inference_mode():
+                output = hf_model.generate(
+                    input_ids,
+                    attention_mask=torch.ones_like(input_ids),
+                    max_new_tokens=max_new_tokens,
+                    do_sample=False,
+                    eos_token_id=sorted(self.target.eos_token_ids),
+                    pad_token_id=sorted(self.target.eos_token_ids)[0],
+                    **self.generate_kwargs,
+                )
+            wall = time.perf_counter() - start
+        finally:
+            counter.close()
+        token_ids = output[0, len(prompt_ids) :].tolist()
+        steps = max(1, counter.count - 1)  # passes after the prefill
+        mean_accepted = max(0.0, len(token_ids) / steps - 1.0)
+        return Measurement(self.name, prompt_id, token_ids, wall, counter.count, mean_accepted)
+
+
+def transformers_prompt_lookup(target: TransformersModel, num_tokens: int = 10) -> TransformersMethod:
+    return TransformersMethod("transformers:prompt-lookup", target, prompt_lookup_num_tokens=num_tokens)
+
+
+def transformers_assisted(target: TransformersModel, assistant: TransformersModel, name: str) -> TransformersMethod:
+    return TransformersMethod(f"transformers:assisted:{name}", target, assistant_model=assistant.hf_model)
+
+
+def transformers_plain(target: TransformersModel) -> TransformersMethod:
+    return TransformersMethod("transformers:plain", target)

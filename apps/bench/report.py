@@ -1,0 +1,81 @@
+"""Writes a benchmark's results: JSON (everything), a Markdown table, a PNG plot."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from .runner import BenchResult
+
+COLUMNS = [
+    ("method", "method"),
+    ("speedup", "speed-up vs plain"),
+    ("tokens_per_s", "tokens/s"),
+    ("forward_passes_per_token", "target passes / token"),
+    ("mean_accepted_tokens", "mean accepted / step"),
+    ("identical_rate", "identical to plain greedy"),
+]
+
+
+def markdown_table(result: BenchResult) -> str:
+    env = result.environment
+    lines = [
+        f"# {result.benchmark} on {result.model}",
+        "",
+        f"{result.prompts} prompts, up to {result.max_new_tokens} new tokens each, greedy. "
+        f"torch {env['torch']}, transformers {env['transformers']}, {env['threads']} threads, "
+        f"{env['cuda'] or env['processor']}; {env['time']}.",
+        "",
+        "| " + " | ".join(title for _, title in COLUMNS) + " |",
+        "|" + "|".join("---" for _ in COLUMNS) + "|",
+    ]
+    for summary in result.summaries:
+        row = summary.__dict__
+        cells = []
+        for key, _ in COLUMNS:
+            value = row[key]
+            if key == "speedup":
+                cells.append(f"{value:.2f}x")
+            elif key == "identical_rate":
+                cells.append(f"{value:.0%}")
+            else:
+                cells.append(str(value))
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def plot(result: BenchResult, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = [s.method for s in result.summaries]
+    fig, (ax_speed, ax_passes) = plt.subplots(1, 2, figsize=(12, 0.6 * len(names) + 2.5))
+    y = range(len(names))
+    ax_speed.barh(y, [s.speedup for s in result.summaries], color="#4C72B0")
+    for i, name in enumerate(names):  # per-prompt speed-ups as dots
+        plain = {m.prompt_id: m.wall_s for m in result.measurements if m.method == result.summaries[0].method}
+        dots = [plain[m.prompt_id] / m.wall_s for m in result.measurements if m.method == name and m.wall_s > 0]
+        ax_speed.scatter(dots, [i] * len(dots), color="black", s=10, zorder=3)
+    ax_speed.axvline(1.0, color="grey", linestyle="--")
+    ax_speed.set_yticks(list(y), names)
+    ax_speed.invert_yaxis()
+    ax_speed.set_xlabel("speed-up vs plain decoding (bars: total; dots: per prompt)")
+    ax_passes.barh(y, [s.forward_passes_per_token for s in result.summaries], color="#55A868")
+    ax_passes.set_yticks(list(y), [""] * len(names))
+    ax_passes.invert_yaxis()
+    ax_passes.set_xlabel("target forward passes per generated token (lower is better)")
+    fig.suptitle(f"{result.benchmark} on {result.model}: {result.prompts} prompts x {result.max_new_tokens} tokens")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def write_report(result: BenchResult, out_dir: Path) -> dict[str, Path]:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    paths = {"json": out_dir / "results.json", "markdown": out_dir / "results.md", "plot": out_dir / "results.png"}
+    paths["json"].write_text(json.dumps(result.to_dict(), indent=2) + "\n")
+    paths["markdown"].write_text(markdown_table(result))
+    plot(result, paths["plot"])
+    return paths

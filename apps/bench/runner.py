@@ -1,0 +1,120 @@
+"""Runs a benchmark: every method on every prompt, same model, same stop rule, one process.
+
+Plain decoding (specdraft's engine with no drafter) is the baseline: each method's speed-up is
+``plain wall time / method wall time`` over the same prompts, and each output is checked for
+being identical, token for token, to plain greedy. Each method gets one untimed warm-up run.
+"""
+
+from __future__ import annotations
+
+import platform
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Sequence
+
+import torch
+from tqdm import tqdm
+
+from .datasets import BenchPrompt
+from .methods import Measurement, Method
+
+
+@dataclass
+class MethodSummary:
+    method: str
+    wall_s: float
+    generated_tokens: int
+    tokens_per_s: float
+    speedup: float  # vs plain, total wall time
+    mean_speedup_per_prompt: float
+    forward_passes_per_token: float
+    mean_accepted_tokens: float
+    identical_rate: float
+
+
+@dataclass
+class BenchResult:
+    benchmark: str
+    model: str
+    max_new_tokens: int
+    prompts: int
+    environment: dict
+    summaries: list[MethodSummary]
+    measurements: list[Measurement] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        data = asdict(self)
+        for row, m in zip(data["measurements"], self.measurements):
+            row["generated_tokens"] = m.generated_tokens
+            row["forward_passes_per_token"] = round(m.forward_passes_per_token, 4)
+        return data
+
+
+def environment() -> dict:
+    import transformers
+
+    return {
+        "python": sys.version.split()[0],
+        "torch": torch.__version__,
+        "transformers": transformers.__version__,
+        "platform": platform.platform(),
+        "processor": platform.processor() or platform.machine(),
+        "threads": torch.get_num_threads(),
+        "cuda": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None,
+        "time": time.strftime("%Y-%m-%d %H:%M:%S"),
+    }
+
+
+def run_benchmark(
+    name: str,
+    model_name: str,
+    methods: Sequence[Method],
+    prompts: Sequence[tuple[BenchPrompt, list[int]]],
+    max_new_tokens: int,
+) -> BenchResult:
+    """``methods[0]`` must be plain decoding (the baseline). ``prompts``: (prompt, token ids)."""
+    warm_ids = prompts[0][1]
+    for method in tqdm(methods, desc="warm-up", file=sys.stderr):
+        method.run("warm-up", warm_ids, min(8, max_new_tokens))
+    measurements: list[Measurement] = []
+    total = len(methods) * len(prompts)
+    with tqdm(total=total, desc=f"bench {name}", file=sys.stderr) as bar:
+        for prompt, ids in prompts:
+            baseline: list[int] | None = None
+            for method in methods:
+                bar.set_postfix_str(f"{prompt.id} {method.name}")
+                m = method.run(prompt.id, ids, max_new_tokens)
+                if baseline is None:
+                    baseline = m.token_ids
+                m.identical = m.token_ids == baseline
+                measurements.append(m)
+                bar.update()
+    summaries = summarize([m.name for m in methods], measurements)
+    return BenchResult(name, model_name, max_new_tokens, len(prompts), environment(), summaries, measurements)
+
+
+def summarize(method_names: Sequence[str], measurements: Sequence[Measurement]) -> list[MethodSummary]:
+    by_method = {name: [m for m in measurements if m.method == name] for name in method_names}
+    plain = {m.prompt_id: m for m in by_method[method_names[0]]}
+    plain_wall = sum(m.wall_s for m in plain.values())
+    summaries = []
+    for name, rows in by_method.items():
+        wall = sum(m.wall_s for m in rows)
+        tokens = sum(m.generated_tokens for m in rows)
+        passes = sum(m.forward_passes for m in rows)
+        per_prompt = [plain[m.prompt_id].wall_s / m.wall_s for m in rows if m.wall_s > 0]
+        summaries.append(
+            MethodSummary(
+                method=name,
+                wall_s=round(wall, 3),
+                generated_tokens=tokens,
+                tokens_per_s=round(tokens / wall, 3) if wall else 0.0,
+                speedup=round(plain_wall / wall, 3) if wall else 0.0,
+                mean_speedup_per_prompt=round(sum(per_prompt) / len(per_prompt), 3) if per_prompt else 0.0,
+                forward_passes_per_token=round(passes / max(1, tokens), 4),
+                mean_accepted_tokens=round(sum(m.mean_accepted_tokens for m in rows) / len(rows), 3),
+                identical_rate=round(sum(bool(m.identical) for m in rows) / len(rows), 4),
+            )
+        )
+    return summaries

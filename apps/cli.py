@@ -1,0 +1,130 @@
+"""The `specdraft` command line: generate, serve, bench, models."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+# MKL's default small-matrix code path is slow on some CPUs for multi-token passes; AVX2 is the
+# fastest here for every pass size (see MODELS.md). Must be set before torch loads MKL.
+os.environ.setdefault("MKL_CBWR", "AVX2")
+
+DESCRIPTION = """\
+specdraft: lossless speculative decoding specialised to the application.
+
+A cheap drafter proposes tokens (from the prompt, a small model, ...); the target model checks them
+all in one forward pass and keeps exactly what it would have generated itself.
+Models: a registry name (smollm2-135m, qwen2.5-coder-0.5b, qwen2.5-coder-1.5b, gemma-3-270m; see
+`specdraft models`), a local checkpoint folder, a .gguf file, or a hub id.
+"""
+
+
+def _add_model_args(parser: argparse.ArgumentParser, default_model: str) -> None:
+    parser.add_argument("--model", default=default_model, help="target model: registry name, path or hub id (default: %(default)s)")
+    parser.add_argument("--device", default="auto", help="auto (CUDA if available), cpu or cuda[:N] (default: %(default)s)")
+    parser.add_argument("--dtype", default="auto", choices=["auto", "float32", "bfloat16", "float16"], help="weights dtype; auto = float32 on CPU, bfloat16 on CUDA")
+
+
+def _add_drafter_args(parser: argparse.ArgumentParser, default: str) -> None:
+    parser.add_argument("--drafter", default=default, help="none (plain decoding), prompt-lookup, or model:NAME (a draft model sharing the tokenizer) (default: %(default)s)")
+    parser.add_argument("--tree-width", type=int, default=1, help="for model:NAME under greedy decoding: candidates per draft depth (1 = chain) (default: %(default)s)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from specdraft import DEFAULT_MODEL
+
+    parser = argparse.ArgumentParser(prog="specdraft", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    gen = sub.add_parser("generate", help="generate a completion for one prompt", description="Generate text for PROMPT and print it (or one JSON object with --json).")
+    gen.add_argument("prompt", metavar="PROMPT", help="the prompt text, or - to read it from standard input")
+    _add_model_args(gen, DEFAULT_MODEL)
+    _add_drafter_args(gen, "prompt-lookup")
+    gen.add_argument("--max-new-tokens", type=int, default=128, help="most tokens to generate (default: %(default)s)")
+    gen.add_argument("--temperature", type=float, default=0.0, help="0 = greedy (default); > 0 samples")
+    gen.add_argument("--top-p", type=float, default=1.0, help="nucleus sampling mass (default: %(default)s)")
+    gen.add_argument("--top-k", type=int, default=0, help="sample among the k likeliest tokens; 0 = all (default)")
+    gen.add_argument("--seed", type=int, default=None, help="seed for reproducible sampling")
+    gen.add_argument("--stop", action="append", default=[], help="stop string (repeatable); not included in the output")
+    gen.add_argument("--chat", action="store_true", help="wrap PROMPT in the model's chat template as a user message")
+    gen.add_argument("--json", action="store_true", help='print {"text", "token_ids", "prompt_token_ids", "stats", ...} instead of the text')
+
+    serve = sub.add_parser("serve", help="start the HTTP service (OpenAI-compatible completions, health, demos)", description="Serve the target model over HTTP: GET /healthz, POST /v1/completions, POST /v1/chat/completions.")
+    _add_model_args(serve, DEFAULT_MODEL)
+    _add_drafter_args(serve, "prompt-lookup")
+    serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default: %(default)s)")
+    serve.add_argument("--port", type=int, default=8000, help="port (default: %(default)s)")
+    serve.add_argument("--lazy", action="store_true", help="load the model on the first request instead of at start-up")
+
+    from specdraft.apps.bench.cli import add_bench_parser
+
+    add_bench_parser(sub)
+
+    sub.add_parser("models", help="list the embedded models and whether they are installed and converted")
+    return parser
+
+
+def _generate(args: argparse.Namespace) -> int:
+    from specdraft import GenerationConfig
+    from specdraft.apps.generate import GenerateRequest, run_generate
+    from specdraft.drafters.factory import DrafterSpec, ModelPool
+
+    prompt = sys.stdin.read() if args.prompt == "-" else args.prompt
+    request = GenerateRequest(
+        prompt=prompt,
+        model=args.model,
+        drafter=DrafterSpec.parse(args.drafter, args.tree_width),
+        config=GenerationConfig(
+            max_new_tokens=args.max_new_tokens,
+            temperature=args.temperature,
+            top_p=args.top_p,
+            top_k=args.top_k,
+            seed=args.seed,
+            stop=tuple(args.stop),
+        ),
+        chat=args.chat,
+    )
+    run_generate(request, ModelPool(args.device, args.dtype), as_json=args.json)
+    return 0
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from specdraft.apps.service import create_app
+    from specdraft.apps.service.config import ServiceConfig
+
+    config = ServiceConfig(model=args.model, drafter=args.drafter, device=args.device, dtype=args.dtype)
+    app = create_app(config)
+    if not args.lazy:
+        print(f"loading {args.model} ...", file=sys.stderr)
+        app.extensions["specdraft"].target_model()
+    print(f"specdraft serving {args.model} on http://{args.host}:{args.port}  (POST /v1/completions, GET /healthz)", file=sys.stderr)
+    app.run(host=args.host, port=args.port, threaded=True)
+    return 0
+
+
+def _models(args: argparse.Namespace) -> int:
+    from specdraft.models import list_models
+
+    for row in list_models():
+        flags = ("installed" if row["installed"] else "not installed") + (", converted" if row["cached"] else "")
+        print(f"{row['name']:<22} {flags:<26} {row['description']}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    handler = {"generate": _generate, "serve": _serve, "models": _models}.get(args.command)
+    if handler is None:
+        from specdraft.apps.bench.cli import run_bench
+
+        handler = run_bench
+    try:
+        return handler(args)
+    except (ValueError, RuntimeError) as error:  # bad input or a missing model: say what, no traceback
+        print(f"specdraft: error: {error}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
