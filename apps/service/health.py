@@ -1,0 +1,27 @@
+"""Health and model listing: ``GET /healthz`` and OpenAI's ``GET /v1/models``.
+
+Neither loads the model: ``loaded`` says whether a request has loaded it yet.
+"""
+
+from __future__ import annotations
+
+from flask import Blueprint, Response, jsonify
+
+from .state import current_state
+
+bp = Blueprint("health", __name__)
+
+
+@bp.get("/healthz")
+def healthz() -> Response:
+    """``{"status": "ok", "model": served name, "loaded": bool}``."""
+    state = current_state()
+    return jsonify({"status": "ok", "model": state.config.model, "loaded": state.loaded})
+
+
+@bp.get("/v1/models")
+def models() -> Response:
+    """OpenAI's model list, holding the one served model."""
+    state = current_state()
+    model = {"id": state.config.model, "object": "model", "created": state.started, "owned_by": "specdraft"}
+    return jsonify({"object": "list", "data": [model]})
