@@ -55,6 +55,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_drafter_args(serve, "prompt-lookup")
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default: %(default)s)")
     serve.add_argument("--port", type=int, default=8000, help="port (default: %(default)s)")
+    serve.add_argument("--draft-model", action="append", default=[], help="a draft model requests may name as model:NAME (repeatable)")
     serve.add_argument("--lazy", action="store_true", help="load the model on the first request instead of at start-up")
 
     from specdraft.apps.bench.cli import add_bench_parser
@@ -93,11 +94,13 @@ def _serve(args: argparse.Namespace) -> int:
     from specdraft.apps.service import create_app
     from specdraft.apps.service.config import ServiceConfig
 
-    config = ServiceConfig(model=args.model, drafter=args.drafter, device=args.device, dtype=args.dtype)
+    config = ServiceConfig(
+        model=args.model, drafter=args.drafter, device=args.device, dtype=args.dtype, draft_models=tuple(args.draft_model)
+    )
     app = create_app(config)
     if not args.lazy:
         print(f"loading {args.model} ...", file=sys.stderr)
-        app.extensions["specdraft"].target_model()
+        app.extensions["specdraft"].target()
     print(f"specdraft serving {args.model} on http://{args.host}:{args.port}  (POST /v1/completions, GET /healthz)", file=sys.stderr)
     app.run(host=args.host, port=args.port, threaded=True)
     return 0

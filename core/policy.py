@@ -1,15 +1,18 @@
-"""SpeculationPolicy: how many nodes to ask the drafter for, and when not to speculate at all.
+"""SpeculationPolicy: how many nodes to ask the drafter for, chosen from measured cost.
 
-Draft length (adaptive): start at ``initial_draft_len``; after a step that accepted the whole
-draft, double it (up to ``max_draft_len``); after an early rejection (fewer than half accepted),
-halve it (down to ``min_draft_len``); otherwise keep it.
+The policy keeps a running estimate ``alpha`` of the probability that the target accepts the next
+draft token (an exponentially decayed count of accepted tokens vs. rejections), and the target's
+measured ``PassCostProfile``. Drafting ``k`` tokens yields on average
+``E(k) = 1 + alpha + ... + alpha**k`` tokens for a pass costing ``cost(k + 1)``, so the draft
+length is the ``k`` in ``[0, max_draft_len]`` that maximises ``E(k) / cost(k + 1)``. Full
+acceptance raises ``alpha`` and so grows the draft; early rejection lowers it and shrinks it.
 
-Fall-back: every ``window`` speculative steps, the policy estimates the speed-up of those steps
-from measured pass costs: ``tokens_per_step * cost(1) / mean(cost(draft + 1))``. Below 1,
-speculation is not paying for this request: the next ``backoff`` steps draft nothing (plain
-decoding), then it probes again; each consecutive failure doubles the back-off (up to
-``max_backoff``). When the cost of a 1-token pass has never been measured, the policy runs one
-plain step to measure it.
+Fall-back: when the best ``k`` is 0 (no draft length beats plain decoding on this device at this
+acceptance rate), the next ``backoff`` steps decode plainly; then one probe draft of
+``initial_draft_len`` checks whether drafts got better. Each consecutive fall-back doubles the
+back-off (up to ``max_backoff``). Until a 1-token pass has been timed, drafts are
+``initial_draft_len`` long and every ``window``-th step is a plain step that measures it.
+With ``adaptive=False`` the length is fixed at ``initial_draft_len`` and there is no fall-back.
 """
 
 from __future__ import annotations
@@ -28,61 +31,85 @@ class SpeculationConfig:
     fallback: bool = True
     window: int = 4
     backoff: int = 8
-    max_backoff: int = 256
+    max_backoff: int = 128
+    decay: float = 0.9  # weight of the past in the acceptance estimate, per verify step
+    prior_alpha: float = 0.5
 
     def __post_init__(self) -> None:
         if not 1 <= self.min_draft_len <= self.initial_draft_len <= self.max_draft_len:
             raise ValueError("need 1 <= min_draft_len <= initial_draft_len <= max_draft_len")
         if self.window < 1 or self.backoff < 1 or self.max_backoff < self.backoff:
             raise ValueError("need window >= 1 and 1 <= backoff <= max_backoff")
+        if not 0.0 < self.decay < 1.0 or not 0.0 < self.prior_alpha < 1.0:
+            raise ValueError("decay and prior_alpha must be in (0, 1)")
+
+
+def expected_tokens(alpha: float, k: int) -> float:
+    """Mean tokens a verify step yields for a k-token chain at per-token acceptance ``alpha``."""
+    return float(k + 1) if alpha >= 1.0 else (1.0 - alpha ** (k + 1)) / (1.0 - alpha)
 
 
 class SpeculationPolicy:
     def __init__(self, config: SpeculationConfig, cost: PassCostProfile) -> None:
         self.config = config
         self.cost = cost
-        self.draft_len = config.initial_draft_len
-        self.plain_steps_left = 0  # steps still to decode plainly (fall-back or probe)
+        self._accepted = config.prior_alpha  # decayed count of accepted draft tokens
+        self._rejected = 1.0 - config.prior_alpha  # decayed count of rejections
+        self.plain_steps_left = 0
+        self._probe_next = False
         self._backoff = config.backoff
-        self._window: list[tuple[int, int]] = []  # (drafted, accepted) of recent speculative steps
+        self._steps_since_plain = 0
 
-    def budget(self) -> int:
-        """Nodes to request for the next step; 0 means decode this step plainly."""
-        if self.plain_steps_left > 0:
-            return 0
-        return self.draft_len
+    @property
+    def alpha(self) -> float:
+        return self._accepted / (self._accepted + self._rejected)
 
     @property
     def falling_back(self) -> bool:
         return self.plain_steps_left > 0
 
+    def best_length(self) -> int:
+        """The draft length that maximises expected tokens per second (0: don't draft)."""
+        one = self.cost.estimate(1)
+        best_k, best_rate = 0, 1.0 / one
+        for k in range(self.config.min_draft_len, self.config.max_draft_len + 1):
+            rate = expected_tokens(self.alpha, k) / (self.cost.estimate(k + 1) or one)
+            if rate > best_rate:
+                best_k, best_rate = k, rate
+        return best_k
+
+    def budget(self) -> int:
+        """Nodes to request for the next step; 0 means decode this step plainly."""
+        config = self.config
+        if not config.adaptive:
+            return config.initial_draft_len
+        if self.plain_steps_left > 0:
+            return 0
+        if self._probe_next:
+            return config.initial_draft_len
+        if not self.cost.known(1):
+            return 0 if self._steps_since_plain >= config.window else config.initial_draft_len
+        best = self.best_length()
+        if best == 0 and config.fallback:
+            self.plain_steps_left = self._backoff
+            self._backoff = min(config.max_backoff, self._backoff * 2)
+            self._probe_next = True
+            return 0
+        return max(best, config.min_draft_len)
+
     def observe(self, requested: int, drafted: int, accepted: int) -> None:
         """Record one verify step: ``requested`` budget, ``drafted`` nodes sent, ``accepted`` kept."""
         if requested == 0:
             self.plain_steps_left = max(0, self.plain_steps_left - 1)
+            self._steps_since_plain = 0
             return
-        if self.config.adaptive and drafted:
+        self._steps_since_plain += 1
+        if drafted == 0:
+            return
+        if self._probe_next and self.plain_steps_left == 0:
+            self._probe_next = False
             if accepted == drafted:
-                self.draft_len = min(self.config.max_draft_len, self.draft_len * 2)
-            elif accepted < drafted / 2:
-                self.draft_len = max(self.config.min_draft_len, self.draft_len // 2)
-        if not self.config.fallback or drafted == 0:
-            return
-        self._window.append((drafted, accepted))
-        if len(self._window) >= self.config.window:
-            self._judge_window()
-
-    def _judge_window(self) -> None:
-        one = self.cost.estimate(1) if self.cost.known(1) else None
-        if one is None:
-            self.plain_steps_left = 1  # measure a plain step first; the window is judged after
-            return
-        steps = self._window
-        self._window = []
-        tokens_per_step = sum(accepted + 1 for _, accepted in steps) / len(steps)
-        step_cost = sum(self.cost.estimate(drafted + 1) or one for drafted, _ in steps) / len(steps)
-        if tokens_per_step * one < step_cost:
-            self.plain_steps_left = self._backoff
-            self._backoff = min(self.config.max_backoff, self._backoff * 2)
-        else:
-            self._backoff = self.config.backoff
+                self._backoff = self.config.backoff
+        decay = self.config.decay
+        self._accepted = decay * self._accepted + accepted
+        self._rejected = decay * self._rejected + (1.0 if accepted < drafted else 0.0)

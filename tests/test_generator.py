@@ -32,7 +32,7 @@ def test_greedy_output_equals_transformers_generate(tiny_model, tokenizer, refer
     prompt_ids = tokenizer(prompt).input_ids
     reference = references[prompt]
     drafter = OracleDrafter(prompt_ids + reference, tiny_model.vocab_size, mode)
-    speculation = SpeculationConfig(initial_draft_len=5, fallback=False)
+    speculation = SpeculationConfig(initial_draft_len=5, adaptive=False)  # several rounds
     result = SpeculativeGenerator(tiny_model, speculation).generate(prompt_ids, drafter, GenerationConfig(max_new_tokens=N_NEW))
     assert result.token_ids == reference
     assert result.stats.verify_steps > 3  # several verify rounds
@@ -117,7 +117,7 @@ def test_fallback_to_plain_decoding_when_drafts_never_pay(tiny_model, tokenizer,
     for n in (2, 4, 8, 16):
         tiny_model.cost.record(n, 1.0 + n)
     drafter = OracleDrafter(prompt_ids + reference, tiny_model.vocab_size, "wrong")
-    result = SpeculativeGenerator(tiny_model, SpeculationConfig(adaptive=False)).generate(
+    result = SpeculativeGenerator(tiny_model, SpeculationConfig(backoff=4)).generate(
         prompt_ids, drafter, GenerationConfig(max_new_tokens=N_NEW)
     )
     assert result.token_ids == reference

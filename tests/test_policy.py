@@ -1,59 +1,93 @@
+import pytest
+
 from specdraft.cost import PassCostProfile
-from specdraft.policy import SpeculationConfig, SpeculationPolicy
+from specdraft.policy import SpeculationConfig, SpeculationPolicy, expected_tokens
 
 
 def profile(one: float, per_token: float) -> PassCostProfile:
+    """A measured profile where a pass over n tokens costs ``one + per_token * (n - 1)``."""
     cost = PassCostProfile()
-    for n in (1, 2, 4, 8, 16, 32, 64):
+    for n in (1, 2, 4, 8, 16, 32, 64, 128):
         cost.record(n, one + per_token * (n - 1))
     return cost
 
 
+def test_expected_tokens():
+    assert expected_tokens(0.0, 5) == 1.0
+    assert expected_tokens(1.0, 5) == 6.0
+    assert expected_tokens(0.5, 2) == pytest.approx(1.75)
+
+
 def test_draft_length_grows_on_full_acceptance_and_shrinks_on_early_rejection():
-    policy = SpeculationPolicy(SpeculationConfig(initial_draft_len=4, max_draft_len=16, fallback=False), PassCostProfile())
-    policy.observe(4, 4, 4)
-    assert policy.budget() == 8
-    policy.observe(8, 8, 8)
-    policy.observe(16, 16, 16)
-    assert policy.budget() == 16
-    policy.observe(16, 16, 10)  # late rejection: unchanged
-    assert policy.budget() == 16
-    policy.observe(16, 16, 1)  # early rejection: halve
-    assert policy.budget() == 8
+    policy = SpeculationPolicy(SpeculationConfig(max_draft_len=64), profile(one=1.0, per_token=0.05))
+    start = policy.budget()
+    for _ in range(5):
+        k = policy.budget()
+        policy.observe(k, k, k)
+    grown = policy.budget()
+    assert grown > start
+    for _ in range(5):
+        k = policy.budget()
+        policy.observe(k, k, 0)
+    assert 0 < policy.budget() < grown
+
+
+def test_draft_length_is_longer_where_passes_are_cheap():
+    """The same acceptance rate buys longer drafts on a device where wide passes cost little (GPU)."""
+    lengths = {}
+    for name, per_token in (("gpu-like", 0.001), ("cpu-like", 0.15)):
+        policy = SpeculationPolicy(SpeculationConfig(max_draft_len=128), profile(one=1.0, per_token=per_token))
+        for _ in range(10):
+            policy.observe(8, 8, 6)
+        lengths[name] = policy.budget()
+    assert lengths["gpu-like"] > lengths["cpu-like"] > 0
 
 
 def test_falls_back_when_speculation_does_not_pay_and_probes_again():
-    config = SpeculationConfig(initial_draft_len=8, adaptive=False, window=4, backoff=3)
-    policy = SpeculationPolicy(config, profile(one=1.0, per_token=0.5))  # 8 tokens cost 4.5x
-    for _ in range(4):
-        policy.observe(8, 8, 0)  # nothing accepted
-    assert policy.budget() == 0
-    for _ in range(3):
-        assert policy.falling_back
+    config = SpeculationConfig(initial_draft_len=8, backoff=3)
+    policy = SpeculationPolicy(config, profile(one=1.0, per_token=0.5))  # wide passes are dear
+    for _ in range(6):
+        k = policy.budget()
+        if k == 0:
+            break
+        policy.observe(k, k, 0)  # nothing accepted
+    assert policy.budget() == 0 or policy.falling_back
+    plain = 0
+    while policy.falling_back:
+        assert policy.budget() == 0
         policy.observe(0, 0, 0)
-    assert policy.budget() == 8  # probing again
+        plain += 1
+    assert plain == 3
+    assert policy.budget() == 8  # the probe
 
 
 def test_keeps_speculating_when_it_pays():
-    config = SpeculationConfig(initial_draft_len=8, adaptive=False, window=4)
-    policy = SpeculationPolicy(config, profile(one=1.0, per_token=0.05))
-    for _ in range(8):
-        policy.observe(8, 8, 6)
-    assert policy.budget() == 8
+    policy = SpeculationPolicy(SpeculationConfig(), profile(one=1.0, per_token=0.05))
+    for _ in range(20):
+        k = policy.budget()
+        assert k > 0
+        policy.observe(k, k, k - 1)
+    assert not policy.falling_back
 
 
-def test_measures_a_plain_step_first_when_its_cost_is_unknown():
+def test_measures_a_plain_step_when_its_cost_is_unknown():
     cost = PassCostProfile()
     cost.record(9, 2.0)
-    policy = SpeculationPolicy(SpeculationConfig(adaptive=False, window=2), cost)
-    policy.observe(8, 8, 0)
-    policy.observe(8, 8, 0)
-    assert policy.budget() == 0  # the probe
+    policy = SpeculationPolicy(SpeculationConfig(window=2), cost)
+    for _ in range(2):
+        assert policy.budget() == 8
+        policy.observe(8, 8, 3)
+    assert policy.budget() == 0  # measure a 1-token pass
     cost.record(1, 1.0)
     policy.observe(0, 0, 0)
-    assert policy.budget() == 8
-    policy.observe(8, 8, 0)  # window judged now: 1 token/step at 2x cost -> fall back
-    assert policy.budget() == 0
+    assert policy.budget() > 0
+
+
+def test_fixed_length_when_not_adaptive():
+    policy = SpeculationPolicy(SpeculationConfig(initial_draft_len=5, adaptive=False), profile(1.0, 10.0))
+    for _ in range(10):
+        assert policy.budget() == 5
+        policy.observe(5, 5, 0)
 
 
 def test_cost_profile_interpolates():

@@ -27,11 +27,12 @@ def create_app(config: ServiceConfig | None = None, pool: ModelPool | None = Non
     ``config.dtype``. Tests pass a pool that already holds a model under ``config.model``.
     Creating the app loads nothing.
     """
-    config = config or ServiceConfig()
+    config = config if config is not None else ServiceConfig()
+    pool = pool if pool is not None else ModelPool(config.device, config.dtype)
     app = Flask(__name__)
     app.config["MAX_CONTENT_LENGTH"] = config.max_request_bytes
     app.json.sort_keys = False  # keep OpenAI's field order
-    app.extensions[EXTENSION] = ServiceState(config, pool or ModelPool(config.device, config.dtype))
+    app.extensions[EXTENSION] = ServiceState(config, pool)
     register_error_handlers(app)
     app.register_blueprint(health.bp)
     app.register_blueprint(completions.bp)

@@ -19,7 +19,9 @@ class ServiceConfig:
     loaded once, on first use, with ``device``/``dtype`` (see ``ModelConfig``). ``drafter``: the
     drafter for requests that do not name one ("none", "prompt-lookup" or "model:NAME").
     ``max_tokens_limit``: the largest ``max_tokens`` a request may ask for; ``default_max_tokens``:
-    what a request that omits it gets. ``max_request_bytes``: larger request bodies get a 413."""
+    what a request that omits it gets. ``max_request_bytes``: larger request bodies get a 413.
+    ``draft_models``: the draft models a request may name as ``model:NAME`` (a client must not make
+    the server load arbitrary paths or hub ids); the default drafter's model is always allowed."""
 
     model: str = DEFAULT_MODEL
     drafter: str = "prompt-lookup"
@@ -28,6 +30,7 @@ class ServiceConfig:
     max_tokens_limit: int = 2048
     default_max_tokens: int = 256
     max_request_bytes: int = 1_000_000
+    draft_models: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not self.model.strip():
@@ -43,6 +46,10 @@ class ServiceConfig:
             )
         if self.max_request_bytes < 1:
             raise ValueError(f"max_request_bytes must be >= 1, got {self.max_request_bytes}")
+
+    def allows_draft_model(self, name: str) -> bool:
+        default = self.drafter_spec
+        return name in self.draft_models or (default.kind == "model" and default.model == name)
 
     @property
     def model_config(self) -> ModelConfig:

@@ -58,6 +58,9 @@ class ServiceState:
         tokenizer; raises ``RequestError`` (param "drafter") when that fails.
         """
         target = self.target()
+        if spec.kind == "model" and not self.config.allows_draft_model(spec.model):
+            allowed = ", ".join(f"model:{name}" for name in self.config.draft_models) or "none configured"
+            raise RequestError(f"draft model {spec.model!r} is not served here (allowed: {allowed})", "drafter")
         if spec not in self._prepared:
             try:
                 spec.prepare(self.pool, target)

@@ -24,10 +24,11 @@ CHAT_TEMPLATE = (
     "{% for m in messages %}<|{{ m['role'] }}|>{{ m['content'] }}\n{% endfor %}"
     "{% if add_generation_prompt %}<|assistant|>{% endif %}"
 )
-PROMPT = "The quick brown fox jumps over the lazy dog. The quick brown"
+# The tiny model repeats itself after this prompt, so prompt lookup drafts tokens that the target
+# accepts, within the first speculative steps (before the policy's timing-based fall-back can act).
+PROMPT = "Grammar correction returns"
 MESSAGES = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "What does the fox do?"}]
 MAX_TOKENS = 12
-MAX_LENGTH = 512  # the tiny model's context
 
 
 def make_app(model, draft_model=None, **config):
@@ -35,7 +36,7 @@ def make_app(model, draft_model=None, **config):
     pool.add(SERVED, model)
     if draft_model is not None:
         pool.add(DRAFT, draft_model)
-    app = create_app(ServiceConfig(model=SERVED, **config), pool)
+    app = create_app(ServiceConfig(model=SERVED, draft_models=(DRAFT, "no-such-model"), **config), pool)
     app.testing = True
     return app
 
@@ -128,6 +129,8 @@ def test_every_drafter_gives_the_same_text(client, completion_reference, drafter
     body = post_ok(client, "/v1/completions", {"prompt": PROMPT, "max_tokens": MAX_TOKENS, "drafter": drafter})
     assert body["choices"][0]["text"] == completion_reference.text
     assert body["speculation"]["drafter"] == drafter
+    if drafter == "prompt-lookup":
+        assert body["speculation"]["accepted_tokens"] > 0, "the test should exercise accepted drafts"
 
 
 def test_default_max_tokens_comes_from_the_config(model):
@@ -182,7 +185,7 @@ def test_stream_concatenates_to_the_non_streamed_answer(client, completion_refer
     *pieces, final = [json.loads(p) for p in payloads[:-1]]
     assert pieces, "the answer should arrive in more than one event"
     assert len({chunk["id"] for chunk in pieces + [final]}) == 1
-    assert all(chunk["source"] in ("draft", "target") for chunk in pieces)
+    assert {chunk["source"] for chunk in pieces} == {"draft", "target"}
     assert all(chunk["choices"][0]["finish_reason"] is None for chunk in pieces)
     if chat:
         assert {chunk["object"] for chunk in pieces + [final]} == {"chat.completion.chunk"}
@@ -237,6 +240,7 @@ LONG_PROMPT = "The quick brown fox jumps over the lazy dog. " * 40
         ("post", "/v1/completions", {"prompt": "hi", "stop": ["a", 1]}, 400, "stop[1] must be a non-empty string"),
         ("post", "/v1/completions", {"prompt": "hi", "drafter": "ngram"}, 400, "unknown drafter 'ngram'"),
         ("post", "/v1/completions", {"prompt": "hi", "drafter": "model:no-such-model"}, 400, "cannot use drafter"),
+        ("post", "/v1/completions", {"prompt": "hi", "drafter": "model:/etc"}, 400, "is not served here"),
         ("post", "/v1/completions", {"prompt": "hi", "model": "gpt-4"}, 400, "this server serves 'tiny'"),
         ("post", "/v1/completions", {"prompt": "hi", "max_tokens": 600}, 400, "more than the model's context of 512"),
         ("post", "/v1/completions", {"prompt": LONG_PROMPT, "max_tokens": 400}, 400, "max_tokens is 400"),
