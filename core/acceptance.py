@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import torch
 
 from .draft import ROOT, Draft
-from .sampling import sample
+from .sampling import ACCEPT_STREAM, TARGET_STREAM, PositionalRandom, sample
 
 
 @dataclass(frozen=True)
@@ -63,12 +63,12 @@ def _residual(p: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
     return diff / total if total > 0 else p
 
 
-def speculative_accept(
-    draft: Draft, target_probs: torch.Tensor, generator: torch.Generator | None
-) -> Acceptance:
+def speculative_accept(draft: Draft, target_probs: torch.Tensor, rng: PositionalRandom, position: int) -> Acceptance:
     """Lossless speculative sampling over a draft tree.
 
     ``target_probs``: ``[1 + len(draft), vocab]``, already warped (temperature/top-k/top-p).
+    ``position``: the absolute sequence position of the first token after the context; the draws
+    for the token at position ``position + d`` come from ``rng`` at that position.
     At each node, deterministic children are checked by sample-and-compare; children carrying a
     draft distribution by multi-candidate rejection sampling. When no child is kept, the bonus
     token is drawn from what is left of ``p`` (the residual), and the walk ends.
@@ -77,25 +77,28 @@ def speculative_accept(
     node = ROOT
     while True:
         p = target_probs[node + 1]
+        here = position + len(path)
+        draw = rng.generator(here, TARGET_STREAM)
         children = draft.children(node)
         if not children:
-            return Acceptance(tuple(path), sample(p, generator))
+            return Acceptance(tuple(path), sample(p, draw))
         if draft.probs is None:
-            token = sample(p, generator)
+            token = sample(p, draw)
             child = next((c for c in children if draft.tokens[c] == token), None)
             if child is None:
                 return Acceptance(tuple(path), token)
         else:
+            uniforms = rng.generator(here, ACCEPT_STREAM)
             child = None
             for candidate in children:
                 q = draft.probs[candidate].to(p)
                 x = draft.tokens[candidate]
                 ratio = float(p[x]) / max(float(q[x]), torch.finfo(torch.float32).tiny)
-                if float(torch.rand((), generator=generator)) < ratio:
+                if float(torch.rand((), generator=uniforms)) < ratio:
                     child = candidate
                     break
                 p = _residual(p, q)
             if child is None:
-                return Acceptance(tuple(path), sample(p, generator))
+                return Acceptance(tuple(path), sample(p, draw))
         path.append(child)
         node = child

@@ -50,6 +50,15 @@ class PassCostProfile:
         # Outside the measured range: assume cost grows no faster than linearly with size.
         return self._seconds[nearest] * (key / nearest if key > nearest else 1.0)
 
+    @classmethod
+    def nominal(cls) -> "PassCostProfile":
+        """A fixed, unmeasured profile (a pass over n tokens costs ``1 + 0.1 * (n - 1)``) for
+        decisions that must not depend on timing, such as seeded requests that must repeat exactly."""
+        profile = cls()
+        for n in (1 << i for i in range(10)):
+            profile.record(n, 1.0 + 0.1 * (n - 1))
+        return profile
+
     def snapshot(self) -> dict[int, float]:
         with self._lock:
             return dict(sorted(self._seconds.items()))

@@ -8,6 +8,7 @@ decoding gives its greedy tokens exactly, sampling gives its distribution exactl
 
 from __future__ import annotations
 
+import secrets
 import time
 from dataclasses import dataclass, field
 from typing import Callable, Iterator, Literal, Sequence
@@ -18,7 +19,8 @@ from .acceptance import Acceptance, greedy_accept, speculative_accept
 from .draft import Draft
 from .drafter import Drafter, NoDrafter
 from .policy import SpeculationConfig, SpeculationPolicy
-from .sampling import SamplingParams, warp
+from .cost import PassCostProfile
+from .sampling import PositionalRandom, SamplingParams, warp
 from .stats import Stats
 from .text_stream import TextAssembler, TextPiece
 from .transformers_backend import TransformersModel
@@ -29,8 +31,10 @@ FinishReason = Literal["stop", "length"]
 @dataclass(frozen=True)
 class GenerationConfig:
     """One request's decoding settings. ``temperature`` 0 is greedy; ``seed`` makes sampling
-    reproducible; ``stop`` strings end the text (they are not included); EOS ends it too unless
-    ``ignore_eos``."""
+    reproducible: the same seed gives the same text on every run, and with a deterministic drafter
+    (or none) the same text as plain sampling. Seeded requests choose draft lengths from a fixed
+    nominal cost model instead of measured timings, so that they repeat exactly. ``stop`` strings
+    end the text (they are not included); EOS ends it too unless ``ignore_eos``."""
 
     max_new_tokens: int = 128
     temperature: float = 0.0
@@ -110,10 +114,9 @@ class _Run:
         self.drafter = drafter
         self.config = config
         self.sampling = config.sampling
-        self.policy = SpeculationPolicy(speculation, model.cost)
-        self.generator = None
-        if config.seed is not None:
-            self.generator = torch.Generator().manual_seed(config.seed)
+        cost = model.cost if config.seed is None else PassCostProfile.nominal()
+        self.policy = SpeculationPolicy(speculation, cost)
+        self.rng = PositionalRandom(secrets.randbits(62) if config.seed is None else config.seed)
         self.prompt_ids = prompt_ids
         self.generated: list[int] = []
         self.assembler = TextAssembler(model.tokenizer, config.stop)
@@ -169,7 +172,8 @@ class _Run:
     def _accept(self, draft: Draft, logits: torch.Tensor) -> Acceptance:
         if self.sampling.greedy:
             return greedy_accept(draft, logits)
-        return speculative_accept(draft, warp(logits, self.sampling).cpu(), self.generator)
+        position = len(self.prompt_ids) + len(self.generated)
+        return speculative_accept(draft, warp(logits, self.sampling).cpu(), self.rng, position)
 
     def _append(self, token: int, source: str) -> tuple[list[TextPiece], bool]:
         """Add one token; returns the text pieces it released and whether generation is over."""

@@ -1,4 +1,4 @@
-"""Sampling parameters and the warp from logits to the distribution that is sampled.
+"""Sampling parameters, the warp from logits to the distribution that is sampled, and seeding.
 
 ``SamplingParams.temperature == 0`` means greedy decoding. Otherwise the target's distribution is
 ``softmax(logits / temperature)`` restricted to the ``top_k`` most likely tokens (0: no limit) and
@@ -57,3 +57,25 @@ def warp(logits: torch.Tensor, params: SamplingParams) -> torch.Tensor:
 def sample(probs: torch.Tensor, generator: torch.Generator | None) -> int:
     """One token id drawn from ``probs`` ``[vocab]``."""
     return int(torch.multinomial(probs, 1, generator=generator).item())
+
+
+TARGET_STREAM = 0  # draws of the target's token at a position (sample-and-compare, bonus, residual)
+ACCEPT_STREAM = 1  # uniforms of rejection sampling at a position
+DRAFT_STREAM = 2  # a draft model's own samples at a position
+
+
+class PositionalRandom:
+    """Random numbers keyed by (seed, sequence position, stream) instead of by draw order.
+
+    Every draw for the token at absolute position ``i`` comes from its own generator, so what is
+    drawn at a position does not depend on how earlier positions were drafted. Consequence: with
+    deterministic drafts (sample-and-compare) the sampled text is exactly plain sampling's for the
+    same seed, whatever the drafter and however long its drafts were.
+    """
+
+    def __init__(self, seed: int) -> None:
+        self.seed = int(seed)
+
+    def generator(self, position: int, stream: int = TARGET_STREAM) -> torch.Generator:
+        key = hash((self.seed, int(position), int(stream))) & 0x7FFF_FFFF_FFFF_FFFF
+        return torch.Generator().manual_seed(key)

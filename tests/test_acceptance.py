@@ -7,6 +7,7 @@ import torch
 from scipy.stats import chisquare
 
 from specdraft import ROOT, Draft, greedy_accept, speculative_accept
+from specdraft.sampling import PositionalRandom
 
 V = 6
 
@@ -88,7 +89,7 @@ def test_first_token_distribution_is_the_target_distribution(kind):
     generator = torch.Generator().manual_seed(1234)
     target = torch.stack([P, P.roll(1), P.roll(2), P.roll(3)])  # rows for ROOT and up to 3 nodes
     counts = Counter()
-    for _ in range(n):
+    for i in range(n):
         if kind == "deterministic chain":
             draft = Draft.chain([3, 1])
         elif kind == "deterministic tree":
@@ -100,7 +101,7 @@ def test_first_token_distribution_is_the_target_distribution(kind):
             else:  # two independent samples of q as siblings (SpecInfer)
                 second = int(torch.multinomial(Q, 1, generator=generator))
                 draft = Draft((first, second), (ROOT, ROOT), torch.stack([Q, Q]))
-        result = speculative_accept(draft, target[: 1 + len(draft)], generator)
+        result = speculative_accept(draft, target[: 1 + len(draft)], PositionalRandom(i), 0)
         counts[output_first_token(draft, result)] += 1
     assert_matches(counts, P, n)
 
@@ -114,10 +115,10 @@ def test_second_token_distribution_after_accepted_node():
     target = torch.stack([P, row1, P])
     counts = Counter()
     kept = 0
-    for _ in range(n):
+    for i in range(n):
         tokens = torch.multinomial(Q, 2, replacement=True, generator=generator).tolist()
         draft = Draft.chain(tokens, torch.stack([Q, Q]))
-        result = speculative_accept(draft, target, generator)
+        result = speculative_accept(draft, target, PositionalRandom(i), 0)
         if not result.path:
             continue
         second = draft.tokens[result.path[1]] if len(result.path) > 1 else result.next_token
@@ -128,10 +129,18 @@ def test_second_token_distribution_after_accepted_node():
 
 
 def test_same_seed_same_result():
-    draft = Draft.chain([3, 1])
+    draft = Draft.chain([3, 1], torch.stack([Q, Q]))
     target = torch.stack([P, P, P])
-    runs = [
-        [speculative_accept(draft, target, g) for _ in range(50)]
-        for g in (torch.Generator().manual_seed(5), torch.Generator().manual_seed(5))
-    ]
+    runs = [[speculative_accept(draft, target, PositionalRandom(seed), 10) for seed in range(50)] for _ in range(2)]
     assert runs[0] == runs[1]
+
+
+def test_sample_and_compare_draws_what_plain_sampling_draws():
+    """With a deterministic draft, the token at each position is the one plain sampling draws."""
+    target = torch.stack([P, P.roll(1), P.roll(2)])
+    for seed in range(200):
+        rng = PositionalRandom(seed)
+        result = speculative_accept(Draft.chain([1, 2]), target, rng, 5)
+        tokens = [1, 2][: len(result.path)] + [result.next_token]
+        plain = [int(torch.multinomial(target[i], 1, generator=rng.generator(5 + i))) for i in range(len(tokens))]
+        assert tokens == plain

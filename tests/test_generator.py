@@ -10,7 +10,7 @@ from scipy.stats import chisquare
 from oracle import OracleDrafter
 from specdraft import GenerationConfig, SpeculationConfig, SpeculativeGenerator
 from specdraft.drafters import DraftModelConfig, DraftModelDrafter, PromptLookupDrafter
-from specdraft.sampling import SamplingParams, warp
+from specdraft.sampling import PositionalRandom, warp
 
 PROMPTS = ["The quick brown fox", "def add(a, b):\n", "Grammar correction returns mostly", "ünïcödé 🙂"]
 N_NEW = 40
@@ -150,9 +150,7 @@ def test_sampling_reproduces_the_target_distribution(tiny_model, tiny_draft_mode
     for seed in range(n):
         cfg = GenerationConfig(**{**config.__dict__, "seed": seed})
         if drafter_kind == "draft-model":
-            drafter = DraftModelDrafter(
-                tiny_draft_model, tiny_model.vocab_size, cfg.sampling, torch.Generator().manual_seed(10_000 + seed)
-            )
+            drafter = DraftModelDrafter(tiny_draft_model, tiny_model.vocab_size, cfg.sampling, PositionalRandom(10_000 + seed))
         elif drafter_kind == "prompt-lookup":
             drafter = PromptLookupDrafter()
         else:
@@ -190,6 +188,15 @@ def test_same_seed_same_output(tiny_model, tiny_draft_model, tokenizer):
     config = GenerationConfig(max_new_tokens=20, temperature=1.0, top_p=0.9, seed=42)
     outputs = []
     for _ in range(2):
-        drafter = DraftModelDrafter(tiny_draft_model, tiny_model.vocab_size, config.sampling, torch.Generator().manual_seed(1))
+        drafter = DraftModelDrafter(tiny_draft_model, tiny_model.vocab_size, config.sampling, PositionalRandom(1))
         outputs.append(SpeculativeGenerator(tiny_model).generate(prompt_ids, drafter, config).token_ids)
     assert outputs[0] == outputs[1]
+
+
+def test_seeded_sampling_with_a_deterministic_drafter_equals_plain_sampling(tiny_model, tokenizer):
+    prompt_ids = tokenizer("The dog sleeps. The dog sleeps. The dog").input_ids
+    for seed in range(5):
+        config = GenerationConfig(max_new_tokens=24, temperature=0.7, seed=seed)
+        plain = SpeculativeGenerator(tiny_model).generate(prompt_ids, None, config)
+        drafted = SpeculativeGenerator(tiny_model).generate(prompt_ids, PromptLookupDrafter(), config)
+        assert drafted.token_ids == plain.token_ids

@@ -112,7 +112,7 @@ def _complete(fmt: _Format) -> Response:
     prompt_ids = _prompt_ids(model, req, state.config.model)
     check_context_length(len(prompt_ids), req.max_tokens, model.max_length, fmt.prompt_param)
     drafter = state.drafter(req.drafter, req.generation.sampling, req.generation.seed)
-    stream = SpeculativeGenerator(model).stream(prompt_ids, drafter, req.generation)
+    stream = SpeculativeGenerator(model, state.config.speculation).stream(prompt_ids, drafter, req.generation)
     reply = _Reply(fmt, f"{fmt.id_prefix}{uuid.uuid4().hex}", int(time.time()), state.config.model, str(req.drafter))
     if req.stream:
         events = reply.events(stream, current_app.logger)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from specdraft import DEFAULT_MODEL, ModelConfig
+from specdraft import DEFAULT_MODEL, ModelConfig, SpeculationConfig
 from specdraft.drafters.factory import DrafterSpec
 
 
@@ -21,7 +21,8 @@ class ServiceConfig:
     ``max_tokens_limit``: the largest ``max_tokens`` a request may ask for; ``default_max_tokens``:
     what a request that omits it gets. ``max_request_bytes``: larger request bodies get a 413.
     ``draft_models``: the draft models a request may name as ``model:NAME`` (a client must not make
-    the server load arbitrary paths or hub ids); the default drafter's model is always allowed."""
+    the server load arbitrary paths or hub ids); the default drafter's model is always allowed.
+    ``speculation``: the engine's draft-length and fall-back policy for every request."""
 
     model: str = DEFAULT_MODEL
     drafter: str = "prompt-lookup"
@@ -31,6 +32,7 @@ class ServiceConfig:
     default_max_tokens: int = 256
     max_request_bytes: int = 1_000_000
     draft_models: tuple[str, ...] = ()
+    speculation: SpeculationConfig = SpeculationConfig()
 
     def __post_init__(self) -> None:
         if not self.model.strip():

@@ -19,7 +19,7 @@ from typing import Sequence
 import torch
 
 from ..draft import ROOT, Draft
-from ..sampling import SamplingParams, sample, warp
+from ..sampling import DRAFT_STREAM, PositionalRandom, SamplingParams, sample, warp
 from ..transformers_backend import TransformersModel
 
 
@@ -55,13 +55,13 @@ class DraftModelDrafter:
         model: TransformersModel,
         vocab_size: int,
         sampling: SamplingParams = SamplingParams(),
-        generator: torch.Generator | None = None,
+        rng: PositionalRandom | None = None,
         config: DraftModelConfig = DraftModelConfig(),
     ) -> None:
         self.model = model
         self.vocab_size = vocab_size  # the target's: draft distributions are padded to it
         self.sampling = sampling
-        self.generator = generator
+        self.rng = rng or PositionalRandom(0)
         self.config = config
         self.session = model.new_session()
         self._fed: list[int] = []  # tokens whose keys/values the session holds
@@ -92,7 +92,8 @@ class DraftModelDrafter:
                 candidates = torch.topk(logits, width).indices.tolist()
             else:
                 q = warp(logits, self.sampling).cpu()
-                candidates = [sample(q, self.generator)]
+                position = len(context_ids) + level
+                candidates = [sample(q, self.rng.generator(position, DRAFT_STREAM))]
                 q_rows.append(q)
             chain_node = len(tokens)
             for token in candidates:

@@ -7,13 +7,12 @@ model (registry name, local path or hub id) that shares the target's tokenizer; 
 
 from __future__ import annotations
 
+import secrets
 import threading
 from dataclasses import dataclass
 
-import torch
-
 from ..drafter import Drafter
-from ..sampling import SamplingParams
+from ..sampling import PositionalRandom, SamplingParams
 from ..transformers_backend import ModelConfig, TransformersModel
 from .draft_model import DraftModelConfig, DraftModelDrafter, check_same_tokenizer
 from .prompt_lookup import PromptLookupDrafter
@@ -72,7 +71,5 @@ class DrafterSpec:
             return None
         if self.kind == "prompt-lookup":
             return PromptLookupDrafter()
-        generator = None if seed is None else torch.Generator().manual_seed(seed + 1)
-        return DraftModelDrafter(
-            pool.get(self.model), target.vocab_size, sampling, generator, DraftModelConfig(self.tree_width)
-        )
+        rng = PositionalRandom(secrets.randbits(62) if seed is None else seed)
+        return DraftModelDrafter(pool.get(self.model), target.vocab_size, sampling, rng, DraftModelConfig(self.tree_width))

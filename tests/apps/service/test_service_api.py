@@ -14,7 +14,7 @@ import threading
 import pytest
 from conftest import make_tiny_model
 
-from specdraft import GenerationConfig, SpeculativeGenerator
+from specdraft import GenerationConfig, SpeculationConfig, SpeculativeGenerator
 from specdraft.apps.service import ServiceConfig, create_app
 from specdraft.drafters.factory import ModelPool
 
@@ -36,6 +36,8 @@ def make_app(model, draft_model=None, **config):
     pool.add(SERVED, model)
     if draft_model is not None:
         pool.add(DRAFT, draft_model)
+    # a fixed draft length, so that the drafts these tests rely on do not depend on timing
+    config.setdefault("speculation", SpeculationConfig(initial_draft_len=4, adaptive=False))
     app = create_app(ServiceConfig(model=SERVED, draft_models=(DRAFT, "no-such-model"), **config), pool)
     app.testing = True
     return app
