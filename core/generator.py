@@ -114,7 +114,8 @@ class _Run:
         self.drafter = drafter
         self.config = config
         self.sampling = config.sampling
-        cost = model.cost if config.seed is None else PassCostProfile.nominal()
+        self.timed = config.seed is None  # seeded requests decide from nothing that is timed
+        cost = model.cost if self.timed else PassCostProfile.nominal()
         self.policy = SpeculationPolicy(speculation, cost)
         self.rng = PositionalRandom(secrets.randbits(62) if config.seed is None else config.seed)
         self.prompt_ids = prompt_ids
@@ -135,7 +136,7 @@ class _Run:
         while not done:
             # 1. draft
             budget = self._budget()
-            draft = self._draft(budget)
+            draft, draft_seconds = self._draft(budget)
             # 2. verify: one target forward pass over the pending token and the whole draft
             start = time.perf_counter()
             logits = self.target.verify(draft)
@@ -146,7 +147,7 @@ class _Run:
             self.stats.fallback_steps += int(budget == 0 and self.policy.falling_back)
             self.target.commit(accepted.path, accepted.next_token)
             self.drafter.observe(accepted.accepted_len)
-            self.policy.observe(budget, len(draft), accepted.accepted_len)
+            self.policy.observe(budget, len(draft), accepted.accepted_len, draft_seconds if self.timed else 0.0)
             self.stats.record_step(len(draft), accepted.accepted_len)
             new = [(draft.tokens[i], "draft") for i in accepted.path] + [(accepted.next_token, "target")]
             for token, source in new:
@@ -161,13 +162,15 @@ class _Run:
         room = self.target.max_length - self.target.context_length - 1
         return max(0, min(self.policy.budget(), remaining, room))
 
-    def _draft(self, budget: int) -> Draft:
+    def _draft(self, budget: int) -> tuple[Draft, float]:
+        """The drafter's proposal (at most ``budget`` nodes) and the seconds it took."""
         if budget == 0:
-            return Draft.empty()
+            return Draft.empty(), 0.0
         start = time.perf_counter()
         draft = self.drafter.propose(self.prompt_ids + self.generated, budget).truncated(budget)
-        self.stats.draft_s += time.perf_counter() - start
-        return draft
+        seconds = time.perf_counter() - start
+        self.stats.draft_s += seconds
+        return draft, seconds
 
     def _accept(self, draft: Draft, logits: torch.Tensor) -> Acceptance:
         if self.sampling.greedy:

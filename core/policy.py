@@ -1,10 +1,11 @@
 """SpeculationPolicy: how many nodes to ask the drafter for, chosen from measured cost.
 
 The policy keeps a running estimate ``alpha`` of the probability that the target accepts the next
-draft token (an exponentially decayed count of accepted tokens vs. rejections), and the target's
-measured ``PassCostProfile``. Drafting ``k`` tokens yields on average
-``E(k) = 1 + alpha + ... + alpha**k`` tokens for a pass costing ``cost(k + 1)``, so the draft
-length is the ``k`` in ``[0, max_draft_len]`` that maximises ``E(k) / cost(k + 1)``. Full
+draft token (an exponentially decayed count of accepted tokens vs. rejections), the target's
+measured ``PassCostProfile``, and the drafter's measured seconds per drafted token ``d`` (a moving
+average; near 0 for copies and lookups, real for a draft model). Drafting ``k`` tokens yields on
+average ``E(k) = 1 + alpha + ... + alpha**k`` tokens for ``k * d + cost(k + 1)`` seconds, so the
+draft length is the ``k`` in ``[0, max_draft_len]`` that maximises ``E(k) / (k * d + cost(k + 1))``. Full
 acceptance raises ``alpha`` and so grows the draft; early rejection lowers it and shrinks it.
 
 Fall-back: when the best ``k`` is 0 (no draft length beats plain decoding on this device at this
@@ -59,6 +60,7 @@ class SpeculationPolicy:
         self._probe_next = False
         self._backoff = config.backoff
         self._steps_since_plain = 0
+        self.draft_seconds_per_token = 0.0
 
     @property
     def alpha(self) -> float:
@@ -73,7 +75,8 @@ class SpeculationPolicy:
         one = self.cost.estimate(1)
         best_k, best_rate = 0, 1.0 / one
         for k in range(self.config.min_draft_len, self.config.max_draft_len + 1):
-            rate = expected_tokens(self.alpha, k) / (self.cost.estimate(k + 1) or one)
+            seconds = k * self.draft_seconds_per_token + (self.cost.estimate(k + 1) or one)
+            rate = expected_tokens(self.alpha, k) / seconds
             if rate > best_rate:
                 best_k, best_rate = k, rate
         return best_k
@@ -97,8 +100,9 @@ class SpeculationPolicy:
             return 0
         return max(best, config.min_draft_len)
 
-    def observe(self, requested: int, drafted: int, accepted: int) -> None:
-        """Record one verify step: ``requested`` budget, ``drafted`` nodes sent, ``accepted`` kept."""
+    def observe(self, requested: int, drafted: int, accepted: int, draft_seconds: float = 0.0) -> None:
+        """Record one verify step: ``requested`` budget, ``drafted`` nodes sent, ``accepted`` kept,
+        ``draft_seconds`` spent drafting them (pass 0 to keep decisions independent of timing)."""
         if requested == 0:
             self.plain_steps_left = max(0, self.plain_steps_left - 1)
             self._steps_since_plain = 0
@@ -106,6 +110,9 @@ class SpeculationPolicy:
         self._steps_since_plain += 1
         if drafted == 0:
             return
+        per_token = draft_seconds / drafted
+        smoothing = self.cost.smoothing
+        self.draft_seconds_per_token += smoothing * (per_token - self.draft_seconds_per_token)
         if self._probe_next and self.plain_steps_left == 0:
             self._probe_next = False
             if accepted == drafted:

@@ -98,3 +98,15 @@ def test_cost_profile_interpolates():
     assert cost.estimate(1) == 1.0
     assert 1.0 < cost.estimate(8) < 4.0
     assert cost.estimate(64) == 16.0
+
+
+def test_slow_drafters_get_shorter_drafts_or_none():
+    cost = profile(one=1.0, per_token=0.05)
+    fast, slow = SpeculationPolicy(SpeculationConfig(), cost), SpeculationPolicy(SpeculationConfig(), cost)
+    for _ in range(10):
+        fast.observe(8, 8, 5, draft_seconds=0.0)
+        slow.observe(8, 8, 5, draft_seconds=8 * 0.8)  # a draft token costs 80% of a target pass
+    assert fast.best_length() > slow.best_length()
+    for _ in range(10):
+        slow.observe(8, 8, 1, draft_seconds=8 * 0.8)
+    assert slow.best_length() == 0
