@@ -130,7 +130,6 @@ class _Run:
     def steps(self) -> Iterator[TextPiece]:
         start = self._started = time.perf_counter()
         self.target.prefill(self.prompt_ids)
-        self.stats.prefill_passes = int(len(self.prompt_ids) > 1)
         self.stats.prefill_s = time.perf_counter() - start
         done = False
         while not done:
@@ -200,6 +199,7 @@ class _Run:
 
     def result(self) -> GenerationResult:
         self.stats.generated_tokens = len(self.generated)
+        self.stats.target_forward_passes = self.target.forward_passes
         self.stats.wall_s = time.perf_counter() - self._started
         return GenerationResult(
             text=self.assembler.text,

@@ -31,8 +31,8 @@ class SpeculationConfig:
     adaptive: bool = True
     fallback: bool = True
     window: int = 4
-    backoff: int = 8
-    max_backoff: int = 128
+    backoff: int = 4
+    max_backoff: int = 16  # short: copies come in bursts, and a missed burst costs more than a probe
     decay: float = 0.9  # weight of the past in the acceptance estimate, per verify step
     prior_alpha: float = 0.5
 

@@ -10,8 +10,9 @@ from dataclasses import dataclass, field
 class Stats:
     prompt_tokens: int = 0
     generated_tokens: int = 0
-    verify_steps: int = 0  # target forward passes after the prefill
-    prefill_passes: int = 0
+    verify_steps: int = 0  # draft -> verify -> accept rounds (one target pass each, but the first
+    #                        round after the prefill needs none when its draft is empty)
+    target_forward_passes: int = 0  # every target forward pass, the prefill included
     drafted_tokens: int = 0  # draft nodes sent to verification
     accepted_tokens: int = 0  # draft nodes kept
     fallback_steps: int = 0  # steps decoded plainly because speculation did not pay
@@ -21,15 +22,24 @@ class Stats:
     prefill_s: float = 0.0
     wall_s: float = 0.0
 
+    @classmethod
+    def merged(cls, parts: "list[Stats]") -> "Stats":
+        """One Stats for several generations (for example the chunks of a long document)."""
+        total = cls()
+        for part in parts:
+            for name in cls.__dataclass_fields__:
+                value = getattr(part, name)
+                if name == "accepted_length_histogram":
+                    total.accepted_length_histogram.update(value)
+                else:
+                    setattr(total, name, getattr(total, name) + value)
+        return total
+
     def record_step(self, drafted: int, accepted: int) -> None:
         self.verify_steps += 1
         self.drafted_tokens += drafted
         self.accepted_tokens += accepted
         self.accepted_length_histogram[accepted] += 1
-
-    @property
-    def target_forward_passes(self) -> int:
-        return self.prefill_passes + self.verify_steps
 
     @property
     def mean_accepted_tokens(self) -> float:

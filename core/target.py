@@ -4,7 +4,8 @@ A target holds one sequence. Its committed context ends in a **pending** token: 
 accepted, not yet run through the model. ``verify`` runs the pending token and the whole draft
 in ONE forward pass and returns a row of logits per position (see ``specdraft.acceptance`` for
 the row convention); ``commit`` keeps the cache of the accepted path and makes the bonus token
-the new pending token. Backends: transformers on CPU/CUDA (``specdraft.transformers_backend``);
+the new pending token. (Right after the prefill there is no pending token: the prefill's last
+position already predicts the first row.) Backends: transformers on CPU/CUDA (``specdraft.transformers_backend``);
 remote and other backends implement the same three calls.
 """
 
@@ -28,8 +29,13 @@ class Target(Protocol):
         """Longest context the model accepts (its position limit)."""
         ...
 
+    @property
+    def forward_passes(self) -> int:
+        """Forward passes this target has run (the prefill included)."""
+        ...
+
     def prefill(self, context_ids: Sequence[int]) -> None:
-        """Start the sequence: cache all but the last token, which becomes pending."""
+        """Start the sequence from ``context_ids`` (the first ``verify`` predicts what follows)."""
         ...
 
     def verify(self, draft: Draft) -> torch.Tensor:

@@ -190,13 +190,20 @@ class TransformersSession:
 
 
 class TransformersTarget:
-    """The ``Target`` protocol on a transformers session (one request)."""
+    """The ``Target`` protocol on a transformers session (one request).
+
+    The prefill runs the whole context and keeps the logits of its last position, so the first
+    verification needs no pending token (and with an empty draft, no pass at all): plain decoding
+    costs one pass per generated token, prefill included, as in transformers' ``generate``.
+    """
 
     def __init__(self, model: TransformersModel) -> None:
         self.model = model
         self.session = model.new_session()
-        self._pending: int | None = None
-        self._verified_at: int | None = None
+        self._pending: int | None = None  # the last committed token, not yet in the cache
+        self._next_logits: torch.Tensor | None = None  # [vocab] after the prefill, before any verify
+        self._verified_at: int | None = None  # cache index of the first draft node being verified
+        self.forward_passes = 0
 
     @property
     def context_length(self) -> int:
@@ -206,29 +213,37 @@ class TransformersTarget:
     def max_length(self) -> int:
         return self.model.max_length
 
+    def _feed(self, tokens: Sequence[int], parents: Sequence[int] | None = None, all_logits: bool = True) -> torch.Tensor:
+        self.forward_passes += 1
+        return self.session.feed(tokens, parents, all_logits)
+
     def prefill(self, context_ids: Sequence[int]) -> None:
         if not context_ids:
             raise ValueError("the context must hold at least one token")
         if len(self.session) or self._pending is not None:
             raise RuntimeError("prefill() starts a sequence; this target already holds one")
-        if len(context_ids) > 1:
-            self.session.feed(context_ids[:-1], all_logits=False)
-        self._pending = int(context_ids[-1])
+        self._next_logits = self._feed(context_ids, all_logits=False)[-1]
 
     def verify(self, draft: Draft) -> torch.Tensor:
-        if self._pending is None:
-            raise RuntimeError("verify() before prefill()")
         if self._verified_at is not None:
             raise RuntimeError("verify() twice without commit()")
-        self._verified_at = len(self.session)  # where the pending token lands in the cache
+        if self._next_logits is not None:  # first step: the prefill already predicted the next token
+            self._verified_at = len(self.session)
+            if not len(draft):
+                return self._next_logits[None]
+            return torch.cat([self._next_logits[None], self._feed(draft.tokens, draft.parents)])
+        if self._pending is None:
+            raise RuntimeError("verify() before prefill()")
+        self._verified_at = len(self.session) + 1  # the pending token goes first
         tokens = (self._pending, *draft.tokens)
         parents = (ROOT, *(p + 1 for p in draft.parents))  # draft roots hang off the pending token
-        return self.session.feed(tokens, parents)
+        return self._feed(tokens, parents)
 
     def commit(self, path: Sequence[int], next_token: int) -> None:
         if self._verified_at is None:
             raise RuntimeError("commit() without verify()")
-        # The cache holds [..., pending, node_0, ..., node_{n-1}]: keep the pending token + the path.
-        self.session.keep(self._verified_at + 1, path)
+        # The cache holds [..., (pending), node_0, ..., node_{n-1}]: keep what precedes the nodes + the path.
+        self.session.keep(self._verified_at, path)
         self._verified_at = None
+        self._next_logits = None
         self._pending = int(next_token)

@@ -352,6 +352,12 @@ def _user(content: str) -> tuple[dict, ...]:
     return ({"role": "user", "content": content},)
 
 
+def summarization_articles() -> list[dict]:
+    """The ``summarization`` pool: ``{"id", "source", "text"}`` records in archive order (xsum, then
+    wikilingua_en). Downloads and scans bigbench on first use. Callers must not modify the records."""
+    return _cached_pools(*BIGBENCH, _scan_bigbench)["summarization"]
+
+
 def _summarization_order(seed: int) -> list[BenchPrompt]:
     pool = _cached_pools(*BIGBENCH, _scan_bigbench)["summarization"]
     groups = [_shuffled(group, f"summarization/{group[0]['source']}:{seed}") for group in _by_source(pool)]

@@ -1,7 +1,9 @@
-"""The decoding methods a benchmark compares, each run on the same target model and prompt.
+"""The decoding methods a benchmark compares, each run on the same target model and case.
 
-- ``SpecdraftMethod``: specdraft's engine with a drafter spec (``none`` is plain decoding, the
-  baseline every ratio is taken against).
+- ``SpecdraftMethod``: specdraft's engine with a drafter made per case (``plain`` has none: it is
+  the baseline every ratio is taken against). ``specdraft_by_spec`` builds one from a drafter
+  name (``prompt-lookup``, ``model:NAME``); adapters add their own (copydraft drafts the case's
+  source).
 - ``TransformersMethod``: transformers' own ``generate`` (greedy), plain, with
   ``prompt_lookup_num_tokens`` or with ``assistant_model``: the peers a user would otherwise pick.
   Forward passes are counted with a hook on the target module.
@@ -11,12 +13,22 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Protocol, Sequence
+from typing import Callable, Protocol
 
 import torch
 
-from specdraft import GenerationConfig, SpeculativeGenerator, TransformersModel
+from specdraft import Drafter, GenerationConfig, SpeculationConfig, SpeculativeGenerator, TransformersModel
 from specdraft.drafters.factory import DrafterSpec, ModelPool
+
+
+@dataclass(frozen=True)
+class BenchCase:
+    """One prompt of a benchmark: what the target sees, and what a drafter may draft from."""
+
+    id: str
+    prompt_ids: tuple[int, ...]
+    max_new_tokens: int
+    source_ids: tuple[int, ...] = ()  # the text a copying drafter drafts from ("" if none)
 
 
 @dataclass
@@ -41,25 +53,42 @@ class Measurement:
 class Method(Protocol):
     name: str
 
-    def run(self, prompt_id: str, prompt_ids: Sequence[int], max_new_tokens: int) -> Measurement: ...
+    def run(self, case: BenchCase) -> Measurement: ...
 
 
 class SpecdraftMethod:
-    def __init__(self, pool: ModelPool, target: TransformersModel, spec: DrafterSpec) -> None:
-        self.pool = pool
-        self.target = target
-        self.spec = spec
-        self.name = "plain" if spec.kind == "none" else f"specdraft:{spec}"
-        spec.prepare(pool, target)
+    """specdraft's engine; ``make_drafter(case)`` gives a fresh drafter per case (None: plain)."""
 
-    def run(self, prompt_id: str, prompt_ids: Sequence[int], max_new_tokens: int) -> Measurement:
-        config = GenerationConfig(max_new_tokens=max_new_tokens)
-        drafter = self.spec.build(self.pool, self.target, config.sampling)
+    def __init__(
+        self,
+        name: str,
+        target: TransformersModel,
+        make_drafter: Callable[[BenchCase], Drafter | None],
+        speculation: SpeculationConfig = SpeculationConfig(),
+    ) -> None:
+        self.name = name
+        self.target = target
+        self.make_drafter = make_drafter
+        self.speculation = speculation
+
+    def run(self, case: BenchCase) -> Measurement:
+        config = GenerationConfig(max_new_tokens=case.max_new_tokens)
+        drafter = self.make_drafter(case)
         start = time.perf_counter()
-        result = SpeculativeGenerator(self.target).generate(prompt_ids, drafter, config)
+        result = SpeculativeGenerator(self.target, self.speculation).generate(list(case.prompt_ids), drafter, config)
         wall = time.perf_counter() - start
         stats = result.stats
-        return Measurement(self.name, prompt_id, result.token_ids, wall, stats.target_forward_passes, stats.mean_accepted_tokens)
+        return Measurement(self.name, case.id, result.token_ids, wall, stats.target_forward_passes, stats.mean_accepted_tokens)
+
+
+def plain(target: TransformersModel) -> SpecdraftMethod:
+    return SpecdraftMethod("plain", target, lambda case: None)
+
+
+def specdraft_by_spec(pool: ModelPool, target: TransformersModel, spec: DrafterSpec) -> SpecdraftMethod:
+    spec.prepare(pool, target)
+    greedy = GenerationConfig().sampling
+    return SpecdraftMethod(f"specdraft:{spec}", target, lambda case: spec.build(pool, target, greedy))
 
 
 class _PassCounter:
@@ -82,9 +111,10 @@ class TransformersMethod:
         self.target = target
         self.generate_kwargs = generate_kwargs
 
-    def run(self, prompt_id: str, prompt_ids: Sequence[int], max_new_tokens: int) -> Measurement:
+    def run(self, case: BenchCase) -> Measurement:
         hf_model = self.target.hf_model
-        input_ids = torch.tensor([list(prompt_ids)], device=hf_model.device)
+        input_ids = torch.tensor([list(case.prompt_ids)], device=hf_model.device)
+        eos = sorted(self.target.eos_token_ids)
         counter = _PassCounter(hf_model)
         try:
             start = time.perf_counter()
@@ -92,19 +122,19 @@ class TransformersMethod:
                 output = hf_model.generate(
                     input_ids,
                     attention_mask=torch.ones_like(input_ids),
-                    max_new_tokens=max_new_tokens,
+                    max_new_tokens=case.max_new_tokens,
                     do_sample=False,
-                    eos_token_id=sorted(self.target.eos_token_ids),
-                    pad_token_id=sorted(self.target.eos_token_ids)[0],
+                    eos_token_id=eos or None,
+                    pad_token_id=eos[0] if eos else None,
                     **self.generate_kwargs,
                 )
             wall = time.perf_counter() - start
         finally:
             counter.close()
-        token_ids = output[0, len(prompt_ids) :].tolist()
+        token_ids = output[0, len(case.prompt_ids) :].tolist()
         steps = max(1, counter.count - 1)  # passes after the prefill
         mean_accepted = max(0.0, len(token_ids) / steps - 1.0)
-        return Measurement(self.name, prompt_id, token_ids, wall, counter.count, mean_accepted)
+        return Measurement(self.name, case.id, token_ids, wall, counter.count, mean_accepted)
 
 
 def transformers_prompt_lookup(target: TransformersModel, num_tokens: int = 10) -> TransformersMethod:

@@ -26,6 +26,7 @@ def markdown_table(result: BenchResult) -> str:
         f"torch {env['torch']}, transformers {env['transformers']}, {env['threads']} threads, "
         f"{env['cuda'] or env['processor']}; {env['time']}.",
         "",
+        *([f"Quality of the outputs (identical for every method that is 100% identical): `{json.dumps(result.quality)}`", ""] if result.quality else []),
         "| " + " | ".join(title for _, title in COLUMNS) + " |",
         "|" + "|".join("---" for _ in COLUMNS) + "|",
     ]

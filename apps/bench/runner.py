@@ -16,8 +16,7 @@ from typing import Sequence
 import torch
 from tqdm import tqdm
 
-from .datasets import BenchPrompt
-from .methods import Measurement, Method
+from .methods import BenchCase, Measurement, Method
 
 
 @dataclass
@@ -42,6 +41,7 @@ class BenchResult:
     environment: dict
     summaries: list[MethodSummary]
     measurements: list[Measurement] = field(default_factory=list)
+    quality: dict = field(default_factory=dict)  # e.g. ERRANT scores of the (identical) outputs
 
     def to_dict(self) -> dict:
         data = asdict(self)
@@ -66,32 +66,27 @@ def environment() -> dict:
     }
 
 
-def run_benchmark(
-    name: str,
-    model_name: str,
-    methods: Sequence[Method],
-    prompts: Sequence[tuple[BenchPrompt, list[int]]],
-    max_new_tokens: int,
-) -> BenchResult:
-    """``methods[0]`` must be plain decoding (the baseline). ``prompts``: (prompt, token ids)."""
-    warm_ids = prompts[0][1]
+def run_benchmark(name: str, model_name: str, methods: Sequence[Method], cases: Sequence[BenchCase]) -> BenchResult:
+    """``methods[0]`` must be plain decoding (the baseline)."""
+    warm = cases[0]
+    warm = BenchCase("warm-up", warm.prompt_ids, min(8, warm.max_new_tokens), warm.source_ids)
     for method in tqdm(methods, desc="warm-up", file=sys.stderr):
-        method.run("warm-up", warm_ids, min(8, max_new_tokens))
+        method.run(warm)
     measurements: list[Measurement] = []
-    total = len(methods) * len(prompts)
-    with tqdm(total=total, desc=f"bench {name}", file=sys.stderr) as bar:
-        for prompt, ids in prompts:
+    with tqdm(total=len(methods) * len(cases), desc=f"bench {name}", file=sys.stderr) as bar:
+        for case in cases:
             baseline: list[int] | None = None
             for method in methods:
-                bar.set_postfix_str(f"{prompt.id} {method.name}")
-                m = method.run(prompt.id, ids, max_new_tokens)
+                bar.set_postfix_str(f"{case.id} {method.name}")
+                m = method.run(case)
                 if baseline is None:
                     baseline = m.token_ids
                 m.identical = m.token_ids == baseline
                 measurements.append(m)
                 bar.update()
     summaries = summarize([m.name for m in methods], measurements)
-    return BenchResult(name, model_name, max_new_tokens, len(prompts), environment(), summaries, measurements)
+    max_new = max(case.max_new_tokens for case in cases)
+    return BenchResult(name, model_name, max_new, len(cases), environment(), summaries, measurements)
 
 
 def summarize(method_names: Sequence[str], measurements: Sequence[Measurement]) -> list[MethodSummary]:

@@ -1,0 +1,98 @@
+"""Benchmark suites: which cases and which methods a named benchmark runs.
+
+- Prompt sets (``chat-summarization``, ``summarization``, ``chat``, ``rag-reading``): chat prompts
+  from real text; plain decoding vs. specdraft's prompt lookup (and draft model) vs. transformers'
+  prompt lookup (and assisted generation).
+- Grammar sets (``grammar-sentences``, ``grammar-paragraphs``): the grammar corrector's prompts over
+  sentences with injected errors; plain vs. copydraft vs. prompt lookup (specdraft's and
+  transformers'); quality is the ERRANT F0.5 of the (identical) corrected outputs.
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass, field
+from typing import Callable
+
+from specdraft import TransformersModel
+from specdraft.drafters.factory import DrafterSpec, ModelPool
+
+from .methods import (
+    BenchCase,
+    Method,
+    SpecdraftMethod,
+    plain,
+    specdraft_by_spec,
+    transformers_assisted,
+    transformers_prompt_lookup,
+)
+
+
+@dataclass
+class Suite:
+    methods: list[Method]
+    cases: list[BenchCase]
+    quality: Callable[[dict[str, list[int]]], dict] = field(default=lambda outputs: {})  # case id -> plain ids
+
+
+def names() -> list[str]:
+    from .datasets import PROMPT_SETS
+    from .grammar_data import GRAMMAR_SETS
+
+    return sorted(PROMPT_SETS) + sorted(GRAMMAR_SETS)
+
+
+def build(args: argparse.Namespace, pool: ModelPool, target: TransformersModel) -> Suite:
+    from .grammar_data import GRAMMAR_SETS
+
+    if args.benchmark in GRAMMAR_SETS:
+        return grammar_suite(args, pool, target)
+    return prompt_suite(args, pool, target)
+
+
+def _peers(args: argparse.Namespace, pool: ModelPool, target: TransformersModel) -> list[Method]:
+    if args.no_transformers:
+        return []
+    peers: list[Method] = [transformers_prompt_lookup(target)]
+    if args.draft_model:
+        peers.append(transformers_assisted(target, pool.get(args.draft_model), args.draft_model))
+    return peers
+
+
+def prompt_suite(args: argparse.Namespace, pool: ModelPool, target: TransformersModel) -> Suite:
+    from .datasets import load_prompt_set
+
+    cases = []
+    for prompt in load_prompt_set(args.benchmark, limit=args.limit, seed=args.seed):
+        ids = target.encode_chat(prompt.messages) if target.has_chat_template else target.encode(prompt.messages[-1]["content"])
+        cases.append(BenchCase(prompt.id, tuple(ids), args.max_new_tokens))
+    methods: list[Method] = [plain(target), specdraft_by_spec(pool, target, DrafterSpec.parse("prompt-lookup"))]
+    if args.draft_model:
+        methods.append(specdraft_by_spec(pool, target, DrafterSpec.parse(f"model:{args.draft_model}", args.tree_width)))
+    return Suite(methods + _peers(args, pool, target), cases)
+
+
+def grammar_suite(args: argparse.Namespace, pool: ModelPool, target: TransformersModel) -> Suite:
+    from specdraft.copydraft.corrector import INSTRUCTION
+    from specdraft.copydraft.editor import Editor
+
+    from .grammar_data import GRAMMAR_SETS
+
+    editor = Editor(target)
+    items = GRAMMAR_SETS[args.benchmark](limit=args.limit, seed=args.seed)
+    cases = []
+    for item in items:
+        prompt_ids, source_ids, max_new = editor.prepare(INSTRUCTION, item.source)
+        cases.append(BenchCase(item.id, tuple(prompt_ids), max_new, tuple(source_ids)))
+    copy = SpecdraftMethod("specdraft:copydraft", target, lambda case: editor.drafter(list(case.source_ids)), editor.config.speculation)
+    methods: list[Method] = [plain(target), copy, specdraft_by_spec(pool, target, DrafterSpec.parse("prompt-lookup"))]
+
+    def quality(outputs: dict[str, list[int]]) -> dict:
+        from .errant_score import score
+
+        by_id = {item.id: item for item in items}
+        ids = list(outputs)
+        hypotheses = [target.decode(outputs[i]).strip() for i in ids]
+        return {"errant": score([by_id[i].source for i in ids], hypotheses, [by_id[i].reference for i in ids])}
+
+    return Suite(methods + _peers(args, pool, target), cases, quality)

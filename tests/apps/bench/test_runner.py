@@ -1,0 +1,37 @@
+"""The benchmark runner and its report on a tiny model (no timing is asserted: numbers are data)."""
+
+import json
+
+from specdraft.apps.bench.methods import BenchCase, plain, specdraft_by_spec, transformers_plain, transformers_prompt_lookup
+from specdraft.apps.bench.report import write_report
+from specdraft.apps.bench.runner import run_benchmark
+from specdraft.drafters.factory import DrafterSpec, ModelPool
+
+
+def test_runner_compares_methods_and_writes_json_markdown_and_plot(tiny_model, tokenizer, tmp_path):
+    pool = ModelPool()
+    pool.add("tiny", tiny_model)
+    methods = [
+        plain(tiny_model),
+        specdraft_by_spec(pool, tiny_model, DrafterSpec.parse("prompt-lookup")),
+        transformers_plain(tiny_model),
+        transformers_prompt_lookup(tiny_model),
+    ]
+    cases = [
+        BenchCase("a", tuple(tokenizer("The dog sleeps. The dog sleeps. The dog").input_ids), 16),
+        BenchCase("b", tuple(tokenizer("def add(a, b):\n    return a + b\n").input_ids), 12),
+    ]
+    result = run_benchmark("tiny-set", "tiny", methods, cases)
+    assert [s.method for s in result.summaries] == ["plain", "specdraft:prompt-lookup", "transformers:plain", "transformers:prompt-lookup"]
+    assert all(s.identical_rate == 1.0 for s in result.summaries)  # every method reproduces plain greedy
+    plain_summary = result.summaries[0]
+    assert plain_summary.speedup == 1.0 and plain_summary.generated_tokens == 28
+    assert plain_summary.forward_passes_per_token == 1.0  # the prefill yields the first token
+    assert result.summaries[2].forward_passes_per_token == 1.0  # as transformers' generate
+
+    paths = write_report(result, tmp_path / "out")
+    data = json.loads(paths["json"].read_text())
+    assert len(data["measurements"]) == 8 and data["summaries"][1]["method"] == "specdraft:prompt-lookup"
+    table = paths["markdown"].read_text()
+    assert "| specdraft:prompt-lookup |" in table and "identical to plain greedy" in table
+    assert paths["plot"].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
