@@ -1,4 +1,4 @@
-"""The `specdraft` command line: generate, serve, bench, models."""
+"""The `specdraft` command line: generate, correct, serve, bench, models."""
 
 from __future__ import annotations
 
@@ -50,12 +50,26 @@ def build_parser() -> argparse.ArgumentParser:
     gen.add_argument("--chat", action="store_true", help="wrap PROMPT in the model's chat template as a user message")
     gen.add_argument("--json", action="store_true", help='print {"text", "token_ids", "prompt_token_ids", "stats", ...} instead of the text')
 
-    serve = sub.add_parser("serve", help="start the HTTP service (OpenAI-compatible completions, health, demos)", description="Serve the target model over HTTP: GET /healthz, POST /v1/completions, POST /v1/chat/completions.")
+    correct = sub.add_parser(
+        "correct",
+        help="correct the grammar of a text, drafting from the text itself",
+        description="Correct the grammar, spelling and punctuation of TEXT and print the corrected text (or one JSON "
+        "object with --json). The model checks the words it keeps from the text many at a time; the output is "
+        "exactly what plain decoding gives (--no-speculation), only faster.",
+    )
+    source = correct.add_mutually_exclusive_group()
+    source.add_argument("text", nargs="?", metavar="TEXT", help="the text to correct; - or nothing reads standard input")
+    source.add_argument("--file", metavar="PATH", help="read the text from a UTF-8 file")
+    _add_model_args(correct, DEFAULT_MODEL)
+    correct.add_argument("--no-speculation", action="store_true", help="decode plainly (the same output, slower; for comparison)")
+    correct.add_argument("--json", action="store_true", help='print {"corrected", "edits", "token_ids", "stats"} instead of the text')
+
+    serve = sub.add_parser("serve", help="start the HTTP service (OpenAI-compatible completions, grammar correction, health, demos)", description="Serve the target model over HTTP: GET /healthz, POST /v1/completions, POST /v1/chat/completions, POST /v1/grammar/correct, GET /demo/grammar.")
     _add_model_args(serve, DEFAULT_MODEL)
     _add_drafter_args(serve, "prompt-lookup")
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default: %(default)s)")
     serve.add_argument("--port", type=int, default=8000, help="port (default: %(default)s)")
-    serve.add_argument("--draft-model", action="append", default=[], help="a draft model requests may name as model:NAME (repeatable)")
+    serve.add_argument("--extra-model", action="append", default=[], metavar="NAME", help="another model requests may name: as a drafter (model:NAME) or for grammar correction (repeatable)")
     serve.add_argument("--lazy", action="store_true", help="load the model on the first request instead of at start-up")
 
     from specdraft.apps.bench.cli import add_bench_parser
@@ -90,18 +104,27 @@ def _generate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _correct(args: argparse.Namespace) -> int:
+    from specdraft.apps.correct import read_text, run_correct
+    from specdraft.drafters.factory import ModelPool
+
+    text = read_text(args.text, args.file, sys.stdin)
+    run_correct(text, args.model, ModelPool(args.device, args.dtype), speculate=not args.no_speculation, as_json=args.json)
+    return 0
+
+
 def _serve(args: argparse.Namespace) -> int:
     from specdraft.apps.service import create_app
     from specdraft.apps.service.config import ServiceConfig
 
     config = ServiceConfig(
-        model=args.model, drafter=args.drafter, device=args.device, dtype=args.dtype, draft_models=tuple(args.draft_model)
+        model=args.model, drafter=args.drafter, device=args.device, dtype=args.dtype, extra_models=tuple(args.extra_model)
     )
     app = create_app(config)
     if not args.lazy:
         print(f"loading {args.model} ...", file=sys.stderr)
         app.extensions["specdraft"].target()
-    print(f"specdraft serving {args.model} on http://{args.host}:{args.port}  (POST /v1/completions, GET /healthz)", file=sys.stderr)
+    print(f"specdraft serving {args.model} on http://{args.host}:{args.port}  (POST /v1/completions, POST /v1/grammar/correct, GET /demo/grammar, GET /healthz)", file=sys.stderr)
     app.run(host=args.host, port=args.port, threaded=True)
     return 0
 
@@ -117,7 +140,7 @@ def _models(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    handler = {"generate": _generate, "serve": _serve, "models": _models}.get(args.command)
+    handler = {"generate": _generate, "correct": _correct, "serve": _serve, "models": _models}.get(args.command)
     if handler is None:
         from specdraft.apps.bench.cli import run_bench
 

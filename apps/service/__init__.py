@@ -2,8 +2,10 @@
 
 ``create_app(config, pool)`` builds the app; the target model is loaded from ``pool`` on the first
 request that needs it, once, and shared by every request; KV caches and drafters never are.
-Areas: ``health`` (``GET /healthz``, ``GET /v1/models``) and ``completions`` (OpenAI-compatible
-``POST /v1/completions`` and ``POST /v1/chat/completions``). Every error is JSON (see ``errors``).
+Areas: ``health`` (``GET /healthz``, ``GET /v1/models``), ``completions`` (OpenAI-compatible
+``POST /v1/completions`` and ``POST /v1/chat/completions``), ``grammar`` (``POST
+/v1/grammar/correct``) and ``demo`` (``GET /demo/grammar``, an HTML page over the grammar API).
+Every API error is JSON (see ``errors``).
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from flask import Flask
 
 from specdraft.drafters.factory import ModelPool
 
-from . import completions, health
+from . import completions, demo, grammar, health
 from .config import ServiceConfig
 from .errors import register_error_handlers
 from .state import EXTENSION, ServiceState, current_state
@@ -36,4 +38,6 @@ def create_app(config: ServiceConfig | None = None, pool: ModelPool | None = Non
     register_error_handlers(app)
     app.register_blueprint(health.bp)
     app.register_blueprint(completions.bp)
+    app.register_blueprint(grammar.bp)
+    app.register_blueprint(demo.bp)
     return app

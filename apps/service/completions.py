@@ -25,6 +25,8 @@ from flask import Blueprint, Response, current_app, jsonify, request
 from jinja2 import TemplateError
 
 from specdraft import GenerationResult, GenerationStream, SpeculativeGenerator, TransformersModel
+from specdraft.copydraft import CopyDrafter
+from specdraft.copydraft.editor import COPY_SPECULATION
 
 from .errors import INTERNAL_ERROR_MESSAGE, SERVER_ERROR, error_body
 from .state import current_state
@@ -111,9 +113,15 @@ def _complete(fmt: _Format) -> Response:
     model = state.target()
     prompt_ids = _prompt_ids(model, req, state.config.model)
     check_context_length(len(prompt_ids), req.max_tokens, model.max_length, fmt.prompt_param)
-    drafter = state.drafter(req.drafter, req.generation.sampling, req.generation.seed)
-    stream = SpeculativeGenerator(model, state.config.speculation).stream(prompt_ids, drafter, req.generation)
-    reply = _Reply(fmt, f"{fmt.id_prefix}{uuid.uuid4().hex}", int(time.time()), state.config.model, str(req.drafter))
+    if req.prediction is not None:  # predicted output: draft from it (the request's drafter is not used)
+        prediction_ids = model.tokenizer(req.prediction, add_special_tokens=False).input_ids
+        drafter, speculation, drafter_name = CopyDrafter(prediction_ids, model.eos_token_ids), COPY_SPECULATION, "prediction"
+    else:
+        prediction_ids = None
+        drafter = state.drafter(req.drafter, req.generation.sampling, req.generation.seed)
+        speculation, drafter_name = state.config.speculation, str(req.drafter)
+    stream = SpeculativeGenerator(model, speculation).stream(prompt_ids, drafter, req.generation)
+    reply = _Reply(fmt, f"{fmt.id_prefix}{uuid.uuid4().hex}", int(time.time()), state.config.model, drafter_name, prediction_ids)
     if req.stream:
         events = reply.events(stream, current_app.logger)
         return Response(events, mimetype="text/event-stream", headers={"Cache-Control": "no-cache"})
@@ -141,6 +149,7 @@ class _Reply:
     created: int
     model: str
     drafter: str
+    prediction_ids: list[int] | None = None
 
     def response(self, result: GenerationResult) -> dict[str, Any]:
         choice = {"index": 0, **self.fmt.message(result.text), "finish_reason": result.finish_reason}
@@ -173,8 +182,15 @@ class _Reply:
 
     def _accounting(self, result: GenerationResult) -> dict[str, Any]:
         prompt, completion = len(result.prompt_token_ids), len(result.token_ids)
+        usage = {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+        if self.prediction_ids is not None:  # as OpenAI reports predicted outputs
+            accepted = min(result.stats.accepted_tokens, len(self.prediction_ids))
+            usage["completion_tokens_details"] = {
+                "accepted_prediction_tokens": accepted,
+                "rejected_prediction_tokens": len(self.prediction_ids) - accepted,
+            }
         return {
-            "usage": {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion},
+            "usage": usage,
             "speculation": {"drafter": self.drafter, **result.stats.to_dict()},
         }
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from specdraft import DEFAULT_MODEL, ModelConfig, SpeculationConfig
+from specdraft.copydraft.editor import COPY_SPECULATION
 from specdraft.drafters.factory import DrafterSpec
 
 
@@ -20,9 +21,12 @@ class ServiceConfig:
     drafter for requests that do not name one ("none", "prompt-lookup" or "model:NAME").
     ``max_tokens_limit``: the largest ``max_tokens`` a request may ask for; ``default_max_tokens``:
     what a request that omits it gets. ``max_request_bytes``: larger request bodies get a 413.
-    ``draft_models``: the draft models a request may name as ``model:NAME`` (a client must not make
-    the server load arbitrary paths or hub ids); the default drafter's model is always allowed.
-    ``speculation``: the engine's draft-length and fall-back policy for every request."""
+    ``extra_models``: other models a request may name (a ``model:NAME`` drafter, or the ``model`` of
+    a grammar correction), loaded on first use; a client must never make the server load arbitrary
+    paths or hub ids. The default drafter's model is always allowed.
+    ``max_grammar_chars``: the longest text ``POST /v1/grammar/correct`` accepts (longer: a 413).
+    ``speculation``: the engine's draft-length and fall-back policy for completions;
+    ``grammar_speculation``: the one for grammar corrections (drafts copied from the input: long)."""
 
     model: str = DEFAULT_MODEL
     drafter: str = "prompt-lookup"
@@ -31,8 +35,10 @@ class ServiceConfig:
     max_tokens_limit: int = 2048
     default_max_tokens: int = 256
     max_request_bytes: int = 1_000_000
-    draft_models: tuple[str, ...] = ()
+    extra_models: tuple[str, ...] = ()
+    max_grammar_chars: int = 20_000
     speculation: SpeculationConfig = SpeculationConfig()
+    grammar_speculation: SpeculationConfig = COPY_SPECULATION
 
     def __post_init__(self) -> None:
         if not self.model.strip():
@@ -48,10 +54,13 @@ class ServiceConfig:
             )
         if self.max_request_bytes < 1:
             raise ValueError(f"max_request_bytes must be >= 1, got {self.max_request_bytes}")
+        if self.max_grammar_chars < 1:
+            raise ValueError(f"max_grammar_chars must be >= 1, got {self.max_grammar_chars}")
 
-    def allows_draft_model(self, name: str) -> bool:
+    def allows_model(self, name: str) -> bool:
+        """Whether a request may name ``name`` (the served model, an extra model, the default drafter's)."""
         default = self.drafter_spec
-        return name in self.draft_models or (default.kind == "model" and default.model == name)
+        return name in (self.model, *self.extra_models) or (default.kind == "model" and default.model == name)
 
     @property
     def model_config(self) -> ModelConfig:

@@ -1,8 +1,9 @@
 """ServiceState: what the app's requests share, kept in ``app.extensions["specdraft"]``.
 
-Shared: the config, the ``ModelPool`` and the target model (weights and tokenizer only; a model
-holds no sequence state). Never shared: KV caches and drafters. Every request gets a fresh drafter
-from ``drafter()`` and a fresh target session from the generator, so concurrent requests cannot see
+Shared: the config, the ``ModelPool``, the target model (weights and tokenizer only; a model
+holds no sequence state) and one ``GrammarCorrector`` per model name (it holds no request state
+either). Never shared: KV caches and drafters. Every request gets a fresh drafter from
+``drafter()`` and a fresh target session from the generator, so concurrent requests cannot see
 each other's state.
 """
 
@@ -14,10 +15,12 @@ import time
 from flask import current_app
 
 from specdraft import Drafter, SamplingParams, TransformersModel
+from specdraft.copydraft import CorrectorConfig, EditorConfig, GrammarCorrector
 from specdraft.drafters.factory import DrafterSpec, ModelPool
 from specdraft.models import ChecksumMismatchError, ModelNotInstalledError
 
 from .config import ServiceConfig
+from .grammar_validation import check_model_allowed
 from .validation import RequestError
 
 EXTENSION = "specdraft"
@@ -36,6 +39,7 @@ class ServiceState:
         self.started = int(time.time())  # Unix time the app was created (OpenAI's model "created")
         self._target: TransformersModel | None = None
         self._prepared: set[DrafterSpec] = set()  # drafters whose models are loaded and checked
+        self._correctors: dict[str, GrammarCorrector] = {}  # by model name
         self._lock = threading.Lock()
 
     @property
@@ -51,6 +55,32 @@ class ServiceState:
                     self._target = self.pool.get(self.config.model)
         return self._target
 
+    def model(self, name: str) -> TransformersModel:
+        """The served model or an allowed extra model, loaded on first use (thread-safe: the pool's).
+
+        Raises ``RequestError`` (param "model") for a name the config does not allow or a model
+        that fails to load (not installed, no such path, ...).
+        """
+        if name == self.config.model:
+            return self.target()
+        check_model_allowed(name, self.config)
+        try:
+            return self.pool.get(name)
+        except _DRAFT_MODEL_ERRORS as error:
+            raise RequestError(f"cannot load model {name!r}: {error}", "model") from None
+
+    def corrector(self, name: str) -> GrammarCorrector:
+        """The ``GrammarCorrector`` for model ``name`` (see ``model``), built once per name."""
+        if name not in self._correctors:
+            model = self.model(name)  # outside the lock: target() takes it too
+            config = CorrectorConfig(
+                max_text_chars=self.config.max_grammar_chars,
+                editor=EditorConfig(speculation=self.config.grammar_speculation),
+            )
+            with self._lock:
+                self._correctors.setdefault(name, GrammarCorrector(model, config))
+        return self._correctors[name]
+
     def drafter(self, spec: DrafterSpec, sampling: SamplingParams, seed: int | None) -> Drafter | None:
         """A fresh drafter for one request (None: plain decoding).
 
@@ -58,8 +88,8 @@ class ServiceState:
         tokenizer; raises ``RequestError`` (param "drafter") when that fails.
         """
         target = self.target()
-        if spec.kind == "model" and not self.config.allows_draft_model(spec.model):
-            allowed = ", ".join(f"model:{name}" for name in self.config.draft_models) or "none configured"
+        if spec.kind == "model" and not self.config.allows_model(spec.model):
+            allowed = ", ".join(f"model:{name}" for name in self.config.extra_models) or "none configured"
             raise RequestError(f"draft model {spec.model!r} is not served here (allowed: {allowed})", "drafter")
         if spec not in self._prepared:
             try:

@@ -58,6 +58,7 @@ class CompletionRequest:
     generation: GenerationConfig
     drafter: DrafterSpec
     stream: bool = False
+    prediction: str | None = None  # OpenAI's predicted output: the text to draft from
 
     @property
     def chat(self) -> bool:
@@ -111,6 +112,7 @@ def parse_completion_request(body: Mapping[str, Any], chat: bool, config: Servic
         generation=generation,
         drafter=_drafter(body, config.drafter_spec),
         stream=False if stream is _ABSENT else stream,
+        prediction=_prediction(body),
     )
 
 
@@ -144,6 +146,23 @@ def _prompt(body: Mapping[str, Any]) -> str:
     if not prompt:
         raise RequestError("prompt must not be empty", "prompt")
     return prompt
+
+
+def _prediction(body: Mapping[str, Any]) -> str | None:
+    """``{"type": "content", "content": str | [{"type": "text", "text": str}, ...]}`` -> the text."""
+    prediction = body.get("prediction")
+    if prediction is None:
+        return None
+    if not isinstance(prediction, dict) or prediction.get("type") != "content":
+        raise RequestError('prediction must be {"type": "content", "content": "..."}', "prediction")
+    content = prediction.get("content")
+    if isinstance(content, list):
+        if not all(isinstance(part, dict) and part.get("type") == "text" and isinstance(part.get("text"), str) for part in content):
+            raise RequestError('prediction.content parts must be {"type": "text", "text": "..."}', "prediction")
+        content = "".join(part["text"] for part in content)
+    if not isinstance(content, str):
+        raise RequestError(f"prediction.content must be a string, got {_describe(content)}", "prediction")
+    return content
 
 
 def _messages(body: Mapping[str, Any]) -> tuple[ChatMessage, ...]:

@@ -3,27 +3,21 @@
 Answers must be the target's own: greedy text equals ``SpeculativeGenerator.generate`` without a
 drafter, whatever the request's drafter, streamed or not, alone or concurrently.
 
-The fixtures live here rather than in a conftest.py: a second conftest.py would replace the
-top-level one as the module ``conftest``, which test helpers are imported from.
+The apps are built by ``tiny_service`` (shared with the grammar API's tests); the fixtures live
+here rather than in a conftest.py: a second conftest.py would replace the top-level one as the
+module ``conftest``, which test helpers are imported from.
 """
 
-import copy
 import json
 import threading
 
 import pytest
-from conftest import make_tiny_model
+from tiny_service import DRAFT, SERVED, make_app, make_chat_model
 
-from specdraft import GenerationConfig, SpeculationConfig, SpeculativeGenerator
+from specdraft import GenerationConfig, SpeculativeGenerator
 from specdraft.apps.service import ServiceConfig, create_app
 from specdraft.drafters.factory import ModelPool
 
-SERVED = "tiny"
-DRAFT = "tiny-draft"
-CHAT_TEMPLATE = (
-    "{% for m in messages %}<|{{ m['role'] }}|>{{ m['content'] }}\n{% endfor %}"
-    "{% if add_generation_prompt %}<|assistant|>{% endif %}"
-)
 # The tiny model repeats itself after this prompt, so prompt lookup drafts tokens that the target
 # accepts, within the first speculative steps (before the policy's timing-based fall-back can act).
 PROMPT = "Grammar correction returns"
@@ -31,24 +25,10 @@ MESSAGES = [{"role": "system", "content": "Be brief."}, {"role": "user", "conten
 MAX_TOKENS = 12
 
 
-def make_app(model, draft_model=None, **config):
-    pool = ModelPool()
-    pool.add(SERVED, model)
-    if draft_model is not None:
-        pool.add(DRAFT, draft_model)
-    # a fixed draft length, so that the drafts these tests rely on do not depend on timing
-    config.setdefault("speculation", SpeculationConfig(initial_draft_len=4, adaptive=False))
-    app = create_app(ServiceConfig(model=SERVED, draft_models=(DRAFT, "no-such-model"), **config), pool)
-    app.testing = True
-    return app
-
-
 @pytest.fixture(scope="module")
 def model(tokenizer):
     """The served model: the shared tiny architecture with a chat template on its tokenizer."""
-    chat_tokenizer = copy.deepcopy(tokenizer)
-    chat_tokenizer.chat_template = CHAT_TEMPLATE
-    return make_tiny_model(chat_tokenizer, seed=0)
+    return make_chat_model(tokenizer)
 
 
 @pytest.fixture(scope="module")
@@ -301,3 +281,41 @@ def test_concurrent_requests_get_the_text_they_get_alone(app):
     for thread in threads:
         thread.join()
     assert together == alone
+
+
+# --- predicted outputs ----------------------------------------------------------------------
+
+@pytest.mark.parametrize("prediction", ["exact", "edited", "parts"])
+def test_predicted_output_drafts_from_the_prediction_without_changing_the_answer(client, chat_reference, prediction):
+    text = chat_reference.text
+    content = {
+        "exact": text,
+        "edited": text[: len(text) // 2] + " something else entirely",
+        "parts": [{"type": "text", "text": text[:5]}, {"type": "text", "text": text[5:]}],
+    }[prediction]
+    body = post_ok(
+        client,
+        "/v1/chat/completions",
+        {"messages": MESSAGES, "max_tokens": MAX_TOKENS, "prediction": {"type": "content", "content": content}},
+    )
+    assert body["choices"][0]["message"]["content"] == text
+    details = body["usage"]["completion_tokens_details"]
+    assert details["accepted_prediction_tokens"] > 0
+    assert details["accepted_prediction_tokens"] + details["rejected_prediction_tokens"] > 0
+    assert body["speculation"]["drafter"] == "prediction"
+
+
+@pytest.mark.parametrize(
+    "prediction, message",
+    [
+        ("text", "prediction must be"),
+        ({"type": "other", "content": "x"}, "prediction must be"),
+        ({"type": "content", "content": 5}, "prediction.content must be a string"),
+        ({"type": "content", "content": [{"type": "image"}]}, "parts must be"),
+    ],
+)
+def test_bad_predictions_are_rejected(client, prediction, message):
+    response = client.post("/v1/chat/completions", json={"messages": MESSAGES, "prediction": prediction})
+    assert response.status_code == 400
+    assert message in response.get_json()["error"]["message"]
+    assert response.get_json()["error"]["param"] == "prediction"

@@ -1,0 +1,46 @@
+"""`specdraft correct`: grammar correction of one text, printed as the corrected text or as JSON.
+
+The text comes from the command line, a file (``--file``) or standard input (``-`` or nothing).
+The JSON object is ``CorrectionResult.to_dict()``: ``{"corrected", "edits", "token_ids", "stats"}``.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import TextIO
+
+from specdraft.copydraft import GrammarCorrector
+from specdraft.drafters.factory import ModelPool
+
+STDIN = "-"
+
+
+def read_text(text: str | None, path: str | None, stdin: TextIO) -> str:
+    """The text to correct: ``text``, the file at ``path``, or ``stdin`` (``text`` absent or "-")."""
+    if path is not None:
+        try:
+            with open(path, encoding="utf-8") as file:
+                text = file.read()
+        except OSError as error:
+            raise ValueError(f"cannot read {path}: {error.strerror or error}") from None
+        except UnicodeDecodeError as error:
+            raise ValueError(f"cannot read {path}: not UTF-8 text ({error.reason})") from None
+    elif text is None or text == STDIN:
+        text = stdin.read()
+    if not text.strip():
+        raise ValueError("the text to correct is empty")
+    return text
+
+
+def run_correct(text: str, model_name: str, pool: ModelPool, speculate: bool, as_json: bool, out: TextIO | None = None) -> dict:
+    """Correct ``text`` with ``model_name`` and print it to ``out`` (standard output by default);
+    returns the JSON object."""
+    out = out or sys.stdout
+    result = GrammarCorrector(pool.get(model_name)).correct(text, speculate=speculate)
+    payload = result.to_dict()
+    if as_json:
+        out.write(json.dumps(payload, ensure_ascii=False) + "\n")
+    else:
+        out.write(result.corrected if result.corrected.endswith("\n") else result.corrected + "\n")
+    return payload

@@ -1,0 +1,90 @@
+"""Grammar correction: ``POST /v1/grammar/correct``.
+
+Request: ``{"text": str, "model"?: str, "speculate"?: bool = true, "compare"?: bool = false}``.
+The text is corrected by the served model (or an allowed extra model) with ``GrammarCorrector``,
+which drafts the answer from the text itself (see ``specdraft.copydraft``); ``speculate: false``
+decodes plainly and gives the same answer.
+
+Response: ``{"corrected", "edits", "token_ids", "stats", "pieces", "model"}`` where ``edits`` are
+``{"start", "end", "original", "replacement"}`` in the input's character offsets, and ``pieces``
+spell ``corrected`` as runs of ``{"text", "source"}``: "draft" for text the model accepted from the
+copy of the input, "target" for text it generated itself (adjacent pieces of one source merged).
+With ``compare: true`` the text is also corrected the other way (plain if ``speculate``, else
+speculatively) and the response adds ``comparison``: both wall times, the speedup, whether the two
+outputs are identical, and both counts of target forward passes.
+
+Limits: a body over ``max_request_bytes`` and a text over ``max_grammar_chars`` get a 413; bad
+fields a 400 (see ``grammar_validation``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import Blueprint, Response, jsonify, request
+
+from specdraft.copydraft import CorrectionResult, GrammarCorrector
+from specdraft.text_stream import TextPiece
+
+from .errors import INVALID_REQUEST, error_body
+from .grammar_validation import TextTooLong, parse_grammar_request
+from .state import current_state
+from .validation import RequestError, parse_json_body
+
+bp = Blueprint("grammar", __name__, url_prefix="/v1/grammar")
+
+
+@bp.post("/correct")
+def correct() -> Response:
+    state = current_state()
+    req = parse_grammar_request(parse_json_body(request.get_data()), state.config)
+    corrector = state.corrector(req.model)
+    result = _correct(corrector, req.text, req.speculate)
+    body: dict[str, Any] = {
+        **result.to_dict(),
+        "pieces": [{"text": p.text, "source": p.source} for p in merge_pieces(result.pieces)],
+        "model": req.model,
+    }
+    if req.compare:
+        other = _correct(corrector, req.text, not req.speculate)
+        speculative, plain = (result, other) if req.speculate else (other, result)
+        body["comparison"] = comparison(plain, speculative)
+    return jsonify(body)
+
+
+@bp.errorhandler(TextTooLong)
+def _text_too_long(error: TextTooLong) -> tuple[Response, int]:
+    return jsonify(error_body(error.message, INVALID_REQUEST, error.param)), 413
+
+
+def _correct(corrector: GrammarCorrector, text: str, speculate: bool) -> CorrectionResult:
+    try:
+        return corrector.correct(text, speculate=speculate)
+    except ValueError as error:  # the corrector's own input checks (e.g. a paragraph too long for the model)
+        raise RequestError(str(error), "text") from None
+
+
+def comparison(plain: CorrectionResult, speculative: CorrectionResult) -> dict[str, Any]:
+    """Plain vs speculative decoding of the same text: time, identity of the output, target passes."""
+    plain_s, speculative_s = plain.stats.wall_s, speculative.stats.wall_s
+    return {
+        "plain_wall_s": round(plain_s, 4),
+        "speculative_wall_s": round(speculative_s, 4),
+        "speedup": round(plain_s / speculative_s, 3) if speculative_s > 0 else None,
+        "identical": plain.corrected == speculative.corrected and plain.token_ids == speculative.token_ids,
+        "plain_forward_passes": plain.stats.target_forward_passes,
+        "speculative_forward_passes": speculative.stats.target_forward_passes,
+    }
+
+
+def merge_pieces(pieces: list[TextPiece]) -> list[TextPiece]:
+    """``pieces`` with adjacent pieces of the same source joined (and empty ones dropped)."""
+    merged: list[TextPiece] = []
+    for piece in pieces:
+        if not piece.text:
+            continue
+        if merged and merged[-1].source == piece.source:
+            merged[-1] = TextPiece(merged[-1].text + piece.text, piece.source)
+        else:
+            merged.append(piece)
+    return merged

@@ -1,0 +1,158 @@
+"""The grammar demo page in a real headless Chromium: type a text, click Correct, read the page.
+
+The app (a tiny random-initialised model) runs on a free 127.0.0.1 port in a background thread;
+Chromium is driven through chromedriver with selenium. The test records the API answer the page
+itself received (by wrapping ``window.fetch``) and checks that the page shows exactly that: the
+corrected text, its edits, the spans drafted from the input, and the measured speedup.
+
+Needs Debian's ``chromium`` and ``chromium-driver`` (``scripts/setup.sh`` installs them when it
+runs as root) and the ``selenium`` package (the ``test`` extra); without them the test fails and
+says how to install them.
+"""
+
+import os
+import re
+import threading
+
+import pytest
+from tiny_service import GRAMMAR_TEXT, make_app, make_chat_model
+from werkzeug.serving import make_server
+
+try:
+    from selenium import webdriver
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+except ImportError:  # the browser fixture fails and says how to install it
+    webdriver = None
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMEDRIVER = "/usr/bin/chromedriver"
+CHROMIUM_FLAGS = (
+    "--headless=new",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-dev-shm-usage",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--window-size=1100,1300",
+)
+TEXT = GRAMMAR_TEXT  # the tiny model accepts part of its copy, so the page has drafted spans to shade
+WAIT_S = 20
+
+# Records every JSON answer the page receives, in order, as window.answers.
+RECORD_ANSWERS = """
+window.answers = [];
+const fetchOriginal = window.fetch;
+window.fetch = async (...args) => {
+  const response = await fetchOriginal(...args);
+  window.answers.push(await response.clone().json().catch(() => null));
+  return response;
+};
+"""
+# The corrected text as the "Corrections" view reads without its struck-through deletions.
+DIFF_WITHOUT_DELETIONS = """
+const copy = document.getElementById("diff").cloneNode(true);
+copy.querySelectorAll("del").forEach((node) => node.remove());
+return copy.textContent;
+"""
+SPEEDUP = re.compile(
+    r"^\d+\.\d× (faster|slower) than plain decoding \(\d+\.\d+ s vs \d+\.\d+ s\), "
+    r"identical output, \d+ vs \d+ model passes$"
+)
+
+
+@pytest.fixture(scope="module")
+def app(tokenizer):
+    return make_app(make_chat_model(tokenizer))
+
+
+@pytest.fixture(scope="module")
+def server(app):
+    """The app on a free port, served from a background thread; its base URL."""
+    httpd = make_server("127.0.0.1", 0, app, threaded=True)
+    thread = threading.Thread(target=httpd.serve_forever, name="demo-server", daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{httpd.server_port}"
+    httpd.shutdown()
+    thread.join(timeout=10)
+    httpd.server_close()
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory):
+    missing = [path for path in (CHROMIUM, CHROMEDRIVER) if not os.access(path, os.X_OK)]
+    if missing:
+        pytest.fail(
+            f"{' and '.join(missing)} not found: the demo page's browser test needs Debian's Chromium. "
+            "Install it as root with `apt-get install -y chromium chromium-driver` (scripts/setup.sh does "
+            "this when run as root or with passwordless sudo).",
+            pytrace=False,
+        )
+    if webdriver is None:
+        pytest.fail("selenium is not installed: run `.venv/bin/pip install -e '.[test]'`", pytrace=False)
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for flag in CHROMIUM_FLAGS:
+        options.add_argument(flag)
+    options.add_argument(f"--user-data-dir={tmp_path_factory.mktemp('chromium-profile')}")
+    driver = webdriver.Chrome(options=options, service=webdriver.ChromeService(executable_path=CHROMEDRIVER))
+    yield driver
+    driver.quit()
+
+
+def submit(browser, server, text):
+    """Open the page, type ``text`` over the example, click Correct and wait for an answer or an error."""
+    browser.get(f"{server}/demo/grammar")
+    browser.execute_script(RECORD_ANSWERS)
+    textarea = browser.find_element(By.ID, "text")
+    assert textarea.get_property("value").strip(), "the page comes with an example text"
+    textarea.clear()
+    textarea.send_keys(text)
+    browser.find_element(By.ID, "correct").click()
+    results, error = browser.find_element(By.ID, "results"), browser.find_element(By.ID, "error")
+    WebDriverWait(browser, WAIT_S).until(lambda _: results.is_displayed() or error.is_displayed())
+    return results, error
+
+
+def texts(browser, selector):
+    return browser.execute_script(f"return [...document.querySelectorAll({selector!r})].map((n) => n.textContent);")
+
+
+def test_correct_shows_the_answer_its_edits_drafted_spans_and_speedup(browser, server, app, tmp_path):
+    results, error = submit(browser, server, TEXT)
+    assert not error.is_displayed(), error.text
+    [answer] = browser.execute_script("return window.answers;")
+    expected = app.test_client().post("/v1/grammar/correct", json={"text": TEXT}).get_json()
+    assert answer["corrected"] == expected["corrected"]
+
+    # the corrected text, in both views
+    assert browser.execute_script(DIFF_WITHOUT_DELETIONS) == answer["corrected"]
+    assert browser.execute_script('return document.getElementById("sources").textContent;') == answer["corrected"]
+
+    # edits: replacements highlighted, originals struck through, in the text's order
+    edits = sorted(answer["edits"], key=lambda e: (e["start"], e["end"]))
+    assert edits, "the tiny model changes the text"
+    assert texts(browser, "#diff ins") == [e["replacement"] for e in edits if e["replacement"]]
+    assert texts(browser, "#diff del") == [e["original"] for e in edits if e["original"]]
+
+    # spans the model accepted from the copy of the input are shaded, the rest is plain
+    drafted = [piece["text"] for piece in answer["pieces"] if piece["source"] == "draft"]
+    assert drafted, "the tiny model should accept part of the copy of its input"
+    assert texts(browser, "#sources .draft") == drafted
+
+    speedup = browser.find_element(By.ID, "speedup").text
+    assert SPEEDUP.match(speedup), speedup
+    comparison = answer["comparison"]
+    assert f"{comparison['speculative_forward_passes']} vs {comparison['plain_forward_passes']} model passes" in speedup
+
+    screenshot = tmp_path / "grammar-demo.png"
+    assert browser.save_screenshot(str(screenshot))
+    assert screenshot.stat().st_size > 10_000
+
+
+def test_api_errors_are_shown_on_the_page(browser, server):
+    results, error = submit(browser, server, "   ")
+    assert error.text == "Error 400: text must not be empty"
+    assert not results.is_displayed()

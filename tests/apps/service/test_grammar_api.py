@@ -1,0 +1,196 @@
+"""POST /v1/grammar/correct and GET /demo/grammar, on tiny random-initialised models.
+
+The answer must be ``GrammarCorrector``'s own, whether the request speculates or not; its edits must
+turn the input into the answer and its pieces must spell it.
+"""
+
+import threading
+
+import pytest
+from tiny_service import DRAFT, GRAMMAR_TEXT, SERVED, UNLOADABLE, make_app, make_chat_model
+
+from specdraft.copydraft import GrammarCorrector
+from specdraft.copydraft.edits import Edit, apply
+
+PATH = "/v1/grammar/correct"
+TEXT = GRAMMAR_TEXT
+MAX_CHARS = 2000
+
+
+@pytest.fixture(scope="module")
+def model(tokenizer):
+    return make_chat_model(tokenizer)
+
+
+@pytest.fixture(scope="module")
+def app(model, tiny_draft_model):
+    return make_app(model, tiny_draft_model, max_grammar_chars=MAX_CHARS)
+
+
+@pytest.fixture
+def client(app):
+    return app.test_client()
+
+
+@pytest.fixture(scope="module")
+def reference(model):
+    """The corrector's own answer, decoded plainly."""
+    return GrammarCorrector(model).correct(TEXT, speculate=False)
+
+
+def post_ok(client, body):
+    response = client.post(PATH, json=body)
+    assert response.status_code == 200, response.get_data(as_text=True)
+    return response.get_json()
+
+
+# --- the answer -----------------------------------------------------------------------------------
+def test_response_contract(client, reference):
+    body = post_ok(client, {"text": TEXT})
+    assert list(body) == ["corrected", "edits", "token_ids", "stats", "pieces", "model"]
+    assert body["corrected"] == reference.corrected
+    assert body["token_ids"] == reference.token_ids
+    assert body["model"] == SERVED
+    assert all(set(edit) == {"start", "end", "original", "replacement"} for edit in body["edits"])
+    assert all(set(piece) == {"text", "source"} for piece in body["pieces"])
+    for key in ("verify_steps", "drafted_tokens", "accepted_tokens", "target_forward_passes", "wall_s"):
+        assert key in body["stats"]
+    assert body["stats"]["generated_tokens"] == len(reference.token_ids)
+
+
+@pytest.mark.parametrize("speculate", [True, False])
+def test_speculation_does_not_change_the_answer(client, reference, speculate):
+    body = post_ok(client, {"text": TEXT, "speculate": speculate})
+    assert body["corrected"] == reference.corrected
+    assert body["token_ids"] == reference.token_ids
+    assert (body["stats"]["drafted_tokens"] > 0) == speculate
+    if not speculate:
+        assert {piece["source"] for piece in body["pieces"]} == {"target"}
+
+
+def test_edits_turn_the_text_into_the_answer_and_pieces_spell_it(client):
+    body = post_ok(client, {"text": TEXT})
+    assert body["edits"], "the tiny model's answer differs from its input"
+    assert apply(TEXT, [Edit(**edit) for edit in body["edits"]]) == body["corrected"]
+    pieces = body["pieces"]
+    assert "".join(piece["text"] for piece in pieces) == body["corrected"]
+    assert all(piece["text"] for piece in pieces)
+    assert {piece["source"] for piece in pieces} == {"draft", "target"}
+    assert all(a["source"] != b["source"] for a, b in zip(pieces, pieces[1:])), "adjacent pieces are merged"
+
+
+@pytest.mark.parametrize("speculate", [True, False])
+def test_compare_reports_both_decodings(client, reference, speculate):
+    body = post_ok(client, {"text": TEXT, "compare": True, "speculate": speculate})
+    comparison = body["comparison"]
+    assert list(comparison) == [
+        "plain_wall_s",
+        "speculative_wall_s",
+        "speedup",
+        "identical",
+        "plain_forward_passes",
+        "speculative_forward_passes",
+    ]
+    assert comparison["identical"] is True
+    assert comparison["plain_forward_passes"] == reference.stats.target_forward_passes
+    assert comparison["plain_wall_s"] > 0 and comparison["speculative_wall_s"] > 0
+    expected = comparison["plain_wall_s"] / comparison["speculative_wall_s"]
+    assert comparison["speedup"] == pytest.approx(expected, rel=0.01)
+    assert body["corrected"] == reference.corrected
+    passes = comparison["speculative_forward_passes"] if speculate else comparison["plain_forward_passes"]
+    assert body["stats"]["target_forward_passes"] == passes
+
+
+def test_without_compare_there_is_no_comparison(client):
+    assert "comparison" not in post_ok(client, {"text": TEXT, "compare": False})
+
+
+def test_an_extra_model_can_be_named(client, tiny_draft_model):
+    body = post_ok(client, {"text": TEXT, "model": DRAFT})
+    assert body["model"] == DRAFT
+    expected = GrammarCorrector(tiny_draft_model).correct(TEXT, speculate=False)
+    assert body["token_ids"] == expected.token_ids and body["corrected"] == expected.corrected
+
+
+def test_one_corrector_per_model_is_kept(app):
+    state = app.extensions["specdraft"]
+    assert state.corrector(SERVED) is state.corrector(SERVED)
+    assert state.corrector(DRAFT) is not state.corrector(SERVED)
+
+
+def test_concurrent_requests_get_the_answer_they_get_alone(app, reference):
+    answers: list = [None] * 3
+    start = threading.Barrier(len(answers), timeout=60)
+
+    def run(i):
+        client = app.test_client()
+        start.wait()
+        answers[i] = post_ok(client, {"text": TEXT, "speculate": i % 2 == 0})["token_ids"]
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(len(answers))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert answers == [reference.token_ids] * len(answers)
+
+
+# --- errors ---------------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("body", "status", "message", "param"),
+    [
+        (b'{"text": "hi"', 400, "not valid JSON", None),
+        (b"", 400, "the request body is empty", None),
+        (["hi"], 400, "must be a JSON object, got array", None),
+        ({}, 400, "text is required", "text"),
+        ({"text": None}, 400, "text is required", "text"),
+        ({"text": 42}, 400, "text must be a string, got number 42", "text"),
+        ({"text": ["a"]}, 400, "text must be a string, got array", "text"),
+        ({"text": ""}, 400, "text must not be empty", "text"),
+        ({"text": " \n\t"}, 400, "text must not be empty", "text"),
+        ({"text": "hi", "speculate": "yes"}, 400, 'speculate must be true or false, got string "yes"', "speculate"),
+        ({"text": "hi", "speculate": 0}, 400, "speculate must be true or false, got number 0", "speculate"),
+        ({"text": "hi", "compare": 1}, 400, "compare must be true or false, got number 1", "compare"),
+        ({"text": "hi", "model": 7}, 400, "model must be a string", "model"),
+        ({"text": "hi", "model": "gpt-4"}, 400, "model 'gpt-4' is not served here (allowed: 'tiny', 'tiny-draft'", "model"),
+        ({"text": "hi", "model": "/etc"}, 400, "model '/etc' is not served here", "model"),
+        ({"text": "hi", "model": UNLOADABLE}, 400, f"cannot load model '{UNLOADABLE}'", "model"),
+        ({"text": "x" * 1100}, 400, "too long for", "text"),  # one paragraph beyond the model's context
+        ({"text": "x" * (MAX_CHARS + 1)}, 413, f"text has {MAX_CHARS + 1} characters; this server corrects at most {MAX_CHARS}", "text"),
+        (b"x" * 1_000_001, 413, "larger than the limit of 1000000 bytes", None),
+    ],
+)
+def test_bad_requests_get_a_json_error(client, body, status, message, param):
+    if isinstance(body, bytes):
+        response = client.post(PATH, data=body, content_type="application/json")
+    else:
+        response = client.post(PATH, json=body)
+    assert response.status_code == status
+    assert response.mimetype == "application/json"
+    error = response.get_json()["error"]
+    assert message in error["message"]
+    assert error["param"] == param
+    assert error["type"] == "invalid_request_error"
+
+
+def test_only_post_is_allowed(client):
+    response = client.get(PATH)
+    assert response.status_code == 405
+    assert "allowed: OPTIONS, POST" in response.get_json()["error"]["message"]
+
+
+# --- the demo page --------------------------------------------------------------------------------
+def test_demo_page_and_its_assets_are_served_without_loading_the_model(model):
+    client = make_app(model).test_client()
+    page = client.get("/demo/grammar")
+    assert page.status_code == 200 and page.mimetype == "text/html"
+    html = page.get_data(as_text=True)
+    assert f'data-api="{PATH}"' in html
+    assert "/static/grammar.js" in html and "/static/grammar.css" in html
+    assert "<textarea" in html and "Correct</button>" in html
+    assert "http://" not in html and "https://" not in html, "the page loads nothing from elsewhere"
+    for asset, mimetype in (("grammar.js", "text/javascript"), ("grammar.css", "text/css")):
+        response = client.get(f"/static/{asset}")
+        assert response.status_code == 200 and response.mimetype == mimetype
+        response.close()
+    assert client.get("/healthz").get_json()["loaded"] is False

@@ -1,0 +1,50 @@
+"""Building the service on tiny random-initialised models, for the service's tests.
+
+The served model is named ``SERVED`` and has a chat template; ``DRAFT`` is a second, smaller model
+requests may name; "no-such-model" is allowed by the config but cannot be loaded. Fixtures stay in
+the test modules (a second conftest.py would replace the top-level one as the module ``conftest``).
+"""
+
+from __future__ import annotations
+
+import copy
+
+from conftest import make_tiny_model
+
+from specdraft import SpeculationConfig, TransformersModel
+from specdraft.apps.service import ServiceConfig, create_app
+from specdraft.drafters.factory import ModelPool
+
+SERVED = "tiny"
+DRAFT = "tiny-draft"
+UNLOADABLE = "no-such-model"
+# The served model's answers to a grammar correction begin with "=veda..." whatever the text; a
+# text that begins the same way has tokens the model accepts from the copy of the input (drafted
+# spans), and the rest of it gets edited.
+GRAMMAR_TEXT = "=vedae6 the dog sleep. the quick brown fox jump over the lazy dog."
+CHAT_TEMPLATE = (
+    "{% for m in messages %}<|{{ m['role'] }}|>{{ m['content'] }}\n{% endfor %}"
+    "{% if add_generation_prompt %}<|assistant|>{% endif %}"
+)
+
+
+def make_chat_model(tokenizer) -> TransformersModel:
+    """The served model: the shared tiny architecture (seed 0) with a chat template on its tokenizer."""
+    chat_tokenizer = copy.deepcopy(tokenizer)
+    chat_tokenizer.chat_template = CHAT_TEMPLATE
+    return make_tiny_model(chat_tokenizer, seed=0)
+
+
+def make_app(model: TransformersModel, draft_model: TransformersModel | None = None, **config):
+    """The app serving ``model`` as ``SERVED`` (and ``draft_model`` as ``DRAFT``); ``config``
+    overrides ``ServiceConfig`` fields."""
+    pool = ModelPool()
+    pool.add(SERVED, model)
+    if draft_model is not None:
+        pool.add(DRAFT, draft_model)
+    # fixed draft lengths, so that the drafts the tests rely on do not depend on timing
+    config.setdefault("speculation", SpeculationConfig(initial_draft_len=4, adaptive=False))
+    config.setdefault("grammar_speculation", SpeculationConfig(initial_draft_len=32, max_draft_len=512, adaptive=False))
+    app = create_app(ServiceConfig(model=SERVED, extra_models=(DRAFT, UNLOADABLE), **config), pool)
+    app.testing = True
+    return app
