@@ -31,24 +31,36 @@ class PassCostProfile:
         return self.bucket(n_tokens) in self._seconds
 
     def estimate(self, n_tokens: int) -> float | None:
-        """Seconds for a pass over ``n_tokens``: the bucket's average, or an interpolation between
-        the nearest measured buckets (linear in the bucket size); None if nothing was measured."""
+        """Seconds for a pass over ``n_tokens``; None if nothing was measured.
+
+        The bucket's average where measured, else a linear interpolation between the nearest
+        measured buckets, else (beyond the largest) the straight line through the two largest
+        (a pass costs a fixed part plus a part per token), flat when only one size is known. A
+        pass over more tokens is never estimated cheaper than one over fewer.
+        """
         key = self.bucket(n_tokens)
         with self._lock:
-            if key in self._seconds:
-                return self._seconds[key]
-            known = sorted(self._seconds)
+            known = dict(self._seconds)
         if not known:
             return None
-        below = [k for k in known if k < key]
-        above = [k for k in known if k > key]
+        sizes = sorted(known)
+        floor = max((known[k] for k in sizes if k <= key), default=0.0)  # monotone in size
+        if key in known:
+            return max(known[key], floor)
+        below = [k for k in sizes if k < key]
+        above = [k for k in sizes if k > key]
         if below and above:
             lo, hi = below[-1], above[0]
-            t_lo, t_hi = self._seconds[lo], self._seconds[hi]
-            return t_lo + (t_hi - t_lo) * (key - lo) / (hi - lo)
-        nearest = below[-1] if below else above[0]
-        # Outside the measured range: assume cost grows no faster than linearly with size.
-        return self._seconds[nearest] * (key / nearest if key > nearest else 1.0)
+            value = known[lo] + (known[hi] - known[lo]) * (key - lo) / (hi - lo)
+        elif len(below) >= 2:
+            lo, hi = below[-2], below[-1]
+            slope = max(0.0, (known[hi] - known[lo]) / (hi - lo))
+            value = known[hi] + slope * (key - hi)
+        elif below:
+            value = known[below[-1]]
+        else:
+            value = known[above[0]]
+        return max(value, floor)
 
     @classmethod
     def nominal(cls) -> "PassCostProfile":

@@ -63,6 +63,32 @@ class Draft:
         tokens = tuple(int(t) for t in tokens)
         return cls(tokens, tuple(range(-1, len(tokens) - 1)), probs)
 
+    @classmethod
+    def from_branches(cls, branches: Sequence[Sequence[int]], max_nodes: int | None = None) -> "Draft":
+        """A deterministic tree (a trie) holding each branch as a root-to-node path.
+
+        Branches sharing a prefix share its nodes. Nodes are added branch by branch, in the given
+        order, until ``max_nodes`` (so earlier branches are kept whole first). Empty branches are
+        ignored.
+        """
+        tokens: list[int] = []
+        parents: list[int] = []
+        child_of: dict[tuple[int, int], int] = {}  # (parent, token) -> node
+        for branch in branches:
+            parent = ROOT
+            for token in branch:
+                token = int(token)
+                node = child_of.get((parent, token))
+                if node is None:
+                    if max_nodes is not None and len(tokens) >= max_nodes:
+                        break
+                    node = len(tokens)
+                    tokens.append(token)
+                    parents.append(parent)
+                    child_of[(parent, token)] = node
+                parent = node
+        return cls(tuple(tokens), tuple(parents))
+
     # --- shape ----------------------------------------------------------------------------------
     def __len__(self) -> int:
         return len(self.tokens)

@@ -151,7 +151,8 @@ class TransformersModel:
             logits = out.logits[0].float()
             if device.type == "cuda":
                 torch.cuda.synchronize(device)
-            self.cost.record(q, time.perf_counter() - start)
+            if all_logits:  # verification-shaped passes only: a prefill keeps one row of logits
+                self.cost.record(q, time.perf_counter() - start)
         return logits
 
     def new_session(self) -> "TransformersSession":

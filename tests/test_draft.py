@@ -49,3 +49,14 @@ def test_invalid_drafts_are_rejected(tokens, parents, message):
 def test_probs_must_match_nodes():
     with pytest.raises(ValueError, match="probs"):
         Draft.chain([1, 2], torch.ones(3, 10))
+
+
+def test_from_branches_merges_shared_prefixes_in_order():
+    draft = Draft.from_branches([[1, 2, 3], [1, 2, 4], [5], [], [1, 6]])
+    assert draft.tokens == (1, 2, 3, 4, 5, 6)
+    assert draft.parents == (ROOT, 0, 1, 1, ROOT, 0)
+
+
+def test_from_branches_respects_the_node_budget_branch_by_branch():
+    draft = Draft.from_branches([[1, 2, 3], [4, 5, 6]], max_nodes=4)
+    assert draft.tokens == (1, 2, 3, 4) and draft.parents == (ROOT, 0, 1, ROOT)

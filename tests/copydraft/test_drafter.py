@@ -4,6 +4,7 @@ from specdraft import Draft
 from specdraft.copydraft.drafter import NOT_ALIGNED, CopyDraftConfig, CopyDrafter, unique_anchor
 
 PROMPT = [900, 901, 902]  # stands for the chat-wrapped instruction
+NO_TREE = CopyDraftConfig(divergence_tree=False)
 
 
 def step(drafter, output, budget=100):
@@ -25,7 +26,7 @@ def test_budget_caps_the_draft_and_sync_continues():
 
 def test_substitution_realigns_on_the_next_unique_ngram():
     source = [10, 11, 12, 13, 14, 15]
-    drafter = CopyDrafter(source)
+    drafter = CopyDrafter(source, config=NO_TREE)
     assert step(drafter, []) == source
     drafter.observe(2)  # target kept 10, 11 and said 99 instead of 12
     assert step(drafter, [10, 11, 99]) == []  # "99", "11 99", "10 11 99" are not in the source
@@ -35,7 +36,7 @@ def test_substitution_realigns_on_the_next_unique_ngram():
 
 def test_insertion_realigns_immediately_after_the_inserted_token():
     source = [10, 11, 12, 13]
-    drafter = CopyDrafter(source)
+    drafter = CopyDrafter(source, config=NO_TREE)
     step(drafter, [])
     drafter.observe(1)  # kept 10, then inserted 50
     assert step(drafter, [10, 50]) == []
@@ -78,7 +79,7 @@ def test_never_drafts_a_stop_token_or_beyond():
 
 def test_chat_lead_in_is_skipped_until_the_source_appears():
     source = [30, 31, 32, 33]
-    drafter = CopyDrafter(source)
+    drafter = CopyDrafter(source, config=NO_TREE)
     step(drafter, [])
     drafter.observe(0)  # the target starts with a lead-in token 70
     assert step(drafter, [70]) == []
@@ -89,7 +90,7 @@ def test_chat_lead_in_is_skipped_until_the_source_appears():
 
 
 def test_fallback_to_prompt_lookup_while_unaligned():
-    drafter = CopyDrafter([30, 31, 32], config=CopyDraftConfig(fallback_to_prompt_lookup=True))
+    drafter = CopyDrafter([30, 31, 32], config=CopyDraftConfig(divergence_tree=False, fallback_to_prompt_lookup=True))
     step(drafter, [])
     drafter.observe(0)
     # not aligned: prompt lookup over the whole context finds "901" earlier, followed by 902
@@ -102,3 +103,33 @@ def test_unicode_source_round_trips_through_a_real_tokenizer(tokenizer):
     drafter = CopyDrafter(ids)
     draft = drafter.propose([1, 2], 100)
     assert isinstance(draft, Draft) and tokenizer.decode(list(draft.tokens)) == text
+
+
+def test_divergence_tree_covers_substitution_insertion_and_double_substitution():
+    source = [10, 11, 12, 13, 14, 15]
+    drafter = CopyDrafter(source)
+    step(drafter, [])
+    drafter.observe(2)  # kept 10, 11; refused 12 and said 99 (not in the source)
+    draft = drafter.propose(PROMPT + [10, 11, 99], 9)
+    branches = [[draft.tokens[n] for n in draft.path_to(leaf)] for leaf in range(len(draft)) if not draft.children(leaf)]
+    assert branches == [[13, 14, 15], [12, 13, 14], [14, 15]]  # from d+1, d, d+2 with d = 2
+
+
+def test_divergence_tree_branch_taken_keeps_the_drafter_in_sync():
+    source = [10, 11, 12, 13, 14, 15, 16]
+    drafter = CopyDrafter(source)
+    step(drafter, [])
+    drafter.observe(1)  # kept 10; refused 11, said 98
+    drafter.propose(PROMPT + [10, 98], 9)  # branches from 12, 11, 13
+    drafter.observe(2)  # the target kept the substitution branch's 12, 13 and said 14
+    assert step(drafter, [10, 98, 12, 13, 14]) == [15, 16]
+
+
+def test_no_second_divergence_tree_without_a_new_refusal():
+    source = [10, 11, 12, 13]
+    drafter = CopyDrafter(source)
+    step(drafter, [])
+    drafter.observe(1)  # refused 11
+    drafter.propose(PROMPT + [10, 97], 9)
+    drafter.observe(0)  # no branch was right: the target said 96
+    assert step(drafter, [10, 97, 96]) == []  # one tree per refusal: wait for a unique n-gram
