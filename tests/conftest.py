@@ -70,6 +70,17 @@ def tiny_model(tokenizer) -> TransformersModel:
 
 
 @pytest.fixture(scope="session")
+def tiny_checkpoint(tmp_path_factory, tokenizer):
+    """(folder, model): a tiny float32 model saved as a transformers checkpoint, for the command
+    line's real loading path."""
+    model = make_tiny_model(tokenizer, seed=3, dtype=torch.float32)
+    path = tmp_path_factory.mktemp("tiny-checkpoint")
+    model.hf_model.save_pretrained(path)
+    tokenizer.save_pretrained(path)
+    return path, model
+
+
+@pytest.fixture(scope="session")
 def tiny_draft_model(tokenizer) -> TransformersModel:
     return make_tiny_model(tokenizer, seed=1, layers=1, hidden=32)
 

@@ -67,7 +67,7 @@ def plot(result: BenchResult, path: Path) -> None:
     ax_passes.set_yticks(list(y), [""] * len(names))
     ax_passes.invert_yaxis()
     ax_passes.set_xlabel("target forward passes per generated token (lower is better)")
-    fig.suptitle(f"{result.benchmark} on {result.model}: {result.prompts} prompts x {result.max_new_tokens} tokens")
+    fig.suptitle(f"{result.benchmark} on {result.model}: {result.prompts} prompts, up to {result.max_new_tokens} new tokens each")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)

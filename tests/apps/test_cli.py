@@ -5,20 +5,14 @@ import subprocess
 import sys
 
 import pytest
-import torch
 
-from conftest import make_tiny_model
 from specdraft import GenerationConfig, SpeculativeGenerator
 from specdraft.apps.cli import main
 
 
 @pytest.fixture(scope="module")
-def checkpoint(tmp_path_factory, tokenizer):
-    model = make_tiny_model(tokenizer, seed=3, dtype=torch.float32)
-    path = tmp_path_factory.mktemp("tiny-checkpoint")
-    model.hf_model.save_pretrained(path)
-    tokenizer.save_pretrained(path)
-    return path, model
+def checkpoint(tiny_checkpoint):
+    return tiny_checkpoint
 
 
 def run_json(capsys, *args):

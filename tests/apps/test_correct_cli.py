@@ -5,8 +5,6 @@ import json
 import sys
 
 import pytest
-import torch
-from conftest import make_tiny_model
 
 from specdraft.apps.cli import main
 from specdraft.copydraft import GrammarCorrector
@@ -16,12 +14,8 @@ TEXT = "The dog sleep. the quick brown fox jump over the lazy dog."
 
 
 @pytest.fixture(scope="module")
-def checkpoint(tmp_path_factory, tokenizer):
-    model = make_tiny_model(tokenizer, seed=3, dtype=torch.float32)
-    path = tmp_path_factory.mktemp("tiny-checkpoint")
-    model.hf_model.save_pretrained(path)
-    tokenizer.save_pretrained(path)
-    return path, model
+def checkpoint(tiny_checkpoint):
+    return tiny_checkpoint
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,6 @@ from collections import Counter
 
 import numpy as np
 import pytest
-import torch
 
 from specdraft import ROOT, Draft, GenerationConfig, SpeculationConfig, SpeculativeGenerator
 from specdraft.retrieval import datastore as datastore_module
@@ -22,6 +21,7 @@ from specdraft.retrieval.datastore import (
 )
 from specdraft.retrieval.suffix_index import SEPARATOR, build_suffix_array, concatenate
 from specdraft.retrieval.token_trie import TokenTrie
+from oracle import greedy_continuations
 
 
 def random_corpus(rng: np.random.Generator, vocab_size: int, num_sequences: int = 30) -> list[list[int]]:
@@ -265,14 +265,7 @@ N_NEW = 40
 @pytest.fixture(scope="module")
 def greedy(tiny_model, tokenizer):
     """prompt -> (prompt ids, the tiny model's own greedy continuation per transformers)."""
-    out = {}
-    for prompt in PROMPTS:
-        ids = tokenizer(prompt).input_ids
-        generated = tiny_model.hf_model.generate(
-            torch.tensor([ids]), max_new_tokens=N_NEW, min_new_tokens=N_NEW, do_sample=False
-        )
-        out[prompt] = (ids, generated[0, len(ids) :].tolist())
-    return out
+    return greedy_continuations(tiny_model, tokenizer, PROMPTS, N_NEW)
 
 
 def corpus_for(expected: list[int], vocab_size: int, tokenizer, tree: bool) -> list[list[int]]:

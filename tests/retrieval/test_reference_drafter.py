@@ -4,10 +4,10 @@ real tokenizers, and lossless generation (== transformers' greedy generate) with
 from __future__ import annotations
 
 import pytest
-import torch
 
 from specdraft import ROOT, Draft, GenerationConfig, SpeculationConfig, SpeculativeGenerator
 from specdraft.retrieval.reference_drafter import Branch, ReferenceDraftConfig, ReferenceDrafter
+from oracle import greedy_continuations
 
 PROMPT = [900, 901, 902]  # stands for the chat-wrapped question and passages
 
@@ -182,14 +182,7 @@ class Recording:
 @pytest.fixture(scope="module")
 def greedy(tiny_model, tokenizer):
     """prompt -> (prompt ids, the tiny model's own greedy continuation per transformers)."""
-    out = {}
-    for prompt in PROMPTS:
-        ids = tokenizer(prompt).input_ids
-        generated = tiny_model.hf_model.generate(
-            torch.tensor([ids]), max_new_tokens=N_NEW, min_new_tokens=N_NEW, do_sample=False
-        )
-        out[prompt] = (ids, generated[0, len(ids) :].tolist())
-    return out
+    return greedy_continuations(tiny_model, tokenizer, PROMPTS, N_NEW)
 
 
 def references_for(continuation: list[int], vocab_size: int, tokenizer, tree: bool) -> list[list[int]]:
