@@ -1,0 +1,69 @@
+"""RAGPipeline on a tiny model and a hash-embedding index: identical answers with every drafter."""
+
+import pytest
+
+from hash_embedder import HashEmbedder
+from specdraft.retrieval import DocumentIndex, ReferenceDrafter
+from specdraft.retrieval.datastore import Datastore
+from specdraft.retrieval.pipeline import DRAFTERS, RAGConfig, RAGPipeline, cited
+
+DOCUMENTS = [
+    {"id": "fox", "text": "The quick brown fox jumps over the lazy dog. The dog sleeps all day."},
+    {"id": "code", "text": "def add(a, b): return a + b. The function adds two numbers."},
+    {"id": "grammar", "text": "Grammar correction returns mostly the text it was given, with a few edits."},
+]
+
+
+@pytest.fixture(scope="module")
+def index():
+    index = DocumentIndex.create(embedder=HashEmbedder())
+    index.add(DOCUMENTS)
+    return index
+
+
+@pytest.fixture(scope="module")
+def datastore(tokenizer):
+    return Datastore.build([tokenizer(d["text"]).input_ids for d in DOCUMENTS], vocab_size=len(tokenizer))
+
+
+def test_every_drafter_gives_the_plain_answer(index, tiny_model, datastore):
+    config = RAGConfig(top_k=2, max_new_tokens=24)
+    answers = {d: RAGPipeline(index, tiny_model, d, datastore, config).ask("What does the fox do?") for d in DRAFTERS}
+    plain = answers["none"]
+    assert plain.hits[0].chunk.doc_id == "fox" and len(plain.hits) == 2
+    for drafter, answer in answers.items():
+        assert answer.token_ids == plain.token_ids, drafter
+        assert answer.answer == plain.answer
+    assert plain.stats.drafted_tokens == 0
+
+
+def test_reference_drafter_drafts_from_the_retrieved_passages(index, tiny_model):
+    pipeline = RAGPipeline(index, tiny_model, "reference", config=RAGConfig(top_k=1))
+    hits = index.search("fox", 1)
+    drafter = pipeline.make_drafter(hits)
+    assert isinstance(drafter, ReferenceDrafter)
+    prompt = pipeline.prompt_ids("fox", hits)
+    drafter.propose(prompt, 8)  # learns where the output starts
+    tokens = tiny_model.tokenizer(" The quick brown", add_special_tokens=False).input_ids
+    draft = drafter.propose(prompt + tokens, 8)
+    assert len(draft) > 0  # it continues the passage
+
+
+def test_citations_are_the_passages_the_answer_quotes(index):
+    hits = index.search("fox dog", 3)
+    assert cited("As it says, the quick brown fox jumps over everything.", hits, 4) == ["fox#0"]
+    assert cited("Nothing quoted here.", hits, 4) == []
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [({"drafter": "magic"}, "unknown drafter"), ({"drafter": "datastore"}, "needs a datastore")],
+)
+def test_bad_configuration(index, tiny_model, kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        RAGPipeline(index, tiny_model, **kwargs)
+
+
+def test_empty_question_is_rejected(index, tiny_model):
+    with pytest.raises(ValueError, match="non-empty"):
+        RAGPipeline(index, tiny_model).ask("  ")
