@@ -13,19 +13,15 @@ from typing import TextIO
 from specdraft.copydraft import GrammarCorrector
 from specdraft.drafters.factory import ModelPool
 
+from .text_files import read_utf8
+
 STDIN = "-"
 
 
 def read_text(text: str | None, path: str | None, stdin: TextIO) -> str:
     """The text to correct: ``text``, the file at ``path``, or ``stdin`` (``text`` absent or "-")."""
     if path is not None:
-        try:
-            with open(path, encoding="utf-8") as file:
-                text = file.read()
-        except OSError as error:
-            raise ValueError(f"cannot read {path}: {error.strerror or error}") from None
-        except UnicodeDecodeError as error:
-            raise ValueError(f"cannot read {path}: not UTF-8 text ({error.reason})") from None
+        text = read_utf8(path)
     elif text is None or text == STDIN:
         text = stdin.read()
     if not text.strip():

@@ -17,6 +17,8 @@ import time
 from pathlib import Path
 from typing import Any, TextIO
 
+from .text_files import read_utf8
+
 EXIT_BAD_INPUT = 2
 
 
@@ -61,13 +63,7 @@ class DocumentFileError(ValueError):
 
 def read_documents(path: Path) -> tuple[list[Any], list[int]]:
     """The JSON objects in the JSONL file at `path` and their line numbers (from 1)."""
-    try:
-        with open(path, encoding="utf-8") as file:
-            lines = file.readlines()
-    except OSError as error:
-        raise DocumentFileError(f"cannot read {path}: {error.strerror or error}") from None
-    except UnicodeDecodeError as error:
-        raise DocumentFileError(f"cannot read {path}: not UTF-8 text ({error.reason})") from None
+    lines = read_utf8(path, DocumentFileError).split("\n")  # as readlines(): only newlines end a line
     documents, numbers = [], []
     for number, line in enumerate(lines, 1):
         if not line.strip():
