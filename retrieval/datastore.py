@@ -34,6 +34,7 @@ import numpy as np
 
 from specdraft import Draft
 
+from .durable import fsync_folder
 from .suffix_index import SuffixIndex, SuffixMatch, build_suffix_array, concatenate_arrays
 from .token_trie import TokenTrie
 
@@ -96,7 +97,7 @@ class Datastore:
             _write_atomically(folder / files[name], lambda f, a=arrays[name]: np.save(f, a, allow_pickle=False))
         manifest = {**self.manifest, "files": files}
         _write_atomically(folder / MANIFEST, lambda f: f.write(json.dumps(manifest, indent=2).encode()))
-        _fsync_folder(folder)
+        fsync_folder(folder)
         self.manifest = manifest
         keep = set(files.values())
         for path in folder.glob("*.npy"):  # the previous build's arrays and any dead save's leftovers
@@ -304,15 +305,3 @@ def _process_alive(pid: int) -> bool:
     except OSError:  # exists but belongs to someone else
         return True
     return True
-
-
-def _fsync_folder(folder: Path) -> None:
-    """Make the renames in ``folder`` durable (a no-op where folders cannot be opened)."""
-    try:
-        fd = os.open(folder, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

@@ -54,6 +54,7 @@ from typing import Any
 
 import numpy as np
 
+from .durable import fsync_folder
 from .embedder import Embedder, EmbedderConfig, TextEmbedder
 
 __all__ = [
@@ -569,14 +570,6 @@ def _locked(folder: Path, exclusive: bool) -> Iterator[None]:
         os.close(fd)  # releases the lock
 
 
-def _fsync_folder(folder: Path) -> None:
-    fd = os.open(folder, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 def _recover(target: Path, aside: Path) -> None:
     """Finish what a crashed save left (under the exclusive lock): put a previous index moved aside
     back when no new one replaced it, remove one that was, and remove abandoned temporary folders."""
@@ -585,7 +578,7 @@ def _recover(target: Path, aside: Path) -> None:
             shutil.rmtree(aside)
         else:
             os.rename(aside, target)
-            _fsync_folder(target.parent)
+            fsync_folder(target.parent)
     for stale in target.parent.glob(f".{glob.escape(target.name)}.tmp-*"):
         shutil.rmtree(stale, ignore_errors=True)
 
@@ -613,17 +606,17 @@ def _write_files(tmp: Path, manifest: dict[str, Any], cpu_index: Any, chunks: Se
         file.write("\n")
         file.flush()
         os.fsync(file.fileno())
-    _fsync_folder(tmp)
+    fsync_folder(tmp)
 
 
 def _move_aside(target: Path, aside: Path) -> None:
     os.rename(target, aside)
-    _fsync_folder(target.parent)
+    fsync_folder(target.parent)
 
 
 def _move_in(tmp: Path, target: Path) -> None:
     os.rename(tmp, target)
-    _fsync_folder(target.parent)
+    fsync_folder(target.parent)
 
 
 def _discard(aside: Path) -> None:
