@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import Sequence
 
 from specdraft import Drafter, GenerationConfig, SpeculativeGenerator, Stats, TransformersModel
 from specdraft.drafters import PromptLookupDrafter
@@ -74,6 +75,34 @@ def cited(answer: str, hits: list[Hit], min_words: int) -> list[str]:
     return [h.chunk.id for h in hits if spans & _word_ngrams(h.chunk.text, min_words)]
 
 
+def check_drafter(kind: str, datastore: Datastore | None) -> None:
+    """ValueError unless ``kind`` is one of ``DRAFTERS`` and has the datastore it needs."""
+    if kind not in DRAFTERS:
+        raise ValueError(f"unknown drafter {kind!r}: choose one of {', '.join(DRAFTERS)}")
+    if "datastore" in kind and datastore is None:
+        raise ValueError(f"drafter {kind!r} needs a datastore")
+
+
+def build_drafter(
+    kind: str, tokenizer, references: Sequence[str], datastore: Datastore | None, config: RAGConfig = RAGConfig()
+) -> Drafter | None:
+    """A fresh drafter of ``kind`` (one of ``DRAFTERS``) for one request: the reference drafter over
+    ``references`` (texts, tokenized with ``tokenizer``), the datastore drafter over ``datastore``,
+    both (reference first), prompt lookup, or None for "none" (plain decoding)."""
+    check_drafter(kind, datastore)
+    drafters: list[Drafter] = []
+    if "reference" in kind:
+        reference_ids = [tokenizer(text, add_special_tokens=False).input_ids for text in references]
+        drafters.append(ReferenceDrafter(reference_ids, config.reference))
+    if "datastore" in kind:
+        drafters.append(DatastoreDrafter(datastore, config.datastore))
+    if kind == "prompt-lookup":
+        drafters.append(PromptLookupDrafter())
+    if not drafters:
+        return None
+    return drafters[0] if len(drafters) == 1 else FirstDraft(drafters)
+
+
 class RAGPipeline:
     def __init__(
         self,
@@ -83,10 +112,7 @@ class RAGPipeline:
         datastore: Datastore | None = None,
         config: RAGConfig = RAGConfig(),
     ) -> None:
-        if drafter not in DRAFTERS:
-            raise ValueError(f"unknown drafter {drafter!r}: choose one of {', '.join(DRAFTERS)}")
-        if "datastore" in drafter and datastore is None:
-            raise ValueError(f"drafter {drafter!r} needs a datastore")
+        check_drafter(drafter, datastore)
         self.index = index
         self.target = target
         self.drafter = drafter
@@ -101,19 +127,8 @@ class RAGPipeline:
         return self.target.encode(f"{content}\nAnswer:")
 
     def make_drafter(self, hits: list[Hit]) -> Drafter | None:
-        """A fresh drafter for one question (None: plain decoding)."""
-        tokenizer = self.target.tokenizer
-        drafters: list[Drafter] = []
-        if "reference" in self.drafter:
-            references = [tokenizer(h.chunk.text, add_special_tokens=False).input_ids for h in hits]
-            drafters.append(ReferenceDrafter(references, self.config.reference))
-        if "datastore" in self.drafter:
-            drafters.append(DatastoreDrafter(self.datastore, self.config.datastore))
-        if self.drafter == "prompt-lookup":
-            drafters.append(PromptLookupDrafter())
-        if not drafters:
-            return None
-        return drafters[0] if len(drafters) == 1 else FirstDraft(drafters)
+        """A fresh drafter for one question (None: plain decoding), drafting from ``hits``' texts."""
+        return build_drafter(self.drafter, self.target.tokenizer, [h.chunk.text for h in hits], self.datastore, self.config)
 
     def ask(self, question: str) -> RAGAnswer:
         if not isinstance(question, str) or not question.strip():
