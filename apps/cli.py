@@ -1,4 +1,4 @@
-"""The `specdraft` command line: generate, correct, serve, bench, models."""
+"""The `specdraft` command line: generate, correct, ask, serve, bench, index, datastore, models."""
 
 from __future__ import annotations
 
@@ -84,6 +84,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_index_parser(sub)
 
+    from specdraft.apps.ask import add_ask_parser
+
+    add_ask_parser(sub)
+
     sub.add_parser("models", help="list the embedded models and whether they are installed and converted")
     return parser
 
@@ -137,6 +141,14 @@ def _serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def _ask(args: argparse.Namespace) -> int:
+    from specdraft.apps.ask import request_from_args, run_ask
+    from specdraft.drafters.factory import ModelPool
+
+    run_ask(request_from_args(args, sys.stdin), ModelPool(args.device, args.dtype), as_json=args.json)
+    return 0
+
+
 def _models(args: argparse.Namespace) -> int:
     from specdraft.models import list_models
 
@@ -170,6 +182,7 @@ HANDLERS = {
     "serve": _serve,
     "bench": _bench,
     "index": _index,
+    "ask": _ask,
     "datastore": _datastore,
     "models": _models,
 }

@@ -103,6 +103,19 @@ class TextAssembler:
         return released
 
 
+def merge_pieces(pieces: list[TextPiece]) -> list[TextPiece]:
+    """``pieces`` with adjacent pieces of the same source joined (and empty ones dropped)."""
+    merged: list[TextPiece] = []
+    for piece in pieces:
+        if not piece.text:
+            continue
+        if merged and merged[-1].source == piece.source:
+            merged[-1] = TextPiece(merged[-1].text + piece.text, piece.source)
+        else:
+            merged.append(piece)
+    return merged
+
+
 def _longest_stop_prefix_suffix(text: str, stops: Sequence[str]) -> int:
     """Length of the longest suffix of ``text`` that is a proper prefix of some stop string."""
     best = 0

@@ -5,28 +5,29 @@ only makes it faster. Drafters: "reference" (LLMA: spans of the retrieved passag
 (REST: a corpus suffix index; needs ``datastore``), "reference+datastore" (the reference drafter,
 and the datastore when the passages offer nothing), "prompt-lookup", "none" (plain decoding).
 
-Citations: the retrieved chunks the answer quotes, i.e. that share a run of at least
-``cite_min_words`` consecutive words with it, in retrieval order.
+``ask(question)`` returns a ``RAGAnswer``; ``stream(question)`` yields the answer's text pieces as
+they are accepted and then holds the same ``RAGAnswer``. Citations and the passage each drafted run
+came from: see ``provenance``.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Iterator, Sequence
 
 from specdraft import Drafter, GenerationConfig, SpeculativeGenerator, Stats, TransformersModel
 from specdraft.drafters import PromptLookupDrafter
 from specdraft.drafters.chain_of_drafters import FirstDraft
+from specdraft.generator import GenerationResult, GenerationStream
 from specdraft.text_stream import TextPiece
 
 from .datastore import Datastore, DatastoreDraftConfig, DatastoreDrafter
 from .index import DocumentIndex, Hit
+from .provenance import AnswerSpan, answer_spans, cited
 from .reference_drafter import ReferenceDraftConfig, ReferenceDrafter
 
 DRAFTERS = ("none", "reference", "datastore", "reference+datastore", "prompt-lookup")
 INSTRUCTION = "Answer the question using the passages below. Quote the passages where you can and keep the answer short."
-_WORD = re.compile(r"\w+")
 
 
 @dataclass(frozen=True)
@@ -53,34 +54,70 @@ class RAGAnswer:
     prompt_token_ids: list[int]
     stats: Stats
     pieces: list[TextPiece]
+    spans: list[AnswerSpan]  # the answer as runs of one source, drafted runs linked to passages
 
     def to_dict(self) -> dict:
+        """``{"answer", "citations", "token_ids", "stats", "passages", "spans"}`` (JSON-ready)."""
         return {
             "answer": self.answer,
             "citations": self.citations,
             "token_ids": self.token_ids,
             "stats": self.stats.to_dict(),
-            "passages": [{"id": h.chunk.id, "score": round(h.score, 4), "text": h.chunk.text} for h in self.hits],
+            "passages": [
+                {"id": h.chunk.id, "document": h.chunk.doc_id, "score": round(h.score, 4), "text": h.chunk.text} for h in self.hits
+            ],
+            "spans": [span.to_dict() for span in self.spans],
         }
 
 
-def _word_ngrams(text: str, n: int) -> set[tuple[str, ...]]:
-    words = _WORD.findall(text.lower())
-    return {tuple(words[i : i + n]) for i in range(len(words) - n + 1)}
+class RAGStream:
+    """Iterate to receive the answer's ``TextPiece``s as the target accepts tokens; ``hits`` is known
+    from the start, ``answer`` once the iteration ends (``consume()`` does both)."""
+
+    def __init__(self, question: str, hits: list[Hit], stream: GenerationStream, config: RAGConfig) -> None:
+        self.question = question
+        self.hits = hits
+        self._stream = stream
+        self._config = config
+        self.answer: RAGAnswer | None = None
+
+    def __iter__(self) -> Iterator[TextPiece]:
+        yield from self._stream
+        assert self._stream.result is not None
+        self.answer = self._finish(self._stream.result)
+
+    def consume(self) -> RAGAnswer:
+        for _ in self:
+            pass
+        assert self.answer is not None
+        return self.answer
+
+    def _finish(self, result: GenerationResult) -> RAGAnswer:
+        return RAGAnswer(
+            question=self.question,
+            answer=result.text.strip(),
+            citations=cited(result.text, self.hits, self._config.cite_min_words),
+            hits=self.hits,
+            token_ids=result.token_ids,
+            prompt_token_ids=result.prompt_token_ids,
+            stats=result.stats,
+            pieces=result.pieces,
+            spans=answer_spans(result.pieces, self.hits),
+        )
 
 
-def cited(answer: str, hits: list[Hit], min_words: int) -> list[str]:
-    """Ids of the hits that share a run of ``min_words`` consecutive words with ``answer``."""
-    spans = _word_ngrams(answer, min_words)
-    return [h.chunk.id for h in hits if spans & _word_ngrams(h.chunk.text, min_words)]
-
-
-def check_drafter(kind: str, datastore: Datastore | None) -> None:
-    """ValueError unless ``kind`` is one of ``DRAFTERS`` and has the datastore it needs."""
+def check_drafter(kind: str, datastore: Datastore | None, vocab_size: int | None = None) -> None:
+    """ValueError unless ``kind`` is one of ``DRAFTERS`` and has the datastore it needs, built with a
+    vocabulary of ``vocab_size`` tokens (the target tokenizer's; None: not checked)."""
     if kind not in DRAFTERS:
         raise ValueError(f"unknown drafter {kind!r}: choose one of {', '.join(DRAFTERS)}")
     if "datastore" in kind and datastore is None:
         raise ValueError(f"drafter {kind!r} needs a datastore")
+    if "datastore" in kind and None not in (vocab_size, datastore.vocab_size) and datastore.vocab_size != vocab_size:
+        raise ValueError(
+            f"the datastore was built with the tokenizer of {datastore.tokenizer or 'another model'} "
+            f"({datastore.vocab_size} tokens); the target's has {vocab_size}: build one with this model's tokenizer"
+        )
 
 
 def build_drafter(
@@ -89,7 +126,7 @@ def build_drafter(
     """A fresh drafter of ``kind`` (one of ``DRAFTERS``) for one request: the reference drafter over
     ``references`` (texts, tokenized with ``tokenizer``), the datastore drafter over ``datastore``,
     both (reference first), prompt lookup, or None for "none" (plain decoding)."""
-    check_drafter(kind, datastore)
+    check_drafter(kind, datastore, len(tokenizer))
     drafters: list[Drafter] = []
     if "reference" in kind:
         reference_ids = [tokenizer(text, add_special_tokens=False).input_ids for text in references]
@@ -112,7 +149,7 @@ class RAGPipeline:
         datastore: Datastore | None = None,
         config: RAGConfig = RAGConfig(),
     ) -> None:
-        check_drafter(drafter, datastore)
+        check_drafter(drafter, datastore, len(target.tokenizer))
         self.index = index
         self.target = target
         self.drafter = drafter
@@ -131,19 +168,21 @@ class RAGPipeline:
         return build_drafter(self.drafter, self.target.tokenizer, [h.chunk.text for h in hits], self.datastore, self.config)
 
     def ask(self, question: str) -> RAGAnswer:
+        """Retrieve, prompt and generate; the whole answer. ValueError for an empty question."""
+        return self.stream(question).consume()
+
+    def stream(self, question: str) -> RAGStream:
+        """Retrieve and prompt now (ValueError for an empty question or a prompt longer than the
+        model takes); generation runs as the returned stream is iterated."""
         if not isinstance(question, str) or not question.strip():
             raise ValueError("the question must be a non-empty string")
         hits = self.index.search(question, self.config.top_k)
         prompt_ids = self.prompt_ids(question, hits)
+        if len(prompt_ids) >= self.target.max_length:
+            raise ValueError(
+                f"the prompt with {len(hits)} passages has {len(prompt_ids)} tokens; the model takes at most "
+                f"{self.target.max_length - 1}: ask with fewer passages (top_k)"
+            )
         config = GenerationConfig(max_new_tokens=self.config.max_new_tokens)
-        result = SpeculativeGenerator(self.target).generate(prompt_ids, self.make_drafter(hits), config)
-        return RAGAnswer(
-            question=question,
-            answer=result.text.strip(),
-            citations=cited(result.text, hits, self.config.cite_min_words),
-            hits=hits,
-            token_ids=result.token_ids,
-            prompt_token_ids=result.prompt_token_ids,
-            stats=result.stats,
-            pieces=result.pieces,
-        )
+        generation = SpeculativeGenerator(self.target).stream(prompt_ids, self.make_drafter(hits), config)
+        return RAGStream(question, hits, generation, self.config)

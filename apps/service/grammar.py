@@ -24,7 +24,7 @@ from typing import Any
 from flask import Blueprint, Response, jsonify, request
 
 from specdraft.copydraft import CorrectionResult, GrammarCorrector
-from specdraft.text_stream import TextPiece
+from specdraft.text_stream import merge_pieces
 
 from .errors import INVALID_REQUEST, error_body
 from .grammar_validation import TextTooLong, parse_grammar_request
@@ -75,16 +75,3 @@ def comparison(plain: CorrectionResult, speculative: CorrectionResult) -> dict[s
         "plain_forward_passes": plain.stats.target_forward_passes,
         "speculative_forward_passes": speculative.stats.target_forward_passes,
     }
-
-
-def merge_pieces(pieces: list[TextPiece]) -> list[TextPiece]:
-    """``pieces`` with adjacent pieces of the same source joined (and empty ones dropped)."""
-    merged: list[TextPiece] = []
-    for piece in pieces:
-        if not piece.text:
-            continue
-        if merged and merged[-1].source == piece.source:
-            merged[-1] = TextPiece(merged[-1].text + piece.text, piece.source)
-        else:
-            merged.append(piece)
-    return merged

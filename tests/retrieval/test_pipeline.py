@@ -3,9 +3,10 @@
 import pytest
 
 from hash_embedder import HashEmbedder
-from specdraft.retrieval import DocumentIndex, ReferenceDrafter
+from specdraft.retrieval import DocumentIndex, IndexConfig, ReferenceDrafter
 from specdraft.retrieval.datastore import Datastore
-from specdraft.retrieval.pipeline import DRAFTERS, RAGConfig, RAGPipeline, cited
+from specdraft.retrieval.pipeline import DRAFTERS, RAGConfig, RAGPipeline
+from specdraft.retrieval.provenance import cited
 
 DOCUMENTS = [
     {"id": "fox", "text": "The quick brown fox jumps over the lazy dog. The dog sleeps all day."},
@@ -67,3 +68,42 @@ def test_bad_configuration(index, tiny_model, kwargs, message):
 def test_empty_question_is_rejected(index, tiny_model):
     with pytest.raises(ValueError, match="non-empty"):
         RAGPipeline(index, tiny_model).ask("  ")
+
+
+# The tiny model answers every question with ">=vedae6..." whatever the passages say: a passage that
+# holds those characters lets the reference drafter draft a run the model accepts.
+ECHO = {"id": "echo", "text": "The fox says >=vedae6 and then runs over the lazy dog."}
+
+
+def test_stream_gives_the_pieces_then_the_answer_with_linked_spans(tiny_model):
+    index = DocumentIndex.create(embedder=HashEmbedder())
+    index.add([*DOCUMENTS, ECHO])
+    pipeline = RAGPipeline(index, tiny_model, "reference", config=RAGConfig(top_k=2, max_new_tokens=16))
+    stream = pipeline.stream("What does the fox say?")
+    assert "echo" in [h.chunk.doc_id for h in stream.hits] and stream.answer is None
+    pieces = list(stream)
+    answer = stream.answer
+    assert answer is not None and answer.answer == "".join(p.text for p in pieces).strip()
+    assert answer.token_ids == RAGPipeline(index, tiny_model, "none", config=pipeline.config).ask("What does the fox say?").token_ids
+    assert "".join(s.text for s in answer.spans) == answer.answer
+    drafted = [s for s in answer.spans if s.source == "draft"]
+    assert drafted and all(s.passage == "echo#0" for s in drafted)
+    for span in drafted:
+        assert ECHO["text"][span.passage_start :].startswith(span.text.strip())
+    body = answer.to_dict()
+    assert set(body) == {"answer", "citations", "token_ids", "stats", "passages", "spans"}
+    assert "echo" in [p["document"] for p in body["passages"]]
+
+
+def test_a_datastore_from_another_tokenizer_is_refused(index, tiny_model, tokenizer):
+    other = Datastore.build([[1, 2, 3]], tokenizer="other-model", vocab_size=len(tokenizer) + 7)
+    with pytest.raises(ValueError, match="tokenizer of other-model"):
+        RAGPipeline(index, tiny_model, "datastore", other)
+
+
+def test_a_prompt_longer_than_the_model_takes_is_refused(tiny_model):
+    index = DocumentIndex.create(IndexConfig(chunk_words=tiny_model.max_length + 10, chunk_overlap=0), HashEmbedder())
+    index.add([{"id": "long", "text": "fox " * (tiny_model.max_length + 10)}])
+    config = RAGConfig(top_k=1)
+    with pytest.raises(ValueError, match="fewer passages"):
+        RAGPipeline(index, tiny_model, config=config).ask("fox")

@@ -1,0 +1,116 @@
+"""`specdraft ask`: answer one question from a document index (retrieve, prompt, draft, verify).
+
+Text output: the answer as it is generated, then ``Sources:`` and a line per cited passage; a summary
+of the speculation (tokens, drafted share, target passes, seconds) goes to standard error. With
+``--json`` one object ``{"answer", "citations", "token_ids", "stats", "passages", "spans", "model",
+"drafter"}`` (``RAGAnswer.to_dict()``; ``stats`` holds ``wall_s``). Bad input (an empty question, no
+index at the folder, an index or datastore that cannot be used) is a ``ValueError``: the command
+line prints it and exits with 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TextIO
+
+STDIN = "-"
+
+
+def add_ask_parser(sub: Any) -> None:
+    """Add `ask` to the `specdraft` subcommands."""
+    from specdraft import DEFAULT_MODEL
+    from specdraft.retrieval.pipeline import DRAFTERS, RAGConfig
+
+    defaults = RAGConfig()
+    ask = sub.add_parser(
+        "ask",
+        help="answer a question from a document index, drafting from the retrieved passages",
+        description="Retrieve the passages closest to QUESTION from the index in DIR (built with `specdraft index build`), "
+        "put them in the model's prompt and answer, drafting tokens from the passages (reference, LLMA), from a corpus "
+        "datastore (datastore, REST; needs --datastore), both, or the prompt (prompt-lookup). The answer is exactly what "
+        "plain decoding (--drafter none) gives, only faster. Cited passages follow the answer.",
+    )
+    ask.add_argument("question", metavar="QUESTION", help="the question, or - to read it from standard input")
+    ask.add_argument("--index", required=True, type=Path, metavar="DIR", help="the document index folder")
+    ask.add_argument("--model", default=DEFAULT_MODEL, help="target model: registry name, path or hub id (default: %(default)s)")
+    ask.add_argument("--device", default="auto", help="auto (CUDA if available), cpu or cuda[:N] (default: %(default)s)")
+    ask.add_argument("--dtype", default="auto", choices=["auto", "float32", "bfloat16", "float16"], help="weights dtype; auto = float32 on CPU, bfloat16 on CUDA")
+    ask.add_argument("--top-k", type=int, default=defaults.top_k, metavar="K", help="passages put in the prompt (default: %(default)s)")
+    ask.add_argument("--drafter", choices=DRAFTERS, default="reference", help="where drafts come from (default: %(default)s)")
+    ask.add_argument("--datastore", type=Path, default=None, metavar="DIR", help="a datastore built with `specdraft datastore build` for the same model (drafters datastore, reference+datastore)")
+    ask.add_argument("--max-new-tokens", type=int, default=defaults.max_new_tokens, metavar="N", help="longest answer in tokens (default: %(default)s)")
+    ask.add_argument("--json", action="store_true", help='print {"answer", "citations", "token_ids", "stats", ...} instead of the text')
+
+
+@dataclass(frozen=True)
+class AskRequest:
+    question: str
+    index: Path
+    model: str
+    drafter: str
+    top_k: int
+    max_new_tokens: int
+    datastore: Path | None = None
+
+
+def request_from_args(args: argparse.Namespace, stdin: TextIO) -> AskRequest:
+    question = stdin.read() if args.question == STDIN else args.question
+    if not question.strip():
+        raise ValueError("the question is empty")
+    if args.top_k < 1 or args.max_new_tokens < 1:
+        raise ValueError("--top-k and --max-new-tokens must be >= 1")
+    return AskRequest(question.strip(), args.index, args.model, args.drafter, args.top_k, args.max_new_tokens, args.datastore)
+
+
+def load_index(folder: Path):
+    """The index in ``folder``; every reason it cannot be used as a ``ValueError``."""
+    from specdraft.retrieval.index import DocumentIndex, IndexNotFoundError
+
+    try:
+        return DocumentIndex.load(folder)
+    except IndexNotFoundError as error:
+        raise ValueError(f"{error} (build one with `specdraft index build --docs FILE.jsonl --out {folder}`)") from None
+
+
+def run_ask(request: AskRequest, pool: Any, as_json: bool, out: TextIO | None = None, err: TextIO | None = None) -> dict:
+    """Answer ``request`` with the model from ``pool``, print it to ``out``; returns the JSON object."""
+    from specdraft.retrieval.datastore import Datastore
+    from specdraft.retrieval.pipeline import RAGConfig, RAGPipeline
+
+    out, err = out or sys.stdout, err or sys.stderr
+    index = load_index(request.index)
+    datastore = Datastore.load(request.datastore) if request.datastore is not None else None
+    target = pool.get(request.model)
+    config = RAGConfig(top_k=request.top_k, max_new_tokens=request.max_new_tokens)
+    stream = RAGPipeline(index, target, request.drafter, datastore, config).stream(request.question)
+    for piece in stream:
+        if not as_json:
+            out.write(piece.text)
+            out.flush()
+    answer = stream.consume()
+    payload = {**answer.to_dict(), "model": request.model, "drafter": request.drafter}
+    if as_json:
+        out.write(json.dumps(payload, ensure_ascii=False) + "\n")
+        return payload
+    out.write("\n")
+    by_id = {hit.chunk.id: hit for hit in answer.hits}
+    if answer.citations:
+        out.write("Sources:\n")
+    for chunk_id in answer.citations:
+        out.write(f"  [{chunk_id}] {_preview(by_id[chunk_id].chunk.text)}\n")
+    stats = answer.stats
+    print(
+        f"{stats.generated_tokens} tokens, {stats.accepted_tokens} drafted ({request.drafter}), "
+        f"{stats.target_forward_passes} target passes, {stats.wall_s:.2f} s",
+        file=err,
+    )
+    return payload
+
+
+def _preview(text: str, chars: int = 80) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= chars else flat[: chars - 1] + "…"
