@@ -99,6 +99,10 @@ class InvalidDocumentError(ValueError):
         super().__init__(f"{where}: {problem}")
 
 
+class EmbedderMismatchError(ValueError):
+    """The index was built with another embedding model than the one it is loaded with."""
+
+
 class IndexNotFoundError(FileNotFoundError):
     """No document index at the given folder."""
 
@@ -496,7 +500,7 @@ class DocumentIndex:
         """The index saved in `folder` (or, after a save that crashed mid-swap, the previous one).
 
         embedder: defaults to the embedding model recorded in the manifest; one with another `name`
-        raises ValueError ("index built with X, not Y"). Raises IndexNotFoundError when there is no
+        raises EmbedderMismatchError, a ValueError ("index built with X, not Y"). Raises IndexNotFoundError when there is no
         index, CorruptIndexError when the folder is not a specdraft index, has an unsupported format
         version, or its files do not match the manifest's checksums and counts.
         """
@@ -514,7 +518,7 @@ class DocumentIndex:
                     raise ValueError(f"index {folder} was built with the custom embedder {built_with['name']!r}: pass it to load")
                 embedder = Embedder(EmbedderConfig(model=built_with["model"]))
             if embedder.name != built_with["name"]:
-                raise ValueError(f"index {folder} was built with {built_with['name']}, not {embedder.name}")
+                raise EmbedderMismatchError(f"index {folder} was built with {built_with['name']}, not {embedder.name}")
             try:
                 config = IndexConfig(**manifest["config"], use_gpu=use_gpu)
             except (TypeError, ValueError) as error:

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Iterator, Sequence
 
-from specdraft import Drafter, GenerationConfig, SpeculativeGenerator, Stats, TransformersModel
+from specdraft import Drafter, GenerationConfig, SpeculationConfig, SpeculativeGenerator, Stats, TransformersModel
 from specdraft.drafters import PromptLookupDrafter
 from specdraft.drafters.chain_of_drafters import FirstDraft
 from specdraft.generator import GenerationResult, GenerationStream
@@ -38,6 +38,7 @@ class RAGConfig:
     cite_min_words: int = 4
     reference: ReferenceDraftConfig = field(default_factory=ReferenceDraftConfig)
     datastore: DatastoreDraftConfig = field(default_factory=DatastoreDraftConfig)
+    speculation: SpeculationConfig = field(default_factory=SpeculationConfig)  # draft lengths, fall-back
 
     def __post_init__(self) -> None:
         if self.top_k < 1 or self.max_new_tokens < 1 or self.cite_min_words < 1:
@@ -63,11 +64,14 @@ class RAGAnswer:
             "citations": self.citations,
             "token_ids": self.token_ids,
             "stats": self.stats.to_dict(),
-            "passages": [
-                {"id": h.chunk.id, "document": h.chunk.doc_id, "score": round(h.score, 4), "text": h.chunk.text} for h in self.hits
-            ],
+            "passages": [passage_dict(hit) for hit in self.hits],
             "spans": [span.to_dict() for span in self.spans],
         }
+
+
+def passage_dict(hit: Hit) -> dict:
+    """A retrieved passage as the answer's JSON lists it: ``{"id", "document", "score", "text"}``."""
+    return {"id": hit.chunk.id, "document": hit.chunk.doc_id, "score": round(hit.score, 4), "text": hit.chunk.text}
 
 
 class RAGStream:
@@ -184,5 +188,5 @@ class RAGPipeline:
                 f"{self.target.max_length - 1}: ask with fewer passages (top_k)"
             )
         config = GenerationConfig(max_new_tokens=self.config.max_new_tokens)
-        generation = SpeculativeGenerator(self.target).stream(prompt_ids, self.make_drafter(hits), config)
+        generation = SpeculativeGenerator(self.target, self.config.speculation).stream(prompt_ids, self.make_drafter(hits), config)
         return RAGStream(question, hits, generation, self.config)

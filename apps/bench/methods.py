@@ -29,6 +29,7 @@ class BenchCase:
     prompt_ids: tuple[int, ...]
     max_new_tokens: int
     source_ids: tuple[int, ...] = ()  # the text a copying drafter drafts from ("" if none)
+    references: tuple[str, ...] = ()  # texts a reference drafter drafts from (retrieved passages, earlier turns)
 
 
 @dataclass

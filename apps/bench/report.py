@@ -17,6 +17,26 @@ COLUMNS = [
 ]
 
 
+def retrieval_table(facts: dict) -> list[str]:
+    """``BenchResult.retrieval`` as a Markdown table of ``resource | fact | value`` rows (nested
+    dicts flattened to dotted fact names); no lines when there are no facts."""
+    if not facts:
+        return []
+    lines = ["Retrieval resources (datastore, index):", "", "| resource | fact | value |", "|---|---|---|"]
+
+    def rows(resource: str, prefix: str, values: dict) -> None:
+        for key, value in values.items():
+            if isinstance(value, dict):
+                rows(resource, f"{prefix}{key}.", value)
+            else:
+                shown = f"{value:,}" if isinstance(value, int) and not isinstance(value, bool) else str(value)
+                lines.append(f"| {resource} | {prefix}{key} | {shown} |")
+
+    for resource, values in facts.items():
+        rows(resource, "", values)
+    return lines + [""]
+
+
 def markdown_table(result: BenchResult) -> str:
     env = result.environment
     lines = [
@@ -27,6 +47,7 @@ def markdown_table(result: BenchResult) -> str:
         f"{env['cuda'] or env['processor']}; {env['time']}.",
         "",
         *([f"Quality of the outputs (identical for every method that is 100% identical): `{json.dumps(result.quality)}`", ""] if result.quality else []),
+        *retrieval_table(result.retrieval),
         "| " + " | ".join(title for _, title in COLUMNS) + " |",
         "|" + "|".join("---" for _ in COLUMNS) + "|",
     ]

@@ -10,13 +10,16 @@ from __future__ import annotations
 import platform
 import sys
 import time
-from dataclasses import asdict, dataclass, field
-from typing import Sequence
+from dataclasses import asdict, dataclass, field, replace
+from typing import TYPE_CHECKING, Sequence
 
 import torch
 from tqdm import tqdm
 
 from .methods import BenchCase, Measurement, Method
+
+if TYPE_CHECKING:
+    from .suites import Suite
 
 
 @dataclass
@@ -42,6 +45,7 @@ class BenchResult:
     summaries: list[MethodSummary]
     measurements: list[Measurement] = field(default_factory=list)
     quality: dict = field(default_factory=dict)  # e.g. ERRANT scores of the (identical) outputs
+    retrieval: dict = field(default_factory=dict)  # datastore / index sizes and timings (rag_suites)
 
     def to_dict(self) -> dict:
         data = asdict(self)
@@ -68,8 +72,7 @@ def environment() -> dict:
 
 def run_benchmark(name: str, model_name: str, methods: Sequence[Method], cases: Sequence[BenchCase]) -> BenchResult:
     """``methods[0]`` must be plain decoding (the baseline)."""
-    warm = cases[0]
-    warm = BenchCase("warm-up", warm.prompt_ids, min(8, warm.max_new_tokens), warm.source_ids)
+    warm = replace(cases[0], id="warm-up", max_new_tokens=min(8, cases[0].max_new_tokens))
     for method in tqdm(methods, desc="warm-up", file=sys.stderr):
         method.run(warm)
     measurements: list[Measurement] = []
@@ -87,6 +90,15 @@ def run_benchmark(name: str, model_name: str, methods: Sequence[Method], cases: 
     summaries = summarize([m.name for m in methods], measurements)
     max_new = max(case.max_new_tokens for case in cases)
     return BenchResult(name, model_name, max_new, len(cases), environment(), summaries, measurements)
+
+
+def run_suite(name: str, model_name: str, suite: Suite) -> BenchResult:
+    """``run_benchmark`` on the suite, with its quality and retrieval facts computed from plain's outputs."""
+    result = run_benchmark(name, model_name, suite.methods, suite.cases)
+    plain_outputs = {m.prompt_id: m.token_ids for m in result.measurements if m.method == suite.methods[0].name}
+    result.quality = suite.quality(plain_outputs)
+    result.retrieval = suite.retrieval(plain_outputs)
+    return result
 
 
 def summarize(method_names: Sequence[str], measurements: Sequence[Measurement]) -> list[MethodSummary]:

@@ -6,6 +6,10 @@
 - Grammar sets (``grammar-sentences``, ``grammar-paragraphs``): the grammar corrector's prompts over
   sentences with injected errors; plain vs. copydraft vs. prompt lookup (specdraft's and
   transformers'); quality is the ERRANT F0.5 of the (identical) corrected outputs.
+- Retrieval sets (``rag``, ``chat-multiturn``): real retrieval-augmented generation and multi-turn
+  chat; plain vs. the retrieval pipeline's drafters (reference, datastore, both, prompt lookup) vs.
+  transformers' prompt lookup, with the datastore's and the index's sizes and timings
+  (``rag_suites``).
 """
 
 from __future__ import annotations
@@ -28,18 +32,25 @@ from .methods import (
 )
 
 
+RETRIEVAL_SETS = ("chat-multiturn", "rag")  # built by rag_suites
+
+
 @dataclass
 class Suite:
+    """What a benchmark runs. ``methods[0]`` is plain decoding. ``quality`` and ``retrieval`` map
+    plain's outputs (case id -> token ids) to the result's ``quality`` and ``retrieval`` facts."""
+
     methods: list[Method]
     cases: list[BenchCase]
-    quality: Callable[[dict[str, list[int]]], dict] = field(default=lambda outputs: {})  # case id -> plain ids
+    quality: Callable[[dict[str, list[int]]], dict] = field(default=lambda outputs: {})
+    retrieval: Callable[[dict[str, list[int]]], dict] = field(default=lambda outputs: {})
 
 
 def names() -> list[str]:
     from .datasets import PROMPT_SETS
     from .grammar_data import GRAMMAR_SETS
 
-    return sorted(PROMPT_SETS) + sorted(GRAMMAR_SETS)
+    return sorted(PROMPT_SETS) + sorted(GRAMMAR_SETS) + list(RETRIEVAL_SETS)
 
 
 def build(args: argparse.Namespace, pool: ModelPool, target: TransformersModel) -> Suite:
@@ -47,10 +58,23 @@ def build(args: argparse.Namespace, pool: ModelPool, target: TransformersModel) 
 
     if args.benchmark in GRAMMAR_SETS:
         return grammar_suite(args, pool, target)
+    if args.benchmark in RETRIEVAL_SETS:
+        from .rag_suites import chat_multiturn_suite, rag_suite
+
+        return rag_suite(args, pool, target) if args.benchmark == "rag" else chat_multiturn_suite(args, pool, target)
     return prompt_suite(args, pool, target)
 
 
-def _peers(args: argparse.Namespace, pool: ModelPool, target: TransformersModel) -> list[Method]:
+def draft_model_methods(args: argparse.Namespace, pool: ModelPool, target: TransformersModel) -> list[Method]:
+    """specdraft's draft-model drafter for ``--draft-model`` (none without it)."""
+    if not args.draft_model:
+        return []
+    return [specdraft_by_spec(pool, target, DrafterSpec.parse(f"model:{args.draft_model}", args.tree_width))]
+
+
+def transformers_peers(args: argparse.Namespace, pool: ModelPool, target: TransformersModel) -> list[Method]:
+    """transformers' prompt lookup, and assisted generation with ``--draft-model``; none with
+    ``--no-transformers``."""
     if args.no_transformers:
         return []
     peers: list[Method] = [transformers_prompt_lookup(target)]
@@ -67,9 +91,8 @@ def prompt_suite(args: argparse.Namespace, pool: ModelPool, target: Transformers
         ids = target.encode_chat(prompt.messages) if target.has_chat_template else target.encode(prompt.messages[-1]["content"])
         cases.append(BenchCase(prompt.id, tuple(ids), args.max_new_tokens))
     methods: list[Method] = [plain(target), specdraft_by_spec(pool, target, DrafterSpec.parse("prompt-lookup"))]
-    if args.draft_model:
-        methods.append(specdraft_by_spec(pool, target, DrafterSpec.parse(f"model:{args.draft_model}", args.tree_width)))
-    return Suite(methods + _peers(args, pool, target), cases)
+    methods += draft_model_methods(args, pool, target)
+    return Suite(methods + transformers_peers(args, pool, target), cases)
 
 
 def grammar_suite(args: argparse.Namespace, pool: ModelPool, target: TransformersModel) -> Suite:
@@ -95,4 +118,4 @@ def grammar_suite(args: argparse.Namespace, pool: ModelPool, target: Transformer
         hypotheses = [target.decode(outputs[i]).strip() for i in ids]
         return {"errant": score([by_id[i].source for i in ids], hypotheses, [by_id[i].reference for i in ids])}
 
-    return Suite(methods + _peers(args, pool, target), cases, quality)
+    return Suite(methods + transformers_peers(args, pool, target), cases, quality)

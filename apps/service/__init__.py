@@ -4,7 +4,8 @@
 request that needs it, once, and shared by every request; KV caches and drafters never are.
 Areas: ``health`` (``GET /healthz``, ``GET /v1/models``), ``completions`` (OpenAI-compatible
 ``POST /v1/completions`` and ``POST /v1/chat/completions``), ``grammar`` (``POST
-/v1/grammar/correct``) and ``demo`` (``GET /demo/grammar``, an HTML page over the grammar API).
+/v1/grammar/correct``), ``rag`` (``POST /v1/rag/documents``, ``POST /v1/rag/query``, ``GET
+/v1/rag/indexes``) and ``demo`` (``GET /demo/grammar`` and ``GET /demo/rag``, HTML pages over those APIs).
 Every API error is JSON (see ``errors``).
 """
 
@@ -13,8 +14,9 @@ from __future__ import annotations
 from flask import Flask
 
 from specdraft.drafters.factory import ModelPool
+from specdraft.retrieval.embedder import TextEmbedder
 
-from . import completions, demo, grammar, health
+from . import completions, demo, grammar, health, rag
 from .config import ServiceConfig
 from .errors import register_error_handlers
 from .state import EXTENSION, ServiceState, current_state
@@ -22,11 +24,12 @@ from .state import EXTENSION, ServiceState, current_state
 __all__ = ["ServiceConfig", "ServiceState", "create_app", "current_state"]
 
 
-def create_app(config: ServiceConfig | None = None, pool: ModelPool | None = None) -> Flask:
+def create_app(config: ServiceConfig | None = None, pool: ModelPool | None = None, embedder: TextEmbedder | None = None) -> Flask:
     """The service for ``config`` (default: ``ServiceConfig()``).
 
     ``pool`` supplies the models; by default a new ``ModelPool`` on ``config.device`` and
     ``config.dtype``. Tests pass a pool that already holds a model under ``config.model``.
+    ``embedder`` embeds the RAG indexes' documents and questions; by default ``config.embedding_model``.
     Creating the app loads nothing.
     """
     config = config if config is not None else ServiceConfig()
@@ -34,10 +37,11 @@ def create_app(config: ServiceConfig | None = None, pool: ModelPool | None = Non
     app = Flask(__name__)
     app.config["MAX_CONTENT_LENGTH"] = config.max_request_bytes
     app.json.sort_keys = False  # keep OpenAI's field order
-    app.extensions[EXTENSION] = ServiceState(config, pool)
+    app.extensions[EXTENSION] = ServiceState(config, pool, embedder)
     register_error_handlers(app)
     app.register_blueprint(health.bp)
     app.register_blueprint(completions.bp)
     app.register_blueprint(grammar.bp)
+    app.register_blueprint(rag.bp)
     app.register_blueprint(demo.bp)
     return app

@@ -14,7 +14,6 @@ target accepted the text from the drafter or generated it itself.
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 import uuid
@@ -29,6 +28,7 @@ from specdraft.copydraft import CopyDrafter
 from specdraft.copydraft.editor import COPY_SPECULATION
 
 from .errors import INTERNAL_ERROR_MESSAGE, SERVER_ERROR, error_body
+from .sse import DONE_EVENT, event
 from .state import current_state
 from .validation import (
     CompletionRequest,
@@ -40,7 +40,6 @@ from .validation import (
 
 bp = Blueprint("completions", __name__, url_prefix="/v1")
 
-DONE_EVENT = "data: [DONE]\n\n"
 
 
 class _Format:
@@ -162,14 +161,14 @@ class _Reply:
         first = True
         try:
             for piece in stream:
-                yield _event({**self._chunk(self.fmt.delta(piece.text, first), None), "source": piece.source})
+                yield event({**self._chunk(self.fmt.delta(piece.text, first), None), "source": piece.source})
                 first = False
             result = stream.result
             assert result is not None
-            yield _event({**self._chunk(self.fmt.delta("", first), result.finish_reason), **self._accounting(result)})
+            yield event({**self._chunk(self.fmt.delta("", first), result.finish_reason), **self._accounting(result)})
         except Exception:
             logger.exception("generation failed while streaming %s", self.id)
-            yield _event(error_body(INTERNAL_ERROR_MESSAGE, SERVER_ERROR))
+            yield event(error_body(INTERNAL_ERROR_MESSAGE, SERVER_ERROR))
             return
         yield DONE_EVENT
 
@@ -193,7 +192,3 @@ class _Reply:
             "usage": usage,
             "speculation": {"drafter": self.drafter, **result.stats.to_dict()},
         }
-
-
-def _event(payload: dict[str, Any]) -> str:
-    return f"data: {json.dumps(payload)}\n\n"

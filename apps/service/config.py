@@ -7,11 +7,24 @@ them gets ``GenerationConfig``'s defaults.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
 
 from specdraft import DEFAULT_MODEL, ModelConfig, SpeculationConfig
 from specdraft.copydraft.editor import COPY_SPECULATION
 from specdraft.drafters.factory import DrafterSpec
+from specdraft.retrieval.embedder import DEFAULT_EMBEDDER
+from specdraft.retrieval.pipeline import DRAFTERS
+
+
+def default_index_root() -> str:
+    """Where the service keeps its document indexes: ``$SPECDRAFT_INDEX_ROOT``, else
+    ``$XDG_DATA_HOME/specdraft/indexes`` (``~/.local/share/specdraft/indexes``)."""
+    if os.environ.get("SPECDRAFT_INDEX_ROOT"):
+        return os.environ["SPECDRAFT_INDEX_ROOT"]
+    data = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return str(Path(data) / "specdraft" / "indexes")
 
 
 @dataclass(frozen=True)
@@ -26,7 +39,11 @@ class ServiceConfig:
     paths or hub ids. The default drafter's model is always allowed.
     ``max_grammar_chars``: the longest text ``POST /v1/grammar/correct`` accepts (longer: a 413).
     ``speculation``: the engine's draft-length and fall-back policy for completions;
-    ``grammar_speculation``: the one for grammar corrections (drafts copied from the input: long)."""
+    ``grammar_speculation``: the one for grammar corrections (drafts copied from the input: long).
+    RAG: ``index_root`` holds the named document indexes (one folder each); ``embedding_model`` embeds
+    them (an index built with another model is refused); ``datastore``: a REST datastore folder for
+    the datastore drafters (None: those drafters are refused); ``rag_drafter`` and ``rag_top_k``: a
+    query's defaults; ``max_rag_top_k``, ``max_rag_documents``: per-request limits."""
 
     model: str = DEFAULT_MODEL
     drafter: str = "prompt-lookup"
@@ -39,6 +56,13 @@ class ServiceConfig:
     max_grammar_chars: int = 20_000
     speculation: SpeculationConfig = SpeculationConfig()
     grammar_speculation: SpeculationConfig = COPY_SPECULATION
+    index_root: str = field(default_factory=default_index_root)
+    embedding_model: str = DEFAULT_EMBEDDER
+    datastore: str | None = None
+    rag_drafter: str = "reference"
+    rag_top_k: int = 3
+    max_rag_top_k: int = 10
+    max_rag_documents: int = 1000
 
     def __post_init__(self) -> None:
         if not self.model.strip():
@@ -56,6 +80,14 @@ class ServiceConfig:
             raise ValueError(f"max_request_bytes must be >= 1, got {self.max_request_bytes}")
         if self.max_grammar_chars < 1:
             raise ValueError(f"max_grammar_chars must be >= 1, got {self.max_grammar_chars}")
+        if self.rag_drafter not in DRAFTERS:
+            raise ValueError(f"rag_drafter must be one of {', '.join(DRAFTERS)}, got {self.rag_drafter!r}")
+        if "datastore" in self.rag_drafter and self.datastore is None:
+            raise ValueError(f"rag_drafter {self.rag_drafter!r} needs a datastore")
+        if not 1 <= self.rag_top_k <= self.max_rag_top_k:
+            raise ValueError(f"rag_top_k must be in [1, max_rag_top_k={self.max_rag_top_k}], got {self.rag_top_k}")
+        if self.max_rag_documents < 1:
+            raise ValueError(f"max_rag_documents must be >= 1, got {self.max_rag_documents}")
 
     def allows_model(self, name: str) -> bool:
         """Whether a request may name ``name`` (the served model, an extra model, the default drafter's)."""

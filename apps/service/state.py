@@ -1,8 +1,9 @@
 """ServiceState: what the app's requests share, kept in ``app.extensions["specdraft"]``.
 
 Shared: the config, the ``ModelPool``, the target model (weights and tokenizer only; a model
-holds no sequence state) and one ``GrammarCorrector`` per model name (it holds no request state
-either). Never shared: KV caches and drafters. Every request gets a fresh drafter from
+holds no sequence state), one ``GrammarCorrector`` per model name (it holds no request state
+either), the ``IndexStore`` of named document indexes (see ``rag_indexes`` for how adds stay
+isolated) and the read-only REST datastore. Never shared: KV caches and drafters. Every request gets a fresh drafter from
 ``drafter()`` and a fresh target session from the generator, so concurrent requests cannot see
 each other's state.
 """
@@ -18,9 +19,12 @@ from specdraft import Drafter, SamplingParams, TransformersModel
 from specdraft.copydraft import CorrectorConfig, EditorConfig, GrammarCorrector
 from specdraft.drafters.factory import DrafterSpec, ModelPool
 from specdraft.models import ChecksumMismatchError, ModelNotInstalledError
+from specdraft.retrieval.datastore import Datastore
+from specdraft.retrieval.embedder import Embedder, EmbedderConfig, TextEmbedder
 
 from .config import ServiceConfig
 from .grammar_validation import check_model_allowed
+from .rag_indexes import IndexStore
 from .validation import RequestError
 
 EXTENSION = "specdraft"
@@ -33,9 +37,12 @@ _DRAFT_MODEL_ERRORS = (ValueError, OSError, ModelNotInstalledError, ChecksumMism
 class ServiceState:
     """The config, the pool, and the target model, loaded on first use, once (thread-safe)."""
 
-    def __init__(self, config: ServiceConfig, pool: ModelPool) -> None:
+    def __init__(self, config: ServiceConfig, pool: ModelPool, embedder: TextEmbedder | None = None) -> None:
         self.config = config
         self.pool = pool
+        self._embedder = embedder  # None: config.embedding_model, loaded on first use
+        self._indexes: IndexStore | None = None
+        self._datastore: Datastore | None = None
         self.started = int(time.time())  # Unix time the app was created (OpenAI's model "created")
         self._target: TransformersModel | None = None
         self._prepared: set[DrafterSpec] = set()  # drafters whose models are loaded and checked
@@ -80,6 +87,23 @@ class ServiceState:
             with self._lock:
                 self._correctors.setdefault(name, GrammarCorrector(model, config))
         return self._correctors[name]
+
+    def indexes(self) -> IndexStore:
+        """The named document indexes (no embedding model is loaded until one is used)."""
+        with self._lock:
+            if self._indexes is None:
+                embedder = self._embedder or Embedder(EmbedderConfig(model=self.config.embedding_model))
+                self._indexes = IndexStore(self.config.index_root, embedder)
+            return self._indexes
+
+    def datastore(self) -> Datastore | None:
+        """The configured REST datastore, opened (memory-mapped) on first use; None when there is none."""
+        if self.config.datastore is None:
+            return None
+        with self._lock:
+            if self._datastore is None:
+                self._datastore = Datastore.load(self.config.datastore)
+            return self._datastore
 
     def drafter(self, spec: DrafterSpec, sampling: SamplingParams, seed: int | None) -> Drafter | None:
         """A fresh drafter for one request (None: plain decoding).

@@ -32,7 +32,7 @@ from specdraft.retrieval.index import (
     split_into_chunks,
 )
 
-HERE = Path(__file__).parent
+HERE = Path(__file__).parent.parent  # where hash_embedder.py is
 
 DOCS = [
     {"id": "cats", "text": "Cats sleep most of the day. A cat purrs when it is content.", "metadata": {"topic": "pets"}},

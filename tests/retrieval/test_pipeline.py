@@ -2,6 +2,8 @@
 
 import pytest
 
+from specdraft import SpeculationConfig
+
 from hash_embedder import HashEmbedder
 from specdraft.retrieval import DocumentIndex, IndexConfig, ReferenceDrafter
 from specdraft.retrieval.datastore import Datastore
@@ -78,7 +80,8 @@ ECHO = {"id": "echo", "text": "The fox says >=vedae6 and then runs over the lazy
 def test_stream_gives_the_pieces_then_the_answer_with_linked_spans(tiny_model):
     index = DocumentIndex.create(embedder=HashEmbedder())
     index.add([*DOCUMENTS, ECHO])
-    pipeline = RAGPipeline(index, tiny_model, "reference", config=RAGConfig(top_k=2, max_new_tokens=16))
+    fixed = SpeculationConfig(initial_draft_len=4, adaptive=False)  # drafts that do not depend on timing
+    pipeline = RAGPipeline(index, tiny_model, "reference", config=RAGConfig(top_k=2, max_new_tokens=16, speculation=fixed))
     stream = pipeline.stream("What does the fox say?")
     assert "echo" in [h.chunk.doc_id for h in stream.hits] and stream.answer is None
     pieces = list(stream)

@@ -35,9 +35,9 @@ def make_chat_model(tokenizer) -> TransformersModel:
     return make_tiny_model(chat_tokenizer, seed=0)
 
 
-def make_app(model: TransformersModel, draft_model: TransformersModel | None = None, **config):
+def make_app(model: TransformersModel, draft_model: TransformersModel | None = None, embedder=None, **config):
     """The app serving ``model`` as ``SERVED`` (and ``draft_model`` as ``DRAFT``); ``config``
-    overrides ``ServiceConfig`` fields."""
+    overrides ``ServiceConfig`` fields; ``embedder`` embeds RAG documents (default: the config's)."""
     pool = ModelPool()
     pool.add(SERVED, model)
     if draft_model is not None:
@@ -45,6 +45,6 @@ def make_app(model: TransformersModel, draft_model: TransformersModel | None = N
     # fixed draft lengths, so that the drafts the tests rely on do not depend on timing
     config.setdefault("speculation", SpeculationConfig(initial_draft_len=4, adaptive=False))
     config.setdefault("grammar_speculation", SpeculationConfig(initial_draft_len=32, max_draft_len=512, adaptive=False))
-    app = create_app(ServiceConfig(model=SERVED, extra_models=(DRAFT, UNLOADABLE), **config), pool)
+    app = create_app(ServiceConfig(model=SERVED, extra_models=(DRAFT, UNLOADABLE), **config), pool, embedder)
     app.testing = True
     return app

@@ -1,0 +1,128 @@
+"""Retrieval-augmented answers over named document indexes: ``/v1/rag/...``.
+
+- ``POST /v1/rag/documents`` ``{"index"?: "default", "documents": [{"id", "text", "metadata"?}]}``:
+  chunks, embeds and adds the documents to the index (created when it does not exist yet) and saves
+  it atomically. Answer: ``{"index", "created", "added": {"documents", "chunks"}, "documents",
+  "chunks"}``. Any bad document (no text, a repeated id, ...) is a 400 naming ``documents[i]`` and
+  nothing is written.
+- ``POST /v1/rag/query`` ``{"index"?, "question", "top_k"?, "drafter"?, "max_tokens"?, "stream"?}``:
+  retrieves the ``top_k`` closest passages, answers with the served model, drafting from them
+  (``drafter``: reference by default; see ``specdraft.retrieval.pipeline``). Answer:
+  ``RAGAnswer.to_dict()`` (``answer``, ``citations``, ``token_ids``, ``stats``, ``passages``,
+  ``spans``) plus ``index``, ``model`` and ``drafter``. With ``"stream": true``: server-sent events,
+  first ``{"passages": [...]}``, then one ``{"text", "source"}`` per piece of the answer, then
+  ``{"answer": {...the whole object...}}`` and ``[DONE]`` (an error once streaming has begun: an
+  ``{"error": ...}`` event and no ``[DONE]``).
+- ``GET /v1/rag/indexes``: ``{"indexes": [names], "embedding_model", "datastore"}``.
+
+Errors: an unknown index is a 404; an index built with another embedding model, or one whose files
+are damaged, a 409; everything else a 400. None of them changes an index or another request.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Iterator
+
+from flask import Blueprint, Response, current_app, jsonify, request
+
+from specdraft.retrieval.index import CorruptIndexError, DocumentIndex, EmbedderMismatchError, IndexNotFoundError, InvalidDocumentError
+from specdraft.retrieval.pipeline import RAGConfig, RAGPipeline, RAGStream, passage_dict
+
+from .errors import INTERNAL_ERROR_MESSAGE, INVALID_REQUEST, SERVER_ERROR, error_body
+from .rag_validation import QueryRequest, parse_documents_request, parse_query_request
+from .sse import DONE_EVENT, event
+from .state import ServiceState, current_state
+from .validation import RequestError, parse_json_body
+
+bp = Blueprint("rag", __name__, url_prefix="/v1/rag")
+
+
+class IndexUnavailable(RequestError):
+    """The named index cannot serve the request; ``status`` is 404 (none) or 409 (unusable)."""
+
+    def __init__(self, message: str, status: int) -> None:
+        super().__init__(message, "index")
+        self.status = status
+
+
+@bp.post("/documents")
+def add_documents() -> Response:
+    state = current_state()
+    req = parse_documents_request(parse_json_body(request.get_data()), state.config)
+    try:
+        result = state.indexes().add(req.index, req.documents)
+    except InvalidDocumentError as error:
+        raise RequestError(f"documents[{error.position}]: {error}", f"documents[{error.position}]") from None
+    except (EmbedderMismatchError, CorruptIndexError) as error:
+        raise IndexUnavailable(_unusable(req.index, error), 409) from None
+    return jsonify(result.to_dict())
+
+
+@bp.post("/query")
+def query() -> Response:
+    state = current_state()
+    req = parse_query_request(parse_json_body(request.get_data()), state.config)
+    stream = _start(state, req, _index(state, req.index))
+    if req.stream:
+        return Response(_events(stream, _about(req, state), current_app.logger), mimetype="text/event-stream", headers={"Cache-Control": "no-cache"})
+    answer = stream.consume()
+    return jsonify({**answer.to_dict(), **_about(req, state)})
+
+
+@bp.get("/indexes")
+def indexes() -> Response:
+    state = current_state()
+    return jsonify({"indexes": state.indexes().names(), "embedding_model": state.config.embedding_model, "datastore": state.config.datastore})
+
+
+@bp.errorhandler(IndexUnavailable)
+def _index_unavailable(error: IndexUnavailable) -> tuple[Response, int]:
+    return jsonify(error_body(error.message, INVALID_REQUEST, error.param)), error.status
+
+
+def _index(state: ServiceState, name: str) -> DocumentIndex:
+    store = state.indexes()
+    try:
+        return store.get(name)
+    except IndexNotFoundError:
+        known = ", ".join(store.names()) or "none yet"
+        raise IndexUnavailable(f"no index named {name!r} (indexes: {known}); add documents with POST /v1/rag/documents", 404) from None
+    except (EmbedderMismatchError, CorruptIndexError) as error:
+        raise IndexUnavailable(_unusable(name, error), 409) from None
+
+
+def _unusable(name: str, error: Exception) -> str:
+    return f"index {name!r} cannot be used by this server: {error}"
+
+
+def _start(state: ServiceState, req: QueryRequest, index: DocumentIndex) -> RAGStream:
+    """Retrieve and build the prompt now, so that every input error is a 4xx before any streaming."""
+    config = RAGConfig(top_k=req.top_k, max_new_tokens=req.max_tokens, speculation=state.config.speculation)
+    try:
+        pipeline = RAGPipeline(index, state.target(), req.drafter, state.datastore(), config)
+    except ValueError as error:  # a datastore built for another tokenizer
+        raise RequestError(str(error), "drafter") from None
+    try:
+        return pipeline.stream(req.question)
+    except ValueError as error:  # the passages do not fit the model's context
+        raise RequestError(str(error), "top_k") from None
+
+
+def _about(req: QueryRequest, state: ServiceState) -> dict[str, Any]:
+    return {"index": req.index, "model": state.config.model, "drafter": req.drafter}
+
+
+def _events(stream: RAGStream, about: dict[str, Any], logger: logging.Logger) -> Iterator[str]:
+    """The streamed answer (see the module docstring); runs after the request handler has returned."""
+    yield event({"passages": [passage_dict(hit) for hit in stream.hits]})
+    try:
+        for piece in stream:
+            yield event({"text": piece.text, "source": piece.source})
+        assert stream.answer is not None
+        yield event({"answer": {**stream.answer.to_dict(), **about}})
+    except Exception:
+        logger.exception("RAG answer failed while streaming")
+        yield event(error_body(INTERNAL_ERROR_MESSAGE, SERVER_ERROR))
+        return
+    yield DONE_EVENT

@@ -1,0 +1,130 @@
+"""IndexStore: the service's named document indexes, one folder each under a root folder.
+
+Contract:
+- A name is 1-64 characters of letters, digits, ``_``, ``-`` and ``.`` (not starting with ``.``);
+  index ``NAME`` lives in ``root/NAME`` (see ``DocumentIndex.save``). Nothing outside ``root`` is
+  ever read or written.
+- ``get(name)`` loads an index once and keeps it; searches on it never change it.
+- ``add(name, documents)`` works on a **fresh copy** loaded from disk (or a new index when there is
+  none), adds, saves atomically and only then replaces the kept index. Whatever fails (a bad
+  document, an embedding error, a full disk) leaves the folder and the kept index as they were.
+  Adds to one index run one at a time; searches go on meanwhile against the kept index.
+- Every index is loaded with the service's one embedder; an index built with another embedding
+  model raises ``EmbedderMismatchError`` (nothing is changed).
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from specdraft.retrieval.embedder import TextEmbedder
+from specdraft.retrieval.index import DocumentIndex, IndexNotFoundError
+
+NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9_.-]{0,63}")
+
+
+class SerializedEmbedder:
+    """An embedder whose ``encode`` runs one call at a time (requests share one embedding model)."""
+
+    def __init__(self, embedder: TextEmbedder) -> None:
+        self.inner = embedder
+        self._lock = threading.Lock()
+
+    @property
+    def name(self) -> str:
+        return self.inner.name
+
+    @property
+    def dim(self) -> int:
+        return self.inner.dim
+
+    def encode(self, texts: Sequence[str], progress: bool = False) -> np.ndarray:
+        with self._lock:
+            return self.inner.encode(texts, progress=progress)
+
+
+@dataclass(frozen=True)
+class AddResult:
+    index: str
+    created: bool
+    added_documents: int
+    added_chunks: int
+    documents: int  # in the index now
+    chunks: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "index": self.index,
+            "created": self.created,
+            "added": {"documents": self.added_documents, "chunks": self.added_chunks},
+            "documents": self.documents,
+            "chunks": self.chunks,
+        }
+
+
+class IndexStore:
+    """Named indexes under ``root`` (created on the first add), embedded with ``embedder``."""
+
+    def __init__(self, root: str | Path, embedder: TextEmbedder) -> None:
+        self.root = Path(root).expanduser()
+        self.embedder = SerializedEmbedder(embedder)
+        self._kept: dict[str, DocumentIndex] = {}
+        self._locks: dict[str, threading.Lock] = {}
+        self._lock = threading.Lock()  # guards the two dicts
+
+    @staticmethod
+    def valid_name(name: str) -> bool:
+        return NAME.fullmatch(name) is not None
+
+    def folder(self, name: str) -> Path:
+        if not self.valid_name(name):
+            raise ValueError(f"bad index name {name!r}")
+        return self.root / name
+
+    def names(self) -> list[str]:
+        """The indexes on disk, sorted."""
+        if not self.root.is_dir():
+            return []
+        return sorted(p.name for p in self.root.iterdir() if self.valid_name(p.name) and (p / "manifest.json").is_file())
+
+    def get(self, name: str) -> DocumentIndex:
+        """The index ``name``; IndexNotFoundError when there is none, EmbedderMismatchError or
+        CorruptIndexError when it cannot be used."""
+        with self._lock:
+            kept = self._kept.get(name)
+        if kept is not None:
+            return kept
+        with self._name_lock(name):
+            with self._lock:
+                if name in self._kept:
+                    return self._kept[name]
+            index = DocumentIndex.load(self.folder(name), self.embedder)
+            with self._lock:
+                self._kept[name] = index
+            return index
+
+    def add(self, name: str, documents: Sequence[Mapping[str, Any]]) -> AddResult:
+        """Add ``documents`` to index ``name`` (created when missing); see the module docstring."""
+        folder = self.folder(name)
+        with self._name_lock(name):
+            try:
+                index, created = DocumentIndex.load(folder, self.embedder), False
+            except IndexNotFoundError:
+                index, created = DocumentIndex.create(embedder=self.embedder), True
+            before = index.documents
+            chunks = index.add(documents)
+            self.root.mkdir(parents=True, exist_ok=True)
+            index.save(folder)
+            with self._lock:
+                self._kept[name] = index
+        return AddResult(name, created, index.documents - before, chunks, index.documents, len(index))
+
+    def _name_lock(self, name: str) -> threading.Lock:
+        with self._lock:
+            return self._locks.setdefault(name, threading.Lock())
