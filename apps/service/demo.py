@@ -1,16 +1,23 @@
-"""Demo pages: ``GET /demo/grammar``, grammar correction in the browser.
+"""Demo pages, with no external resources; serving a page loads no model (``static/demo.js`` and
+``static/demo.css`` hold what they share).
 
-The page (``templates/grammar.html``, ``static/grammar.js``, ``static/grammar.css``; no external
-resources) posts the text to ``POST /v1/grammar/correct`` with ``compare: true`` and shows the
-corrections (inserted and replaced words highlighted, deleted words struck through), which parts of
-the answer the model accepted from the copy of the input, and the measured speedup over plain
-decoding. Serving the page loads no model.
+- ``GET /demo/grammar`` (``templates/grammar.html``, ``static/grammar.js``): posts the text to
+  ``POST /v1/grammar/correct`` with ``compare: true`` and shows the corrections (inserted and
+  replaced words highlighted, deleted words struck through), which parts of the answer the model
+  accepted from the copy of the input, and the measured speedup over plain decoding.
+- ``GET /demo/rag`` (``templates/rag.html``, ``static/rag.js``, ``static/rag.css``): asks ``POST
+  /v1/rag/query`` and shows the answer with drafted runs shaded, each run copied from a passage a
+  link to the marked spot in that passage, the passages, and the speculation's counts; a form adds
+  documents (typed, or a few examples) with ``POST /v1/rag/documents``.
 """
 
 from __future__ import annotations
 
 from flask import Blueprint, render_template, url_for
 
+from specdraft.retrieval.pipeline import DRAFTERS
+
+from .rag_validation import DEFAULT_INDEX, MAX_QUESTION_CHARS
 from .state import current_state
 
 bp = Blueprint("demo", __name__, url_prefix="/demo")
@@ -32,4 +39,48 @@ def grammar() -> str:
         model=state.config.model,
         max_chars=state.config.max_grammar_chars,
         api_url=url_for("grammar.correct"),
+    )
+
+
+EXAMPLE_QUESTION = "How tall is the Eiffel Tower, and who built it?"
+EXAMPLE_DOCUMENTS = [
+    {
+        "id": "eiffel-tower",
+        "text": "The Eiffel Tower is a wrought-iron lattice tower on the Champ de Mars in Paris, France. It is named "
+        "after the engineer Gustave Eiffel, whose company designed and built the tower from 1887 to 1889 as the "
+        "centrepiece of the 1889 World's Fair. The tower is 330 metres tall, about the same height as an 81-storey "
+        "building, and was the tallest man-made structure in the world until 1930.",
+    },
+    {
+        "id": "statue-of-liberty",
+        "text": "The Statue of Liberty is a colossal neoclassical sculpture on Liberty Island in New York Harbor. The "
+        "copper statue, a gift from the people of France, was designed by the sculptor Frederic Auguste Bartholdi, "
+        "and its metal framework was built by Gustave Eiffel. It was dedicated on October 28, 1886.",
+    },
+    {
+        "id": "colosseum",
+        "text": "The Colosseum is an elliptical amphitheatre in the centre of the city of Rome, Italy. Construction "
+        "began under the emperor Vespasian in 72 AD and was completed in 80 AD under his successor Titus. It could "
+        "hold an estimated 50,000 to 80,000 spectators.",
+    },
+]
+
+
+@bp.get("/rag")
+def rag() -> str:
+    config = current_state().config
+    drafters = [d for d in DRAFTERS if "datastore" not in d or config.datastore is not None]
+    return render_template(
+        "rag.html",
+        model=config.model,
+        drafters=drafters,
+        default_drafter=config.rag_drafter,
+        default_index=DEFAULT_INDEX,
+        top_k=config.rag_top_k,
+        max_top_k=config.max_rag_top_k,
+        max_question_chars=MAX_QUESTION_CHARS,
+        example_question=EXAMPLE_QUESTION,
+        examples=EXAMPLE_DOCUMENTS,
+        query_url=url_for("rag.query"),
+        documents_url=url_for("rag.add_documents"),
     )

@@ -4,10 +4,11 @@
 //  2. where the words came from: the corrected text with the pieces the model accepted from the
 //     copy of the input shaded (source "draft") and the pieces it generated plain (source "target");
 //  3. the measured speedup of speculative over plain decoding on the same text.
-// User text is only ever inserted as text nodes, never as HTML.
+// User text is only ever inserted as text nodes, never as HTML (demo.js has the shared helpers).
 "use strict";
 
 (function () {
+  const { postJSON, element, showError, seconds } = window.SpecdraftDemo;
   const form = document.getElementById("correct-form");
   const textarea = document.getElementById("text");
   const button = document.getElementById("correct");
@@ -19,12 +20,12 @@
     event.preventDefault();
     const text = textarea.value;
     setBusy(true);
-    showError(null);
+    showError(errorBox, null);
     try {
       render(text, await postJSON(form.dataset.api, { text: text, compare: true }));
     } catch (error) {
       results.hidden = true;
-      showError(error.message);
+      showError(errorBox, error.message);
     } finally {
       setBusy(false);
     }
@@ -34,35 +35,9 @@
     if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) form.requestSubmit();
   });
 
-  // --- talking to the API ---------------------------------------------------------------------
-  async function postJSON(url, payload) {
-    let response;
-    try {
-      response = await fetch(url, {
-        method: "POST",
-        headers: { "Content-Type": "application/json" },
-        body: JSON.stringify(payload),
-      });
-    } catch (error) {
-      throw new Error(`Could not reach the server: ${error.message}`);
-    }
-    const body = await response.json().catch(() => null);
-    if (!response.ok) {
-      const message = body && body.error ? body.error.message : response.statusText;
-      throw new Error(`Error ${response.status}: ${message}`);
-    }
-    if (body === null) throw new Error("The server's answer is not JSON.");
-    return body;
-  }
-
   function setBusy(busy) {
     button.disabled = busy;
     status.textContent = busy ? "Correcting… (and once more without speculation, to time it)" : "";
-  }
-
-  function showError(message) {
-    errorBox.hidden = message === null;
-    errorBox.textContent = message || "";
   }
 
   // --- rendering --------------------------------------------------------------------------------
@@ -117,16 +92,5 @@
     const passes = `${c.speculative_forward_passes} vs ${c.plain_forward_passes} model passes`;
     container.textContent = `${speed} (${times}), ${same}, ${passes}`;
     container.classList.toggle("slower", c.speedup === null || c.speedup < 1);
-  }
-
-  function seconds(s) {
-    return `${s < 1 ? s.toFixed(2) : s.toFixed(1)} s`;
-  }
-
-  function element(tag, text, className) {
-    const node = document.createElement(tag);
-    node.textContent = text;
-    if (className) node.className = className;
-    return node;
   }
 })();

@@ -186,10 +186,10 @@ def test_demo_page_and_its_assets_are_served_without_loading_the_model(model):
     assert page.status_code == 200 and page.mimetype == "text/html"
     html = page.get_data(as_text=True)
     assert f'data-api="{PATH}"' in html
-    assert "/static/grammar.js" in html and "/static/grammar.css" in html
+    assert "/static/demo.js" in html and "/static/grammar.js" in html and "/static/demo.css" in html
     assert "<textarea" in html and "Correct</button>" in html
     assert "http://" not in html and "https://" not in html, "the page loads nothing from elsewhere"
-    for asset, mimetype in (("grammar.js", "text/javascript"), ("grammar.css", "text/css")):
+    for asset, mimetype in (("demo.js", "text/javascript"), ("grammar.js", "text/javascript"), ("demo.css", "text/css")):
         response = client.get(f"/static/{asset}")
         assert response.status_code == 200 and response.mimetype == mimetype
         response.close()
