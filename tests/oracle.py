@@ -66,3 +66,19 @@ class OracleDrafter:
 
     def observe(self, accepted_len: int) -> None:
         self.observed.append(accepted_len)
+
+
+class Recording:
+    """Wraps a drafter and keeps every draft it proposed."""
+
+    def __init__(self, drafter) -> None:
+        self.drafter = drafter
+        self.drafts: list[Draft] = []
+
+    def propose(self, context_ids, budget):
+        draft = self.drafter.propose(context_ids, budget)
+        self.drafts.append(draft)
+        return draft
+
+    def observe(self, accepted_len):
+        self.drafter.observe(accepted_len)

@@ -43,14 +43,14 @@ def add_bench_parser(sub) -> None:
     bench.add_argument("--limit", type=int, default=8, help="number of prompts (default: %(default)s)")
     bench.add_argument("--seed", type=int, default=0, help="which prompts are drawn (default: %(default)s)")
     bench.add_argument("--max-new-tokens", type=int, default=128, help="tokens per answer for prompt and retrieval sets (default: %(default)s; grammar sets size it from the input)")
-    bench.add_argument("--top-k", type=int, default=RAGConfig.top_k, metavar="K", help="rag: passages retrieved per question (default: %(default)s)")
+    bench.add_argument("--top-k", type=int, default=RAGConfig.top_k, metavar="K", help="rag: passage chunks retrieved per question and put in the prompt (default: %(default)s)")
     bench.add_argument(
         "--datastore-limit",
         type=int,
         default=None,
         metavar="N",
         help="rag, chat-multiturn: index only the first N ShareGPT answers in the datastore, for quick runs "
-        "(default: all, about 63,000 answers; the first build takes minutes and is cached per N)",
+        "(default: all, about 62,000 answers; the first build takes minutes and is cached per N)",
     )
     bench.add_argument("--no-transformers", action="store_true", help="skip transformers' generate peers")
     bench.add_argument("--out", type=Path, default=None, help="output folder (default: results/<benchmark>-<model>-<time>)")

@@ -334,14 +334,14 @@ def _scan_sharegpt() -> _Pools:
         with wheel.open(info) as raw, _progress_reader(raw, info.file_size, "ShareGPT") as reader:
             for conversation in _iter_json_array(io.TextIOWrapper(reader, encoding="utf-8")):
                 conversations += 1
-                if str(conversation.get("id", "")).endswith("_0") and is_reserved_conversation(conversation["id"]):
-                    messages = _multiturn_messages(conversation.get("conversations") or [])
-                    if messages and messages[0]["content"] not in seen_multiturn:
-                        seen_multiturn.add(messages[0]["content"])
-                        multiturn.append({"id": f"sharegpt/{conversation['id']}", "messages": messages})
                 turns = conversation.get("conversations") or []
                 if not str(conversation.get("id", "")).endswith("_0") or not turns:
                     continue
+                if is_reserved_conversation(conversation["id"]):
+                    messages = _multiturn_messages(turns)
+                    if messages and messages[0]["content"] not in seen_multiturn:
+                        seen_multiturn.add(messages[0]["content"])
+                        multiturn.append({"id": f"sharegpt/{conversation['id']}", "messages": messages})
                 if turns[0].get("from") != "human":
                     continue
                 text = str(turns[0].get("value", "")).strip()

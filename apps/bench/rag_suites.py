@@ -19,7 +19,7 @@ every case and run (``specdraft:reference``: LLMA over the case's **references**
 **Datastore** (both): ``sharegpt_datastore_texts()`` (ShareGPT answers less every reserved
 conversation, see ``datasets``), the first ``--datastore-limit`` texts, tokenized with the target's
 tokenizer and cached in ``data_cache_dir()/"datastore-sharegpt-<key>"`` (the key hashes the
-tokenizer, the reserved rule and the limit).
+tokenizer, the ShareGPT package version, the reserved rule and the limit).
 
 **Retrieval facts** (``BenchResult.retrieval``): the datastore's texts, tokens, MB on disk, build or
 load seconds, and ``Datastore.lookup`` times over each case's context tails (the prompt, and the
@@ -39,6 +39,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from specdraft import Drafter, TransformersModel
+from specdraft.apps.datastore_cmd import build_datastore
 from specdraft.drafters.factory import ModelPool
 from specdraft.retrieval.datastore import Datastore, DatastoreDraftConfig
 from specdraft.retrieval.embedder import Embedder, TextEmbedder
@@ -106,6 +107,7 @@ def _retrieval_suite(
 def retrieval_methods(target: TransformersModel, datastore: Datastore, config: RAGConfig) -> list[Method]:
     """Plain decoding, then ``specdraft:<kind>`` for each of ``RETRIEVAL_DRAFTERS``, drafting from the
     case's references and ``datastore`` as ``RAGPipeline`` does."""
+
     def drafter_maker(kind: str) -> Callable[[BenchCase], Drafter | None]:
         return lambda case: build_drafter(kind, target.tokenizer, case.references, datastore, config)
 
@@ -185,11 +187,10 @@ def cached_sharegpt_datastore(target: TransformersModel, limit: int | None) -> t
     in the target's tokenizer, loaded from its cache folder or built and saved there (then opened
     from disk, memory-mapped, either way). Facts: corpus, folder, texts, tokens, ``disk_mb``,
     ``built`` and the build or load ``seconds``."""
-    from specdraft.apps.datastore_cmd import build_datastore
-
     if limit is not None and limit < 1:
         raise ValueError(f"--datastore-limit must be >= 1, got {limit}")
-    key = _digest({"format": DATASTORE_FORMAT, "tokenizer": tokenizer_fingerprint(target.tokenizer), "reserved": datasets.RESERVED_RULE, "limit": limit})
+    corpus = {"package": datasets.SHAREGPT, "reserved": datasets.RESERVED_RULE, "limit": limit}
+    key = _digest({"format": DATASTORE_FORMAT, "tokenizer": tokenizer_fingerprint(target.tokenizer), "corpus": corpus})
     folder = data_cache_dir() / f"datastore-sharegpt-{key}"
     start = time.perf_counter()
     try:

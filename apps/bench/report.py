@@ -22,7 +22,7 @@ def retrieval_table(facts: dict) -> list[str]:
     dicts flattened to dotted fact names); no lines when there are no facts."""
     if not facts:
         return []
-    lines = ["Retrieval resources (datastore, index):", "", "| resource | fact | value |", "|---|---|---|"]
+    lines = ["Retrieval resources:", "", "| resource | fact | value |", "|---|---|---|"]
 
     def rows(resource: str, prefix: str, values: dict) -> None:
         for key, value in values.items():

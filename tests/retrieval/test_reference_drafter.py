@@ -7,7 +7,7 @@ import pytest
 
 from specdraft import ROOT, Draft, GenerationConfig, SpeculationConfig, SpeculativeGenerator
 from specdraft.retrieval.reference_drafter import Branch, ReferenceDraftConfig, ReferenceDrafter
-from oracle import greedy_continuations
+from oracle import Recording, greedy_continuations
 
 PROMPT = [900, 901, 902]  # stands for the chat-wrapped question and passages
 
@@ -161,22 +161,6 @@ def test_unicode_text_with_a_real_tokenizer(tokenizer, tokenizer_name):
 
 PROMPTS = ["The quick brown fox", "Retrieval augmented generation quotes", "ünïcödé 🙂"]
 N_NEW = 40
-
-
-class Recording:
-    """Wraps a drafter and keeps every draft it proposed."""
-
-    def __init__(self, drafter) -> None:
-        self.drafter = drafter
-        self.drafts: list[Draft] = []
-
-    def propose(self, context_ids, budget):
-        draft = self.drafter.propose(context_ids, budget)
-        self.drafts.append(draft)
-        return draft
-
-    def observe(self, accepted_len):
-        self.drafter.observe(accepted_len)
 
 
 @pytest.fixture(scope="module")

@@ -4,13 +4,12 @@ the retrieval facts in the report. Nothing is downloaded: the archives are stand
 
 import argparse
 import json
-import sys
 import zipfile
-from pathlib import Path
 
 import pytest
-
 from conftest import make_tokenizer
+from hash_embedder import HashEmbedder
+
 from specdraft import TransformersModel
 from specdraft.apps.bench import datasets
 from specdraft.apps.bench.cli import add_bench_parser
@@ -20,9 +19,6 @@ from specdraft.apps.bench.report import write_report
 from specdraft.apps.bench.runner import run_suite
 from specdraft.drafters.factory import ModelPool
 from specdraft.retrieval.pipeline import RAGConfig, RAGPipeline
-
-sys.path.append(str(Path(__file__).resolve().parents[2] / "retrieval"))  # the retrieval tests' helpers
-from hash_embedder import HashEmbedder  # noqa: E402
 
 RESERVED = [f"r{i}" for i in range(500) if is_reserved_conversation(f"r{i}")][:2]
 OTHERS = [f"o{i}" for i in range(50) if not is_reserved_conversation(f"o{i}")][:2]
