@@ -64,13 +64,16 @@ def build_parser() -> argparse.ArgumentParser:
     correct.add_argument("--no-speculation", action="store_true", help="decode plainly (the same output, slower; for comparison)")
     correct.add_argument("--json", action="store_true", help='print {"corrected", "edits", "token_ids", "stats"} instead of the text')
 
-    serve = sub.add_parser("serve", help="start the HTTP service (OpenAI-compatible completions, grammar correction, health, demos)", description="Serve the target model over HTTP: GET /healthz, POST /v1/completions, POST /v1/chat/completions, POST /v1/grammar/correct, GET /demo/grammar.")
+    serve = sub.add_parser("serve", help="start the HTTP service (OpenAI-compatible completions, grammar correction, health, demos)", description="Serve the target model over HTTP: GET /healthz, POST /v1/completions, POST /v1/chat/completions, POST /v1/grammar/correct, POST /v1/rag/documents, POST /v1/rag/query, and the demo pages GET /demo/grammar and GET /demo/rag.")
     _add_model_args(serve, DEFAULT_MODEL)
     _add_drafter_args(serve, "prompt-lookup")
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default: %(default)s)")
     serve.add_argument("--port", type=int, default=8000, help="port (default: %(default)s)")
     serve.add_argument("--extra-model", action="append", default=[], metavar="NAME", help="another model requests may name: as a drafter (model:NAME) or for grammar correction (repeatable)")
     serve.add_argument("--lazy", action="store_true", help="load the model on the first request instead of at start-up")
+    serve.add_argument("--index-root", default=None, metavar="DIR", help="folder of the RAG API's named document indexes (default: $SPECDRAFT_INDEX_ROOT or ~/.local/share/specdraft/indexes)")
+    serve.add_argument("--datastore", default=None, metavar="DIR", help="a REST datastore built with `specdraft datastore build` for this model, for the RAG drafters datastore and reference+datastore")
+    serve.add_argument("--embedding-model", default=None, metavar="MODEL", help="sentence-transformers model embedding the RAG documents (default: the packaged all-MiniLM-L6-v2)")
 
     from specdraft.apps.bench.cli import add_bench_parser
 
@@ -129,14 +132,26 @@ def _serve(args: argparse.Namespace) -> int:
     from specdraft.apps.service import create_app
     from specdraft.apps.service.config import ServiceConfig
 
+    rag = {"index_root": args.index_root, "datastore": args.datastore, "embedding_model": args.embedding_model}
     config = ServiceConfig(
-        model=args.model, drafter=args.drafter, device=args.device, dtype=args.dtype, extra_models=tuple(args.extra_model)
+        model=args.model,
+        drafter=args.drafter,
+        device=args.device,
+        dtype=args.dtype,
+        extra_models=tuple(args.extra_model),
+        **{name: value for name, value in rag.items() if value is not None},
     )
     app = create_app(config)
     if not args.lazy:
         print(f"loading {args.model} ...", file=sys.stderr)
         app.extensions["specdraft"].target()
-    print(f"specdraft serving {args.model} on http://{args.host}:{args.port}  (POST /v1/completions, POST /v1/grammar/correct, GET /demo/grammar, GET /healthz)", file=sys.stderr)
+    print(
+        f"specdraft serving {args.model} on http://{args.host}:{args.port}\n"
+        f"  demos: http://{args.host}:{args.port}/demo/grammar  http://{args.host}:{args.port}/demo/rag\n"
+        f"  APIs: POST /v1/completions, /v1/chat/completions, /v1/grammar/correct, /v1/rag/documents, /v1/rag/query; GET /healthz\n"
+        f"  RAG indexes in {config.index_root}" + (f", datastore {config.datastore}" if config.datastore else ""),
+        file=sys.stderr,
+    )
     app.run(host=args.host, port=args.port, threaded=True)
     return 0
 
