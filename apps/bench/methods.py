@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Callable, Protocol
 
 import torch
+from transformers.generation.streamers import BaseStreamer
 
 from specdraft import Drafter, GenerationConfig, SpeculationConfig, SpeculativeGenerator, TransformersModel
 from specdraft.drafters.factory import DrafterSpec, ModelPool
@@ -40,7 +41,13 @@ class Measurement:
     wall_s: float
     forward_passes: int  # target passes, prefill included
     mean_accepted_tokens: float  # draft tokens accepted per verify step
+    first_token_s: float = 0.0  # from the start to the first generated token: the prefill, which no drafter speeds up
     identical: bool | None = None  # to plain greedy; filled in by the runner
+
+    @property
+    def decode_s(self) -> float:
+        """The time after the first token: the part speculation can shorten."""
+        return max(0.0, self.wall_s - self.first_token_s)
 
     @property
     def generated_tokens(self) -> int:
@@ -79,7 +86,9 @@ class SpecdraftMethod:
         result = SpeculativeGenerator(self.target, self.speculation).generate(list(case.prompt_ids), drafter, config)
         wall = time.perf_counter() - start
         stats = result.stats
-        return Measurement(self.name, case.id, result.token_ids, wall, stats.target_forward_passes, stats.mean_accepted_tokens)
+        return Measurement(
+            self.name, case.id, result.token_ids, wall, stats.target_forward_passes, stats.mean_accepted_tokens, stats.prefill_s
+        )
 
 
 def plain(target: TransformersModel) -> SpecdraftMethod:
@@ -104,6 +113,24 @@ class _PassCounter:
         self._handle.remove()
 
 
+class _FirstTokenClock(BaseStreamer):
+    """A streamer for ``generate`` that notes when the first generated token arrives (its first
+    ``put`` is the prompt)."""
+
+    def __init__(self, start: float) -> None:
+        self.start = start
+        self.puts = 0
+        self.first_token_s = 0.0
+
+    def put(self, value: object) -> None:
+        self.puts += 1
+        if self.puts == 2:
+            self.first_token_s = time.perf_counter() - self.start
+
+    def end(self) -> None:
+        pass
+
+
 class TransformersMethod:
     """transformers' ``generate`` with ``do_sample=False`` and the given extra arguments."""
 
@@ -119,6 +146,7 @@ class TransformersMethod:
         counter = _PassCounter(hf_model)
         try:
             start = time.perf_counter()
+            clock = _FirstTokenClock(start)
             with torch.inference_mode():
                 output = hf_model.generate(
                     input_ids,
@@ -127,6 +155,7 @@ class TransformersMethod:
                     do_sample=False,
                     eos_token_id=eos or None,
                     pad_token_id=eos[0] if eos else None,
+                    streamer=clock,
                     **self.generate_kwargs,
                 )
             wall = time.perf_counter() - start
@@ -135,7 +164,7 @@ class TransformersMethod:
         token_ids = output[0, len(case.prompt_ids) :].tolist()
         steps = max(1, counter.count - 1)  # passes after the prefill
         mean_accepted = max(0.0, len(token_ids) / steps - 1.0)
-        return Measurement(self.name, case.id, token_ids, wall, counter.count, mean_accepted)
+        return Measurement(self.name, case.id, token_ids, wall, counter.count, mean_accepted, clock.first_token_s or wall)
 
 
 def transformers_prompt_lookup(target: TransformersModel, num_tokens: int = 10) -> TransformersMethod:

@@ -111,7 +111,9 @@ def retrieval_methods(target: TransformersModel, datastore: Datastore, config: R
     def drafter_maker(kind: str) -> Callable[[BenchCase], Drafter | None]:
         return lambda case: build_drafter(kind, target.tokenizer, case.references, datastore, config)
 
-    return [plain(target)] + [SpecdraftMethod(f"specdraft:{kind}", target, drafter_maker(kind)) for kind in RETRIEVAL_DRAFTERS]
+    return [plain(target)] + [
+        SpecdraftMethod(f"specdraft:{kind}", target, drafter_maker(kind), config.speculation) for kind in RETRIEVAL_DRAFTERS
+    ]
 
 
 # --------------------------------------------------------------------------------------------

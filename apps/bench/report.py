@@ -10,6 +10,7 @@ from .runner import BenchResult
 COLUMNS = [
     ("method", "method"),
     ("speedup", "speed-up vs plain"),
+    ("decode_speedup", "after the first token"),
     ("tokens_per_s", "tokens/s"),
     ("forward_passes_per_token", "target passes / token"),
     ("mean_accepted_tokens", "mean accepted / step"),
@@ -44,7 +45,8 @@ def markdown_table(result: BenchResult) -> str:
         "",
         f"{result.prompts} prompts, up to {result.max_new_tokens} new tokens each, greedy. "
         f"torch {env['torch']}, transformers {env['transformers']}, {env['threads']} threads, "
-        f"{env['cuda'] or env['processor']}; {env['time']}.",
+        f"{env['cuda'] or env['processor']}; {env['time']}. \"After the first token\": the speed-up of the "
+        "time after the prompt's prefill, which every method spends alike.",
         "",
         *([f"Quality of the outputs (identical for every method that is 100% identical): `{json.dumps(result.quality)}`", ""] if result.quality else []),
         *retrieval_table(result.retrieval),
@@ -56,7 +58,7 @@ def markdown_table(result: BenchResult) -> str:
         cells = []
         for key, _ in COLUMNS:
             value = row[key]
-            if key == "speedup":
+            if key in ("speedup", "decode_speedup"):
                 cells.append(f"{value:.2f}x")
             elif key == "identical_rate":
                 cells.append(f"{value:.0%}")

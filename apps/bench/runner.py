@@ -29,6 +29,7 @@ class MethodSummary:
     generated_tokens: int
     tokens_per_s: float
     speedup: float  # vs plain, total wall time
+    decode_speedup: float  # vs plain, time after the first token (the prefill excluded)
     mean_speedup_per_prompt: float
     forward_passes_per_token: float
     mean_accepted_tokens: float
@@ -105,9 +106,11 @@ def summarize(method_names: Sequence[str], measurements: Sequence[Measurement]) 
     by_method = {name: [m for m in measurements if m.method == name] for name in method_names}
     plain = {m.prompt_id: m for m in by_method[method_names[0]]}
     plain_wall = sum(m.wall_s for m in plain.values())
+    plain_decode = sum(m.decode_s for m in plain.values())
     summaries = []
     for name, rows in by_method.items():
         wall = sum(m.wall_s for m in rows)
+        decode = sum(m.decode_s for m in rows)
         tokens = sum(m.generated_tokens for m in rows)
         passes = sum(m.forward_passes for m in rows)
         per_prompt = [plain[m.prompt_id].wall_s / m.wall_s for m in rows if m.wall_s > 0]
@@ -118,6 +121,7 @@ def summarize(method_names: Sequence[str], measurements: Sequence[Measurement]) 
                 generated_tokens=tokens,
                 tokens_per_s=round(tokens / wall, 3) if wall else 0.0,
                 speedup=round(plain_wall / wall, 3) if wall else 0.0,
+                decode_speedup=round(plain_decode / decode, 3) if decode else 0.0,
                 mean_speedup_per_prompt=round(sum(per_prompt) / len(per_prompt), 3) if per_prompt else 0.0,
                 forward_passes_per_token=round(passes / max(1, tokens), 4),
                 mean_accepted_tokens=round(sum(m.mean_accepted_tokens for m in rows) / len(rows), 3),

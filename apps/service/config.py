@@ -15,7 +15,7 @@ from specdraft import DEFAULT_MODEL, ModelConfig, SpeculationConfig
 from specdraft.copydraft.editor import COPY_SPECULATION
 from specdraft.drafters.factory import DrafterSpec
 from specdraft.retrieval.embedder import DEFAULT_EMBEDDER
-from specdraft.retrieval.pipeline import DRAFTERS
+from specdraft.retrieval.pipeline import DRAFTERS, RAG_SPECULATION
 
 
 def default_index_root() -> str:
@@ -39,7 +39,8 @@ class ServiceConfig:
     paths or hub ids. The default drafter's model is always allowed.
     ``max_grammar_chars``: the longest text ``POST /v1/grammar/correct`` accepts (longer: a 413).
     ``speculation``: the engine's draft-length and fall-back policy for completions;
-    ``grammar_speculation``: the one for grammar corrections (drafts copied from the input: long).
+    ``grammar_speculation``: the one for grammar corrections (drafts copied from the input: long);
+    ``rag_speculation``: the one for RAG answers (drafts quoted from passages).
     RAG: ``index_root`` holds the named document indexes (one folder each); ``embedding_model`` embeds
     them (an index built with another model is refused); ``datastore``: a REST datastore folder for
     the datastore drafters (None: those drafters are refused); ``rag_drafter`` and ``rag_top_k``: a
@@ -56,6 +57,7 @@ class ServiceConfig:
     max_grammar_chars: int = 20_000
     speculation: SpeculationConfig = SpeculationConfig()
     grammar_speculation: SpeculationConfig = COPY_SPECULATION
+    rag_speculation: SpeculationConfig = RAG_SPECULATION
     index_root: str = field(default_factory=default_index_root)
     embedding_model: str = DEFAULT_EMBEDDER
     datastore: str | None = None

@@ -98,7 +98,7 @@ def _unusable(name: str, error: Exception) -> str:
 
 def _start(state: ServiceState, req: QueryRequest, index: DocumentIndex) -> RAGStream:
     """Retrieve and build the prompt now, so that every input error is a 4xx before any streaming."""
-    config = RAGConfig(top_k=req.top_k, max_new_tokens=req.max_tokens, speculation=state.config.speculation)
+    config = RAGConfig(top_k=req.top_k, max_new_tokens=req.max_tokens, speculation=state.config.rag_speculation)
     try:
         pipeline = RAGPipeline(index, state.target(), req.drafter, state.datastore(), config)
     except ValueError as error:  # a datastore built for another tokenizer

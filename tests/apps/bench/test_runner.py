@@ -28,10 +28,13 @@ def test_runner_compares_methods_and_writes_json_markdown_and_plot(tiny_model, t
     assert plain_summary.speedup == 1.0 and plain_summary.generated_tokens == 28
     assert plain_summary.forward_passes_per_token == 1.0  # the prefill yields the first token
     assert result.summaries[2].forward_passes_per_token == 1.0  # as transformers' generate
+    assert plain_summary.decode_speedup == 1.0
+    for m in result.measurements:  # every method times its first token (the prefill) apart
+        assert 0 < m.first_token_s < m.wall_s and m.decode_s == m.wall_s - m.first_token_s
 
     paths = write_report(result, tmp_path / "out")
     data = json.loads(paths["json"].read_text())
     assert len(data["measurements"]) == 8 and data["summaries"][1]["method"] == "specdraft:prompt-lookup"
     table = paths["markdown"].read_text()
-    assert "| specdraft:prompt-lookup |" in table and "identical to plain greedy" in table
+    assert "| specdraft:prompt-lookup |" in table and "identical to plain greedy" in table and "after the first token" in table
     assert paths["plot"].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -45,6 +45,7 @@ def make_app(model: TransformersModel, draft_model: TransformersModel | None = N
     # fixed draft lengths, so that the drafts the tests rely on do not depend on timing
     config.setdefault("speculation", SpeculationConfig(initial_draft_len=4, adaptive=False))
     config.setdefault("grammar_speculation", SpeculationConfig(initial_draft_len=32, max_draft_len=512, adaptive=False))
+    config.setdefault("rag_speculation", SpeculationConfig(initial_draft_len=4, adaptive=False))
     app = create_app(ServiceConfig(model=SERVED, extra_models=(DRAFT, UNLOADABLE), **config), pool, embedder)
     app.testing = True
     return app
