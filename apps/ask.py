@@ -38,7 +38,7 @@ def add_ask_parser(sub: Any) -> None:
     ask.add_argument("--index", required=True, type=Path, metavar="DIR", help="the document index folder")
     ask.add_argument("--model", default=DEFAULT_MODEL, help="target model: registry name, path or hub id (default: %(default)s)")
     ask.add_argument("--device", default="auto", help="auto (CUDA if available), cpu or cuda[:N] (default: %(default)s)")
-    ask.add_argument("--dtype", default="auto", choices=["auto", "float32", "bfloat16", "float16"], help="weights dtype; auto = float32 on CPU, bfloat16 on CUDA")
+    ask.add_argument("--dtype", default="auto", choices=["auto", "float32", "bfloat16", "float16"], help="weights dtype; auto = float32, which keeps the output identical to plain decoding on GPUs too (bfloat16/float16 may flip near-ties)")
     ask.add_argument("--top-k", type=int, default=defaults.top_k, metavar="K", help="passages put in the prompt (default: %(default)s)")
     ask.add_argument("--drafter", choices=DRAFTERS, default="reference", help="where drafts come from (default: %(default)s)")
     ask.add_argument("--datastore", type=Path, default=None, metavar="DIR", help="a datastore built with `specdraft datastore build` for the same model (drafters datastore, reference+datastore)")

@@ -23,7 +23,7 @@ Models: a registry name (smollm2-135m, qwen2.5-coder-0.5b, qwen2.5-coder-1.5b, g
 def _add_model_args(parser: argparse.ArgumentParser, default_model: str) -> None:
     parser.add_argument("--model", default=default_model, help="target model: registry name, path or hub id (default: %(default)s)")
     parser.add_argument("--device", default="auto", help="auto (CUDA if available), cpu or cuda[:N] (default: %(default)s)")
-    parser.add_argument("--dtype", default="auto", choices=["auto", "float32", "bfloat16", "float16"], help="weights dtype; auto = float32 on CPU, bfloat16 on CUDA")
+    parser.add_argument("--dtype", default="auto", choices=["auto", "float32", "bfloat16", "float16"], help="weights dtype; auto = float32, which keeps the output identical to plain decoding on GPUs too (bfloat16/float16 may flip near-ties)")
 
 
 def _add_drafter_args(parser: argparse.ArgumentParser, default: str) -> None:
