@@ -1,7 +1,8 @@
 """RAGPipeline: question -> retrieve top-k -> prompt with the passages -> speculative generation.
 
 The answer is the target's own (greedy: token for token what plain decoding gives); the drafter
-only makes it faster. Drafters: "reference" (LLMA: spans of the retrieved passages), "datastore"
+only makes it faster. Drafters: "reference" (LLMA: spans of the retrieved passages and of the
+question), "datastore"
 (REST: a corpus suffix index; needs ``datastore``), "reference+datastore" (the reference drafter,
 and the datastore when the passages offer nothing), "prompt-lookup", "none" (plain decoding).
 
@@ -171,9 +172,15 @@ class RAGPipeline:
             return self.target.encode_chat([{"role": "user", "content": content}])
         return self.target.encode(f"{content}\nAnswer:")
 
-    def make_drafter(self, hits: list[Hit]) -> Drafter | None:
-        """A fresh drafter for one question (None: plain decoding), drafting from ``hits``' texts."""
-        return build_drafter(self.drafter, self.target.tokenizer, [h.chunk.text for h in hits], self.datastore, self.config)
+    @staticmethod
+    def references(question: str, hits: list[Hit]) -> list[str]:
+        """What the reference drafter drafts from: the passages in retrieval order, then the question
+        (answers often restate it: "The nickname for the American Hockey League is ...")."""
+        return [hit.chunk.text for hit in hits] + [question]
+
+    def make_drafter(self, question: str, hits: list[Hit]) -> Drafter | None:
+        """A fresh drafter for one question (None: plain decoding), drafting from ``references``."""
+        return build_drafter(self.drafter, self.target.tokenizer, self.references(question, hits), self.datastore, self.config)
 
     def ask(self, question: str) -> RAGAnswer:
         """Retrieve, prompt and generate; the whole answer. ValueError for an empty question."""
@@ -192,5 +199,5 @@ class RAGPipeline:
                 f"{self.target.max_length - 1}: ask with fewer passages (top_k)"
             )
         config = GenerationConfig(max_new_tokens=self.config.max_new_tokens)
-        generation = SpeculativeGenerator(self.target, self.config.speculation).stream(prompt_ids, self.make_drafter(hits), config)
+        generation = SpeculativeGenerator(self.target, self.config.speculation).stream(prompt_ids, self.make_drafter(question, hits), config)
         return RAGStream(question, hits, generation, self.config)

@@ -11,7 +11,7 @@ every case and run (``specdraft:reference``: LLMA over the case's **references**
   passages, the embedder, the index configuration and ``RAG_INDEX_FORMAT``, so a changed pool
   rebuilds). The questions are those of ``rag_reading(limit, seed)`` (each one's passage is
   indexed). A case's prompt is ``RAGPipeline.prompt_ids(question, hits)`` for the ``--top-k`` hits;
-  its references are the hits' texts.
+  its references are the hits' texts and the question (``RAGPipeline.references``).
 - ``chat-multiturn``: ``datasets.chat_multiturn`` conversations (reserved ShareGPT conversations
   ending in a later user turn). The prompt is the target's chat template over the messages (a
   ``User: ... Assistant:`` transcript for a model without one); the references are the turns' texts.
@@ -135,7 +135,7 @@ def rag_cases(pipeline: RAGPipeline, questions: Sequence[dict]) -> tuple[list[Be
         seconds.append(time.perf_counter() - start)
         found += any(hit.chunk.doc_id == record["id"] for hit in hits)
         prompt_ids = pipeline.prompt_ids(record["question"], hits)
-        references = tuple(hit.chunk.text for hit in hits)
+        references = tuple(pipeline.references(record["question"], hits))
         cases.append(BenchCase(record["id"], tuple(prompt_ids), pipeline.config.max_new_tokens, references=references))
     facts = {
         "top_k": top_k,

@@ -66,7 +66,7 @@ def smollm2():
 
 @pytest.fixture(scope="module")
 def cases(index, model):
-    """(hits, prompt ids, transformers' greedy answer) per question (one question for the larger model)."""
+    """(question, hits, prompt ids, transformers' greedy answer) per question (one question for the larger model)."""
     pipeline = RAGPipeline(index, model, "none")
     out = []
     for question in QUESTIONS[: 2 if model.vocab_size < 100_000 else 1]:
@@ -75,7 +75,7 @@ def cases(index, model):
         generated = model.hf_model.generate(
             torch.tensor([ids]), max_new_tokens=N_NEW, do_sample=False, eos_token_id=sorted(model.eos_token_ids)
         )
-        out.append((hits, ids, generated[0, len(ids) :].tolist()))
+        out.append((question, hits, ids, generated[0, len(ids) :].tolist()))
     return out
 
 
@@ -84,8 +84,8 @@ def test_greedy_answers_equal_transformers_generate(index, model, datastore, cas
     kind, config = SHAPES[shape]
     pipeline = RAGPipeline(index, model, kind, datastore, config)
     accepted, trees = 0, 0
-    for hits, ids, expected in cases:
-        drafter = Recording(pipeline.make_drafter(hits))
+    for question, hits, ids, expected in cases:
+        drafter = Recording(pipeline.make_drafter(question, hits))
         result = SpeculativeGenerator(model, FIXED).generate(ids, drafter, GenerationConfig(max_new_tokens=N_NEW))
         assert result.token_ids == expected
         accepted += result.stats.accepted_tokens
@@ -114,5 +114,5 @@ def test_seeded_sampling_equals_plain_sampling(index, smollm2, shape):
     for seed in range(2):
         sampling = GenerationConfig(max_new_tokens=24, temperature=0.8, seed=seed)
         plain = generator.generate(ids, None, sampling)
-        drafted = generator.generate(ids, pipeline.make_drafter(hits), sampling)
+        drafted = generator.generate(ids, pipeline.make_drafter(QUESTIONS[0], hits), sampling)
         assert drafted.token_ids == plain.token_ids

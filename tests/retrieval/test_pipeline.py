@@ -43,13 +43,28 @@ def test_every_drafter_gives_the_plain_answer(index, tiny_model, datastore):
 def test_reference_drafter_drafts_from_the_retrieved_passages(index, tiny_model):
     pipeline = RAGPipeline(index, tiny_model, "reference", config=RAGConfig(top_k=1))
     hits = index.search("fox", 1)
-    drafter = pipeline.make_drafter(hits)
+    drafter = pipeline.make_drafter("fox", hits)
     assert isinstance(drafter, ReferenceDrafter)
     prompt = pipeline.prompt_ids("fox", hits)
     drafter.propose(prompt, 8)  # learns where the output starts
     tokens = tiny_model.tokenizer(" The quick brown", add_special_tokens=False).input_ids
     draft = drafter.propose(prompt + tokens, 8)
     assert len(draft) > 0  # it continues the passage
+
+
+def test_the_question_is_a_reference_too(index, tiny_model):
+    """Answers restate their question: after the passages, the question is drafted from."""
+    pipeline = RAGPipeline(index, tiny_model, "reference", config=RAGConfig(top_k=1))
+    question = "Which zebra crossing gleams near the harbour?"
+    hits = index.search(question, 1)
+    assert RAGPipeline.references(question, hits) == [hits[0].chunk.text, question]
+    drafter = pipeline.make_drafter(question, hits)
+    prompt = pipeline.prompt_ids(question, hits)
+    drafter.propose(prompt, 8)  # learns where the output starts
+    question_ids = tiny_model.tokenizer(question, add_special_tokens=False).input_ids
+    said = question_ids[:3]  # the answer began by restating the question
+    draft = drafter.propose(prompt + said, 4)
+    assert list(draft.tokens) == question_ids[3:7]
 
 
 def test_citations_are_the_passages_the_answer_quotes(index):

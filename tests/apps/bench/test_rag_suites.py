@@ -106,7 +106,7 @@ def test_cases_come_from_reserved_conversations_the_datastore_never_holds(archiv
         datasets.chat_multiturn(3, seed=0)
 
 
-def test_rag_cases_use_the_pipeline_prompt_and_the_hits_as_references(archives, tiny_model, tmp_path):
+def test_rag_cases_use_the_pipeline_prompt_and_the_hits_and_question_as_references(archives, tiny_model, tmp_path):
     args = bench_args("rag", "--model", tiny_model.name, "--limit", "2", "--top-k", "2")
     embedder = HashEmbedder()
     suite = rag_suite(args, pool_of(tiny_model), tiny_model, embedder)
@@ -118,7 +118,7 @@ def test_rag_cases_use_the_pipeline_prompt_and_the_hits_as_references(archives, 
     for case in suite.cases:
         hits = index.search(questions[case.id], 2)
         assert case.prompt_ids == tuple(pipeline.prompt_ids(questions[case.id], hits))
-        assert case.references == tuple(hit.chunk.text for hit in hits)
+        assert case.references == (*(hit.chunk.text for hit in hits), questions[case.id])
 
     result = run_suite("rag", tiny_model.name, suite)
     assert all(summary.identical_rate == 1.0 for summary in result.summaries)
