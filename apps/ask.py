@@ -25,6 +25,8 @@ def add_ask_parser(sub: Any) -> None:
     from specdraft import DEFAULT_MODEL
     from specdraft.retrieval.pipeline import DRAFTERS, RAGConfig
 
+    from .cli_args import add_model_args
+
     defaults = RAGConfig()
     ask = sub.add_parser(
         "ask",
@@ -36,9 +38,7 @@ def add_ask_parser(sub: Any) -> None:
     )
     ask.add_argument("question", metavar="QUESTION", help="the question, or - to read it from standard input")
     ask.add_argument("--index", required=True, type=Path, metavar="DIR", help="the document index folder")
-    ask.add_argument("--model", default=DEFAULT_MODEL, help="target model: registry name, path or hub id (default: %(default)s)")
-    ask.add_argument("--device", default="auto", help="auto (CUDA if available), cpu or cuda[:N] (default: %(default)s)")
-    ask.add_argument("--dtype", default="auto", choices=["auto", "float32", "bfloat16", "float16"], help="weights dtype; auto = float32, which keeps the output identical to plain decoding on GPUs too (bfloat16/float16 may flip near-ties)")
+    add_model_args(ask, DEFAULT_MODEL)
     ask.add_argument("--top-k", type=int, default=defaults.top_k, metavar="K", help="passages put in the prompt (default: %(default)s)")
     ask.add_argument("--drafter", choices=DRAFTERS, default="reference", help="where drafts come from (default: %(default)s)")
     ask.add_argument("--datastore", type=Path, default=None, metavar="DIR", help="a datastore built with `specdraft datastore build` for the same model (drafters datastore, reference+datastore)")

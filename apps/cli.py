@@ -20,12 +20,6 @@ Models: a registry name (smollm2-135m, qwen2.5-coder-0.5b, qwen2.5-coder-1.5b, g
 """
 
 
-def _add_model_args(parser: argparse.ArgumentParser, default_model: str) -> None:
-    parser.add_argument("--model", default=default_model, help="target model: registry name, path or hub id (default: %(default)s)")
-    parser.add_argument("--device", default="auto", help="auto (CUDA if available), cpu or cuda[:N] (default: %(default)s)")
-    parser.add_argument("--dtype", default="auto", choices=["auto", "float32", "bfloat16", "float16"], help="weights dtype; auto = float32, which keeps the output identical to plain decoding on GPUs too (bfloat16/float16 may flip near-ties)")
-
-
 def _add_drafter_args(parser: argparse.ArgumentParser, default: str) -> None:
     parser.add_argument("--drafter", default=default, help="none (plain decoding), prompt-lookup, or model:NAME (a draft model sharing the tokenizer) (default: %(default)s)")
     parser.add_argument("--tree-width", type=int, default=1, help="for model:NAME under greedy decoding: candidates per draft depth (1 = chain) (default: %(default)s)")
@@ -33,13 +27,14 @@ def _add_drafter_args(parser: argparse.ArgumentParser, default: str) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     from specdraft import DEFAULT_MODEL
+    from specdraft.apps.cli_args import add_model_args
 
     parser = argparse.ArgumentParser(prog="specdraft", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     gen = sub.add_parser("generate", help="generate a completion for one prompt", description="Generate text for PROMPT and print it (or one JSON object with --json).")
     gen.add_argument("prompt", metavar="PROMPT", help="the prompt text, or - to read it from standard input")
-    _add_model_args(gen, DEFAULT_MODEL)
+    add_model_args(gen, DEFAULT_MODEL)
     _add_drafter_args(gen, "prompt-lookup")
     gen.add_argument("--max-new-tokens", type=int, default=128, help="most tokens to generate (default: %(default)s)")
     gen.add_argument("--temperature", type=float, default=0.0, help="0 = greedy (default); > 0 samples")
@@ -60,12 +55,12 @@ def build_parser() -> argparse.ArgumentParser:
     source = correct.add_mutually_exclusive_group()
     source.add_argument("text", nargs="?", metavar="TEXT", help="the text to correct; - or nothing reads standard input")
     source.add_argument("--file", metavar="PATH", help="read the text from a UTF-8 file")
-    _add_model_args(correct, DEFAULT_MODEL)
+    add_model_args(correct, DEFAULT_MODEL)
     correct.add_argument("--no-speculation", action="store_true", help="decode plainly (the same output, slower; for comparison)")
     correct.add_argument("--json", action="store_true", help='print {"corrected", "edits", "token_ids", "stats"} instead of the text')
 
     serve = sub.add_parser("serve", help="start the HTTP service (OpenAI-compatible completions, grammar correction, health, demos)", description="Serve the target model over HTTP: GET /healthz, POST /v1/completions, POST /v1/chat/completions, POST /v1/grammar/correct, POST /v1/rag/documents, POST /v1/rag/query, and the demo pages GET /demo/grammar and GET /demo/rag.")
-    _add_model_args(serve, DEFAULT_MODEL)
+    add_model_args(serve, DEFAULT_MODEL)
     _add_drafter_args(serve, "prompt-lookup")
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default: %(default)s)")
     serve.add_argument("--port", type=int, default=8000, help="port (default: %(default)s)")

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from .config import ServiceConfig
-from .validation import _ABSENT, RequestError, _boolean, _describe
+from .validation import _ABSENT, RequestError, _boolean, _describe, required_string
 
 
 class TextTooLong(RequestError):
@@ -48,13 +48,7 @@ def check_model_allowed(name: str, config: ServiceConfig) -> None:
 
 
 def _text(body: Mapping[str, Any], limit: int) -> str:
-    text = body.get("text")
-    if text is None:
-        raise RequestError("text is required", "text")
-    if not isinstance(text, str):
-        raise RequestError(f"text must be a string, got {_describe(text)}", "text")
-    if not text.strip():
-        raise RequestError("text must not be empty", "text")
+    text = required_string(body, "text")
     if len(text) > limit:
         raise TextTooLong(f"text has {len(text)} characters; this server corrects at most {limit} per request", "text")
     return text

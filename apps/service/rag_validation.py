@@ -16,7 +16,7 @@ from specdraft.retrieval.pipeline import DRAFTERS
 
 from .config import ServiceConfig
 from .rag_indexes import IndexStore
-from .validation import _ABSENT, RequestError, _boolean, _describe, _integer
+from .validation import _ABSENT, RequestError, _boolean, _describe, _integer, required_string
 
 DEFAULT_INDEX = "default"
 MAX_QUESTION_CHARS = 4000
@@ -82,13 +82,7 @@ def _index(body: Mapping[str, Any]) -> str:
 
 
 def _question(body: Mapping[str, Any]) -> str:
-    question = body.get("question")
-    if question is None:
-        raise RequestError("question is required", "question")
-    if not isinstance(question, str):
-        raise RequestError(f"question must be a string, got {_describe(question)}", "question")
-    if not question.strip():
-        raise RequestError("question must not be empty", "question")
+    question = required_string(body, "question")
     if len(question) > MAX_QUESTION_CHARS:
         raise RequestError(f"question has {len(question)} characters; at most {MAX_QUESTION_CHARS} are accepted", "question")
     return question.strip()

@@ -137,15 +137,20 @@ def _check_model(body: Mapping[str, Any], served: str) -> None:
         raise RequestError(f"model {model!r} is not served here; this server serves {served!r}", "model")
 
 
+def required_string(body: Mapping[str, Any], name: str, allow_blank: bool = False) -> str:
+    """The string field ``name``: present, a string, not empty (nor only whitespace, unless ``allow_blank``)."""
+    value = body.get(name)
+    if value is None:
+        raise RequestError(f"{name} is required", name)
+    if not isinstance(value, str):
+        raise RequestError(f"{name} must be a string, got {_describe(value)}", name)
+    if not (value if allow_blank else value.strip()):
+        raise RequestError(f"{name} must not be empty", name)
+    return value
+
+
 def _prompt(body: Mapping[str, Any]) -> str:
-    prompt = body.get("prompt")
-    if prompt is None:
-        raise RequestError("prompt is required", "prompt")
-    if not isinstance(prompt, str):
-        raise RequestError(f"prompt must be a string, got {_describe(prompt)}", "prompt")
-    if not prompt:
-        raise RequestError("prompt must not be empty", "prompt")
-    return prompt
+    return required_string(body, "prompt", allow_blank=True)
 
 
 def _prediction(body: Mapping[str, Any]) -> str | None:
