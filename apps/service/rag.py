@@ -53,7 +53,8 @@ def add_documents() -> Response:
     try:
         result = state.indexes().add(req.index, req.documents)
     except InvalidDocumentError as error:
-        raise RequestError(f"documents[{error.position}]: {error}", f"documents[{error.position}]") from None
+        where = f"documents[{error.position}]" + (f" (id {error.doc_id!r})" if error.doc_id is not None else "")
+        raise RequestError(f"{where}: {error.problem}", f"documents[{error.position}]") from None
     except (EmbedderMismatchError, CorruptIndexError) as error:
         raise IndexUnavailable(_unusable(req.index, error), 409) from None
     return jsonify(result.to_dict())
