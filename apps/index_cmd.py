@@ -92,6 +92,16 @@ def _add_documents(index: Any, path: Path, documents: list[Any], numbers: list[i
         raise DocumentFileError(f"{path} line {numbers[error.position]}{doc_id}: {error.problem}") from None
 
 
+def _add_and_save(index: Any, path: Path, documents: list[Any], numbers: list[int], out: Path, err: TextIO) -> int:
+    """Add the documents (errors reported by line), save the index to ``out`` and print its notes;
+    returns the chunks added."""
+    chunks = _add_documents(index, path, documents, numbers)
+    index.save(out)
+    for note in index.notes:
+        print(f"note: {note}", file=err)
+    return chunks
+
+
 def _build(args: argparse.Namespace, err: TextIO) -> int:
     from specdraft.retrieval.embedder import Embedder, EmbedderConfig
     from specdraft.retrieval.index import DocumentIndex, IndexConfig
@@ -107,10 +117,7 @@ def _build(args: argparse.Namespace, err: TextIO) -> int:
     embedder = Embedder(EmbedderConfig(model=args.embedding_model))
     documents, numbers = read_documents(args.docs)
     index = DocumentIndex.create(config, embedder)
-    chunks = _add_documents(index, args.docs, documents, numbers)
-    index.save(out)
-    for note in index.notes:
-        print(f"note: {note}", file=err)
+    chunks = _add_and_save(index, args.docs, documents, numbers, out, err)
     print(
         f"indexed {index.documents} documents as {chunks} chunks ({index.kind}, {embedder.name}) in "
         f"{time.perf_counter() - started:.1f} s -> {out}",
@@ -125,10 +132,7 @@ def _add(args: argparse.Namespace, err: TextIO) -> int:
     started = time.perf_counter()
     documents, numbers = read_documents(args.docs)
     index = DocumentIndex.load(args.index)
-    chunks = _add_documents(index, args.docs, documents, numbers)
-    index.save(args.index)
-    for note in index.notes:
-        print(f"note: {note}", file=err)
+    chunks = _add_and_save(index, args.docs, documents, numbers, args.index, err)
     print(
         f"added {len(documents)} documents as {chunks} chunks in {time.perf_counter() - started:.1f} s; "
         f"{args.index} now holds {index.documents} documents, {len(index)} chunks",
