@@ -93,7 +93,8 @@ def build_parser() -> argparse.ArgumentParser:
 def _generate(args: argparse.Namespace) -> int:
     from specdraft import GenerationConfig
     from specdraft.apps.generate import GenerateRequest, run_generate
-    from specdraft.drafters.factory import DrafterSpec, ModelPool
+    from specdraft.apps.cli_args import model_pool
+    from specdraft.apps.model_pool import DrafterSpec
 
     prompt = sys.stdin.read() if args.prompt == "-" else args.prompt
     request = GenerateRequest(
@@ -110,16 +111,16 @@ def _generate(args: argparse.Namespace) -> int:
         ),
         chat=args.chat,
     )
-    run_generate(request, ModelPool(args.device, args.dtype), as_json=args.json)
+    run_generate(request, model_pool(args), as_json=args.json)
     return 0
 
 
 def _correct(args: argparse.Namespace) -> int:
+    from specdraft.apps.cli_args import model_pool
     from specdraft.apps.correct import read_text, run_correct
-    from specdraft.drafters.factory import ModelPool
 
     text = read_text(args.text, args.file, sys.stdin)
-    run_correct(text, args.model, ModelPool(args.device, args.dtype), speculate=not args.no_speculation, as_json=args.json)
+    run_correct(text, args.model, model_pool(args), speculate=not args.no_speculation, as_json=args.json)
     return 0
 
 
@@ -133,6 +134,8 @@ def _serve(args: argparse.Namespace) -> int:
         drafter=args.drafter,
         device=args.device,
         dtype=args.dtype,
+        backend=args.backend,
+        context=args.context,
         extra_models=tuple(args.extra_model),
         **{name: value for name, value in rag.items() if value is not None},
     )
@@ -141,7 +144,7 @@ def _serve(args: argparse.Namespace) -> int:
         print(f"loading {args.model} ...", file=sys.stderr)
         app.extensions["specdraft"].target()
     print(
-        f"specdraft serving {args.model} on http://{args.host}:{args.port}\n"
+        f"specdraft serving {args.model} (backend {config.model_config.resolved_backend}) on http://{args.host}:{args.port}\n"
         f"  demos: http://{args.host}:{args.port}/demo/grammar  http://{args.host}:{args.port}/demo/rag\n"
         f"  APIs: POST /v1/completions, /v1/chat/completions, /v1/grammar/correct, /v1/rag/documents, /v1/rag/query; GET /healthz\n"
         f"  RAG indexes in {config.index_root}" + (f", datastore {config.datastore}" if config.datastore else ""),
@@ -153,9 +156,9 @@ def _serve(args: argparse.Namespace) -> int:
 
 def _ask(args: argparse.Namespace) -> int:
     from specdraft.apps.ask import request_from_args, run_ask
-    from specdraft.drafters.factory import ModelPool
+    from specdraft.apps.cli_args import model_pool
 
-    run_ask(request_from_args(args, sys.stdin), ModelPool(args.device, args.dtype), as_json=args.json)
+    run_ask(request_from_args(args, sys.stdin), model_pool(args), as_json=args.json)
     return 0
 
 

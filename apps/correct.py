@@ -11,7 +11,7 @@ import sys
 from typing import TextIO
 
 from specdraft.copydraft import GrammarCorrector
-from specdraft.drafters.factory import ModelPool
+from specdraft.apps.model_pool import ModelPool
 
 from .text_files import read_utf8
 

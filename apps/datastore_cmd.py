@@ -19,6 +19,8 @@ from typing import Iterable, Iterator, TextIO
 
 from tqdm import tqdm
 
+from specdraft import Tokenizer
+
 TOKENIZE_BATCH = 256  # texts per tokenizer call (fast tokenizers parallelise inside a batch)
 
 
@@ -73,15 +75,16 @@ def run_datastore(args: argparse.Namespace, out: TextIO | None = None) -> int:
     return 0
 
 
-def load_tokenizer(model: str):
+def load_tokenizer(model: str) -> Tokenizer:
     """The tokenizer of ``model`` (registry name, checkpoint folder, .gguf file or hub id), without
     loading the weights."""
     from transformers import AutoTokenizer
 
+    from specdraft.hf_tokenizer import HFTokenizer
     from specdraft.models import resolve_checkpoint
 
     try:
-        return AutoTokenizer.from_pretrained(resolve_checkpoint(model))
+        return HFTokenizer(AutoTokenizer.from_pretrained(resolve_checkpoint(model)))
     except OSError as error:
         raise ValueError(f"cannot load the tokenizer of {model}: {error}") from None
 
@@ -112,15 +115,17 @@ def jsonl_texts(path: Path) -> Iterator[str]:
             yield text
 
 
-def build_datastore(texts: Iterable[str], tokenizer, tokenizer_name: str, limit: int | None = None):
-    """Tokenize ``texts`` (the first ``limit``; special tokens not added) and build the datastore."""
+def build_datastore(texts: Iterable[str], tokenizer: Tokenizer, tokenizer_name: str, limit: int | None = None):
+    """Tokenize ``texts`` (the first ``limit``; special tokens not added) and build the datastore.
+    A tokenizer with ``encode_batch`` (transformers' fast ones) tokenizes a batch at a time."""
     from specdraft.retrieval.datastore import DatastoreBuilder
 
-    builder = DatastoreBuilder(tokenizer_name, len(tokenizer))
+    builder = DatastoreBuilder(tokenizer_name, tokenizer.vocab_size)
+    encode_batch = getattr(tokenizer, "encode_batch", None) or (lambda batch: [tokenizer.encode(text) for text in batch])
     texts = iter(texts if limit is None else islice(texts, limit))
     with tqdm(total=limit, desc="tokenizing", unit=" texts", file=sys.stderr, disable=None) as bar:
         while batch := list(islice(texts, TOKENIZE_BATCH)):
-            for ids in tokenizer(batch, add_special_tokens=False)["input_ids"]:
+            for ids in encode_batch(batch):
                 builder.add(ids)
             bar.update(len(batch))
     if builder.num_tokens == 0:

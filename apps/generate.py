@@ -7,7 +7,7 @@ import sys
 from dataclasses import dataclass
 
 from specdraft import GenerationConfig, SpeculativeGenerator
-from specdraft.drafters.factory import DrafterSpec, ModelPool
+from specdraft.apps.model_pool import DrafterSpec, ModelPool
 
 
 @dataclass(frozen=True)

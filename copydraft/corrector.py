@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from specdraft import Stats, TransformersModel
+from specdraft import Model, Stats
 from specdraft.text_stream import TextPiece
 
 from . import chunking
@@ -48,7 +48,7 @@ class CorrectionResult:
 
 
 class GrammarCorrector:
-    def __init__(self, model: TransformersModel, config: CorrectorConfig = CorrectorConfig()) -> None:
+    def __init__(self, model: Model, config: CorrectorConfig = CorrectorConfig()) -> None:
         self.model = model
         self.config = config
         self.editor = Editor(model, config.editor)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from specdraft import GenerationConfig, GenerationResult, SpeculationConfig, SpeculativeGenerator, TransformersModel
+from specdraft import GenerationConfig, GenerationResult, Model, SpeculationConfig, SpeculativeGenerator
 
 from .drafter import CopyDraftConfig, CopyDrafter
 
@@ -30,7 +30,7 @@ class EditorConfig:
             raise ValueError("need length_factor >= 1 and extra_tokens >= 0")
 
 
-def build_prompt(model: TransformersModel, instruction: str, source: str) -> list[int]:
+def build_prompt(model: Model, instruction: str, source: str) -> list[int]:
     content = f"{instruction.strip()}\n\n{source}"
     if model.has_chat_template:
         return model.encode_chat([{"role": "user", "content": content}])
@@ -38,13 +38,13 @@ def build_prompt(model: TransformersModel, instruction: str, source: str) -> lis
 
 
 class Editor:
-    def __init__(self, model: TransformersModel, config: EditorConfig = EditorConfig()) -> None:
+    def __init__(self, model: Model, config: EditorConfig = EditorConfig()) -> None:
         self.model = model
         self.config = config
 
     def source_ids(self, source: str) -> list[int]:
         """The source as the model writes it in an answer (no special tokens)."""
-        return list(self.model.tokenizer(source, add_special_tokens=False).input_ids)
+        return self.model.tokenizer.encode(source)
 
     def prepare(self, instruction: str, source: str) -> tuple[list[int], list[int], int]:
         """(prompt ids, source ids, max new tokens) for editing ``source`` as ``instruction`` says."""

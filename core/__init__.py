@@ -1,28 +1,54 @@
 """specdraft: lossless speculative decoding specialised to the application.
 
-The core: ``Draft`` (a token tree), the ``Drafter`` and ``Target`` protocols, acceptance rules,
-the transformers backend, and ``SpeculativeGenerator`` with its ``Stats``.
+The core: ``Draft`` (a token tree), the ``Drafter``, ``Target``, ``Model`` and ``Tokenizer``
+protocols, acceptance rules, ``SpeculativeGenerator`` with its ``Stats``, and the backends
+(transformers, llama.cpp). Importing ``specdraft`` loads neither torch nor llama.cpp: the backends
+load on first use (``specdraft.TransformersModel``, ``specdraft.LlamaCppModel``, ``load_model``).
 """
 
-from .acceptance import Acceptance, greedy_accept, speculative_accept
+from typing import Any
+
+from .acceptance import Acceptance, follow_choices, greedy_accept, speculative_accept
 from .draft import ROOT, Draft
 from .drafter import Drafter, NoDrafter
 from .generator import GenerationConfig, GenerationResult, GenerationStream, SpeculativeGenerator
+from .model import Model, Tokenizer, check_same_tokenizer
+from .model_config import BACKENDS, DEFAULT_MODEL, ModelConfig, load_model
 from .policy import SpeculationConfig
-from .sampling import SamplingParams, warp
+from .sampling import SamplingParams, TokenChooser, warp
 from .stats import Stats
 from .target import Target
 from .text_stream import TextPiece
-from .transformers_backend import DEFAULT_MODEL, ModelConfig, TransformersModel, TransformersTarget
+from .verification import Verification
+
+_BACKEND_NAMES = {
+    "TransformersModel": "transformers_backend",
+    "TransformersTarget": "transformers_backend",
+    "LlamaCppModel": "llama_backend",
+    "LlamaCppConfig": "llama_backend",
+}
+
+
+def __getattr__(name: str) -> Any:  # the backends, imported on first use
+    if name in _BACKEND_NAMES:
+        import importlib
+
+        return getattr(importlib.import_module(f".{_BACKEND_NAMES[name]}", __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "Acceptance",
+    "BACKENDS",
     "DEFAULT_MODEL",
     "Draft",
     "Drafter",
     "GenerationConfig",
     "GenerationResult",
     "GenerationStream",
+    "LlamaCppConfig",
+    "LlamaCppModel",
+    "Model",
     "ModelConfig",
     "NoDrafter",
     "ROOT",
@@ -32,9 +58,15 @@ __all__ = [
     "Stats",
     "Target",
     "TextPiece",
+    "TokenChooser",
+    "Tokenizer",
     "TransformersModel",
     "TransformersTarget",
+    "Verification",
+    "check_same_tokenizer",
+    "follow_choices",
     "greedy_accept",
+    "load_model",
     "speculative_accept",
     "warp",
 ]

@@ -17,16 +17,24 @@ several candidates per node by SpecInfer's multi-candidate rejection sampling (a
 ``x ~ q`` with probability ``min(1, p'(x) / q(x))``, else ``p' <- norm(max(0, p' - q))``);
 deterministic drafts use sample-and-compare (draw from ``p``, follow the child holding that token).
 Both leave the output distribution exactly ``p``.
+
+Sample-and-compare and greedy are one walk, ``follow_choices``: given the target's **own choice**
+at each row (its argmax, or its draw keyed by position, see ``TokenChooser``), follow the child
+holding that token. A backend that returns only those choices (a remote or engine target) serves
+both; rejection sampling needs the target's probabilities, so it runs where logits are at hand.
+Only ``speculative_accept`` needs torch.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-
-import torch
+from typing import TYPE_CHECKING, Callable
 
 from .draft import ROOT, Draft
 from .sampling import ACCEPT_STREAM, TARGET_STREAM, PositionalRandom, sample
+
+if TYPE_CHECKING:
+    import torch
 
 
 @dataclass(frozen=True)
@@ -39,16 +47,17 @@ class Acceptance:
         return len(self.path)
 
 
-def greedy_accept(draft: Draft, target_logits: torch.Tensor) -> Acceptance:
-    """Longest draft path matching the target's argmax at every step, plus the target's next token.
+def follow_choices(draft: Draft, choice: Callable[[int], int]) -> Acceptance:
+    """Longest draft path whose every token is the target's own choice, plus its next choice.
 
-    ``target_logits``: ``[1 + len(draft), vocab]``. For a chain this is the ``cumprod`` of matches.
+    ``choice(row)`` is the target's token at row ``row`` (0: after the context, ``1 + i``: after
+    node ``i``); it is asked only for the rows on the walked path. Where siblings repeat a token
+    the first is followed.
     """
-    choices = target_logits.argmax(-1).tolist()  # [1 + num_nodes]
     path: list[int] = []
     node = ROOT
     while True:
-        wanted = choices[node + 1]
+        wanted = choice(node + 1)
         child = next((c for c in draft.children(node) if draft.tokens[c] == wanted), None)
         if child is None:
             return Acceptance(tuple(path), wanted)
@@ -56,14 +65,23 @@ def greedy_accept(draft: Draft, target_logits: torch.Tensor) -> Acceptance:
         node = child
 
 
-def _residual(p: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
+def greedy_accept(draft: Draft, target_logits: "torch.Tensor") -> Acceptance:
+    """Longest draft path matching the target's argmax at every step, plus the target's next token.
+
+    ``target_logits``: ``[1 + len(draft), vocab]``. For a chain this is the ``cumprod`` of matches.
+    """
+    choices = target_logits.argmax(-1).tolist()  # [1 + num_nodes]
+    return follow_choices(draft, choices.__getitem__)
+
+
+def _residual(p: "torch.Tensor", q: "torch.Tensor") -> "torch.Tensor":
     """``norm(max(0, p - q))``; falls back to ``p`` when the difference has no mass (p == q)."""
     diff = (p - q).clamp_min(0.0)
     total = diff.sum()
     return diff / total if total > 0 else p
 
 
-def speculative_accept(draft: Draft, target_probs: torch.Tensor, rng: PositionalRandom, position: int) -> Acceptance:
+def speculative_accept(draft: Draft, target_probs: "torch.Tensor", rng: PositionalRandom, position: int) -> Acceptance:
     """Lossless speculative sampling over a draft tree.
 
     ``target_probs``: ``[1 + len(draft), vocab]``, already warped (temperature/top-k/top-p).
@@ -73,6 +91,8 @@ def speculative_accept(draft: Draft, target_probs: torch.Tensor, rng: Positional
     draft distribution by multi-candidate rejection sampling. When no child is kept, the bonus
     token is drawn from what is left of ``p`` (the residual), and the walk ends.
     """
+    import torch
+
     path: list[int] = []
     node = ROOT
     while True:
@@ -91,7 +111,7 @@ def speculative_accept(draft: Draft, target_probs: torch.Tensor, rng: Positional
             uniforms = rng.generator(here, ACCEPT_STREAM)
             child = None
             for candidate in children:
-                q = draft.probs[candidate].to(p)
+                q = torch.as_tensor(draft.probs[candidate]).to(p)
                 x = draft.tokens[candidate]
                 ratio = float(p[x]) / max(float(q[x]), torch.finfo(torch.float32).tiny)
                 if float(torch.rand((), generator=uniforms)) < ratio:

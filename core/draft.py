@@ -16,9 +16,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Sequence
+from typing import Any, Sequence
 
-import torch
+import numpy as np
 
 ROOT = -1  # parent index of nodes that directly continue the context
 
@@ -27,15 +27,16 @@ ROOT = -1  # parent index of nodes that directly continue the context
 class Draft:
     """A token tree. ``tokens[i]`` has parent ``parents[i]`` (``ROOT`` or an index < i).
 
-    ``probs`` is ``None`` (deterministic draft) or a float tensor ``[num_nodes, vocab_size]`` whose
-    row ``i`` is the draft distribution ``q`` that ``tokens[i]`` was sampled from. Siblings carrying
+    ``probs`` is ``None`` (deterministic draft) or a float array ``[num_nodes, vocab_size]`` (a
+    numpy array or a torch tensor: the core needs only ``.shape`` and row indexing) whose row ``i``
+    is the draft distribution ``q`` that ``tokens[i]`` was sampled from. Siblings carrying
     distributions must be independent samples from the same ``q`` (SpecInfer's condition).
-    Siblings never repeat a token in a deterministic draft.
+    Siblings never repeat a token in a deterministic draft. Nothing here needs torch.
     """
 
     tokens: tuple[int, ...] = ()
     parents: tuple[int, ...] = ()
-    probs: torch.Tensor | None = field(default=None, compare=False)
+    probs: Any = field(default=None, compare=False)  # None or [num_nodes, vocab_size]
 
     def __post_init__(self) -> None:
         if len(self.tokens) != len(self.parents):
@@ -43,7 +44,7 @@ class Draft:
         for i, parent in enumerate(self.parents):
             if not ROOT <= parent < i:
                 raise ValueError(f"node {i} has parent {parent}: parents must precede their children")
-        if self.probs is not None and (self.probs.ndim != 2 or self.probs.shape[0] != len(self.tokens)):
+        if self.probs is not None and (len(self.probs.shape) != 2 or self.probs.shape[0] != len(self.tokens)):
             raise ValueError(f"probs must be [num_nodes={len(self.tokens)}, vocab], got {tuple(self.probs.shape)}")
         if self.probs is None:
             seen: set[tuple[int, int]] = set()
@@ -58,7 +59,7 @@ class Draft:
         return cls()
 
     @classmethod
-    def chain(cls, tokens: Sequence[int], probs: torch.Tensor | None = None) -> "Draft":
+    def chain(cls, tokens: Sequence[int], probs: Any = None) -> "Draft":
         """A single branch: node i's parent is node i-1."""
         tokens = tuple(int(t) for t in tokens)
         return cls(tokens, tuple(range(-1, len(tokens) - 1)), probs)
@@ -128,15 +129,62 @@ class Draft:
             node = self.parents[node]
         return path[::-1]
 
-    def ancestor_mask(self) -> torch.Tensor:
+    def ancestor_mask(self) -> np.ndarray:
         """Bool ``[num_nodes, num_nodes]``: ``mask[i, j]`` is True when j is i or an ancestor of i."""
         n = len(self.tokens)
-        mask = torch.zeros(n, n, dtype=torch.bool)
+        mask = np.zeros((n, n), dtype=bool)
         for i, parent in enumerate(self.parents):
             mask[i, i] = True
             if parent != ROOT:
                 mask[i] |= mask[parent]
         return mask
+
+    @cached_property
+    def leaves(self) -> tuple[int, ...]:
+        """Nodes without children, in index order (one per root-to-leaf branch)."""
+        has_child = set(self.parents)
+        return tuple(i for i in range(len(self.tokens)) if i not in has_child)
+
+    def leaf_below(self, node: int) -> int:
+        """The first leaf (in index order) under ``node`` (``node`` itself when it is a leaf)."""
+        while self.children(node):
+            node = self.children(node)[0]
+        return node
+
+    def deterministic(self) -> "Draft":
+        """The same tree without draft distributions (repeated siblings merged into the first):
+        what a verifier that only compares tokens (sample-and-compare) sees."""
+        if self.probs is None:
+            return self
+        kept: dict[int, int] = {}  # old node -> new node
+        merged: dict[tuple[int, int], int] = {}  # (new parent, token) -> new node
+        tokens: list[int] = []
+        parents: list[int] = []
+        for i, (token, parent) in enumerate(zip(self.tokens, self.parents)):
+            new_parent = ROOT if parent == ROOT else kept[parent]
+            node = merged.get((new_parent, token))
+            if node is None:
+                node = merged[(new_parent, token)] = len(tokens)
+                tokens.append(token)
+                parents.append(new_parent)
+            kept[i] = node
+        return Draft(tuple(tokens), tuple(parents))
+
+    def pruned(self, max_leaves: int) -> "Draft":
+        """The longest prefix of the node list with at most ``max_leaves`` leaves (a backend that
+        verifies each branch as a sequence of its own may have a limit)."""
+        if len(self.leaves) <= max_leaves:
+            return self
+        leaves = 0
+        has_child: set[int] = set()
+        for i, parent in enumerate(self.parents):
+            # adding node i makes one new leaf, unless it is the first child of a leaf
+            if not (parent != ROOT and parent not in has_child):
+                if leaves + 1 > max_leaves:
+                    return self.truncated(i)
+                leaves += 1
+            has_child.add(parent)
+        return self
 
     def truncated(self, max_nodes: int) -> "Draft":
         """The first ``max_nodes`` nodes (a valid tree, because nodes are topologically ordered)."""

@@ -1,7 +1,8 @@
 """SpeculativeGenerator: draft -> verify -> accept -> commit, until a stop condition.
 
-The engine knows the target only through the ``Target`` protocol and drafts only through the
-``Drafter`` protocol; with no drafter it is plain autoregressive decoding (one token per target
+The engine knows the model only through the ``Model`` and ``Target`` protocols (any backend) and
+drafts only through the ``Drafter`` protocol; nothing here needs torch unless a draft carrying
+distributions is verified by rejection sampling; with no drafter it is plain autoregressive decoding (one token per target
 pass), the baseline every speed-up is measured against. Output is the target's own: greedy
 decoding gives its greedy tokens exactly, sampling gives its distribution exactly.
 """
@@ -13,17 +14,16 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Iterator, Literal, Sequence
 
-import torch
-
-from .acceptance import Acceptance, greedy_accept, speculative_accept
+from .acceptance import Acceptance, follow_choices, speculative_accept
+from .cost import PassCostProfile
 from .draft import Draft
 from .drafter import Drafter, NoDrafter
+from .model import Model
 from .policy import SpeculationConfig, SpeculationPolicy
-from .cost import PassCostProfile
-from .sampling import PositionalRandom, SamplingParams, warp
+from .sampling import PositionalRandom, SamplingParams, TokenChooser, warp
 from .stats import Stats
 from .text_stream import TextAssembler, TextPiece
-from .transformers_backend import TransformersModel
+from .verification import Verification
 
 FinishReason = Literal["stop", "length"]
 
@@ -84,7 +84,7 @@ class GenerationStream:
 
 
 class SpeculativeGenerator:
-    def __init__(self, model: TransformersModel, speculation: SpeculationConfig = SpeculationConfig()) -> None:
+    def __init__(self, model: Model, speculation: SpeculationConfig = SpeculationConfig()) -> None:
         self.model = model
         self.speculation = speculation
 
@@ -108,26 +108,33 @@ class SpeculativeGenerator:
 class _Run:
     """The state of one generation: the target's session, the policy, the text assembled so far."""
 
-    def __init__(self, model, speculation, prompt_ids, drafter, config) -> None:
+    def __init__(self, model: Model, speculation: SpeculationConfig, prompt_ids: list[int], drafter: Drafter, config: GenerationConfig) -> None:
         self.model = model
-        self.target = model.new_target()
         self.drafter = drafter
         self.config = config
         self.sampling = config.sampling
         self.timed = config.seed is None  # seeded requests decide from nothing that is timed
         cost = model.cost if self.timed else PassCostProfile.nominal()
         self.policy = SpeculationPolicy(speculation, cost)
-        self.rng = PositionalRandom(secrets.randbits(62) if config.seed is None else config.seed)
+        seed = secrets.randbits(62) if config.seed is None else config.seed
+        self.rng = PositionalRandom(seed)
+        self.target = model.new_target(TokenChooser(self.sampling, seed))
         self.prompt_ids = prompt_ids
         self.generated: list[int] = []
         self.assembler = TextAssembler(model.tokenizer, config.stop)
         self.pieces: list[TextPiece] = []
-        self.stats = Stats(prompt_tokens=len(prompt_ids))
+        self.stats = Stats(prompt_tokens=len(prompt_ids), exact=model.exact)
         self.eos = frozenset() if config.ignore_eos else model.eos_token_ids
         self.finish_reason: FinishReason = "length"
         self._started = 0.0
 
     def steps(self) -> Iterator[TextPiece]:
+        try:
+            yield from self._steps()
+        finally:  # also when the consumer stops early (a client went away)
+            self.target.close()
+
+    def _steps(self) -> Iterator[TextPiece]:
         start = self._started = time.perf_counter()
         self.target.prefill(self.prompt_ids)
         self.stats.prefill_s = time.perf_counter() - start
@@ -138,10 +145,10 @@ class _Run:
             draft, draft_seconds = self._draft(budget)
             # 2. verify: one target forward pass over the pending token and the whole draft
             start = time.perf_counter()
-            logits = self.target.verify(draft)
+            verification = self.target.verify(draft)
             self.stats.verify_s += time.perf_counter() - start
             # 3. accept
-            accepted = self._accept(draft, logits)
+            accepted = self._accept(draft, verification)
             # 4. commit (and tell the drafter and the policy)
             self.stats.fallback_steps += int(budget == 0 and self.policy.falling_back)
             self.target.commit(accepted.path, accepted.next_token)
@@ -162,20 +169,28 @@ class _Run:
         return max(0, min(self.policy.budget(), remaining, room))
 
     def _draft(self, budget: int) -> tuple[Draft, float]:
-        """The drafter's proposal (at most ``budget`` nodes) and the seconds it took."""
+        """The drafter's proposal (at most ``budget`` nodes, shaped for the target) and the seconds it took.
+
+        A target without logits verifies by comparing tokens, so it gets the draft without its
+        distributions (sample-and-compare keeps the target's distribution for any draft)."""
         if budget == 0:
             return Draft.empty(), 0.0
         start = time.perf_counter()
         draft = self.drafter.propose(self.prompt_ids + self.generated, budget).truncated(budget)
+        if not self.target.returns_logits:
+            draft = draft.deterministic()
+        draft = draft.pruned(self.target.max_branches)
         seconds = time.perf_counter() - start
         self.stats.draft_s += seconds
         return draft, seconds
 
-    def _accept(self, draft: Draft, logits: torch.Tensor) -> Acceptance:
-        if self.sampling.greedy:
-            return greedy_accept(draft, logits)
+    def _accept(self, draft: Draft, verification: Verification) -> Acceptance:
+        """Greedy and deterministic drafts: follow the target's own choices. Drafts carrying
+        distributions under sampling: rejection sampling over the target's warped logits."""
+        if self.sampling.greedy or draft.probs is None or verification.logits is None:
+            return follow_choices(draft, verification.choice)
         position = len(self.prompt_ids) + len(self.generated)
-        return speculative_accept(draft, warp(logits, self.sampling).cpu(), self.rng, position)
+        return speculative_accept(draft, warp(verification.logits, self.sampling).cpu(), self.rng, position)
 
     def _append(self, token: int, source: str) -> tuple[list[TextPiece], bool]:
         """Add one token; returns the text pieces it released and whether generation is over."""

@@ -9,8 +9,12 @@ same order transformers' ``generate`` applies (temperature, top-k, top-p).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
-import torch
+import numpy as np
+
+if TYPE_CHECKING:
+    import torch
 
 
 @dataclass(frozen=True)
@@ -32,12 +36,15 @@ class SamplingParams:
         return self.temperature == 0.0
 
 
-def warp(logits: torch.Tensor, params: SamplingParams) -> torch.Tensor:
-    """Probabilities ``[..., vocab]`` (float32) to sample from, given raw logits ``[..., vocab]``.
+def warp(logits: "torch.Tensor", params: SamplingParams) -> "torch.Tensor":
+    """Probabilities ``[..., vocab]`` (float32) to sample from, given raw logits ``[..., vocab]``
+    (a torch tensor or a numpy array).
 
     For greedy params this returns the one-hot of the argmax.
     """
-    logits = logits.float()
+    import torch
+
+    logits = torch.as_tensor(logits).float()
     if params.greedy:
         return torch.nn.functional.one_hot(logits.argmax(-1), logits.shape[-1]).float()
     logits = logits / params.temperature
@@ -54,8 +61,10 @@ def warp(logits: torch.Tensor, params: SamplingParams) -> torch.Tensor:
     return probs
 
 
-def sample(probs: torch.Tensor, generator: torch.Generator | None) -> int:
+def sample(probs: "torch.Tensor", generator: "torch.Generator | None") -> int:
     """One token id drawn from ``probs`` ``[vocab]``."""
+    import torch
+
     return int(torch.multinomial(probs, 1, generator=generator).item())
 
 
@@ -76,6 +85,44 @@ class PositionalRandom:
     def __init__(self, seed: int) -> None:
         self.seed = int(seed)
 
-    def generator(self, position: int, stream: int = TARGET_STREAM) -> torch.Generator:
+    def generator(self, position: int, stream: int = TARGET_STREAM) -> "torch.Generator":
+        import torch
+
         key = hash((self.seed, int(position), int(stream))) & 0x7FFF_FFFF_FFFF_FFFF
         return torch.Generator().manual_seed(key)
+
+
+def top_tokens(row: Any, k: int) -> list[int]:
+    """The ``k`` largest entries' indices of a ``[vocab]`` row (numpy or torch), largest first."""
+    if hasattr(row, "topk"):
+        return [int(t) for t in row.topk(k).indices.tolist()]
+    row = np.asarray(row)
+    if k >= row.shape[0]:
+        return [int(t) for t in np.argsort(-row, kind="stable")]
+    part = np.argpartition(-row, k - 1)[:k]
+    return [int(t) for t in part[np.argsort(-row[part], kind="stable")]]
+
+
+def argmax(row: Any) -> int:
+    """Index of the largest value of a ``[vocab]`` row (numpy or torch; the first on ties)."""
+    return int(row.argmax()) if hasattr(row, "argmax") else int(np.argmax(row))
+
+
+@dataclass(frozen=True)
+class TokenChooser:
+    """How a target picks its **own** token after a prefix: the argmax of its logits (greedy), or a
+    draw from its warped distribution keyed by (``seed``, the token's absolute position). Keyed draws
+    make the choice at a position independent of how it was reached, so any backend, local or
+    remote, that chooses with the same chooser picks the same token (given the same logits).
+    A verifier that only compares drafted tokens with these choices (sample-and-compare) keeps the
+    target's distribution exactly; greedy verification is the special case of the argmax."""
+
+    params: SamplingParams = SamplingParams()
+    seed: int = 0
+
+    def choose(self, logits_row: Any, position: int) -> int:
+        """The token for absolute ``position`` given the logits ``[vocab]`` predicting it."""
+        if self.params.greedy:
+            return argmax(logits_row)
+        probs = warp(logits_row, self.params).cpu()
+        return sample(probs, PositionalRandom(self.seed).generator(position, TARGET_STREAM))

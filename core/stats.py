@@ -21,6 +21,7 @@ class Stats:
     verify_s: float = 0.0
     prefill_s: float = 0.0
     wall_s: float = 0.0
+    exact: bool = True  # the backend guarantees speculative == plain decoding (``Model.exact``)
 
     @classmethod
     def merged(cls, parts: "list[Stats]") -> "Stats":
@@ -31,6 +32,8 @@ class Stats:
                 value = getattr(part, name)
                 if name == "accepted_length_histogram":
                     total.accepted_length_histogram.update(value)
+                elif name == "exact":
+                    total.exact = total.exact and value
                 else:
                     setattr(total, name, getattr(total, name) + value)
         return total
@@ -82,4 +85,5 @@ class Stats:
             "prefill_s": round(self.prefill_s, 4),
             "wall_s": round(self.wall_s, 4),
             "tokens_per_s": round(self.tokens_per_s, 3),
+            "exact": self.exact,
         }

@@ -2,20 +2,23 @@
 
 A target holds one sequence. Its committed context ends in a **pending** token: the last token
 accepted, not yet run through the model. ``verify`` runs the pending token and the whole draft
-in ONE forward pass and returns a row of logits per position (see ``specdraft.acceptance`` for
-the row convention); ``commit`` keeps the cache of the accepted path and makes the bonus token
-the new pending token. (Right after the prefill there is no pending token: the prefill's last
-position already predicts the first row.) Backends: transformers on CPU/CUDA (``specdraft.transformers_backend``);
-remote and other backends implement the same three calls.
+in ONE forward pass and returns a ``Verification`` (the target's own choice per row, and its
+logits where the backend has them; see ``specdraft.verification`` for the row convention);
+``commit`` keeps the cache of the accepted path and makes the bonus token the new pending token.
+(Right after the prefill there is no pending token: the prefill's last position already predicts
+the first row.) A target chooses its own tokens with the ``TokenChooser`` it was created with.
+
+Backends: transformers on CPU/CUDA (``specdraft.transformers_backend``), llama.cpp
+(``specdraft.llama_backend``); remote and engine targets implement the same calls. The conformance
+suite (``tests/test_target_conformance.py``) runs every implementation through the same checks.
 """
 
 from __future__ import annotations
 
 from typing import Protocol, Sequence
 
-import torch
-
 from .draft import Draft
+from .verification import Verification
 
 
 class Target(Protocol):
@@ -30,6 +33,17 @@ class Target(Protocol):
         ...
 
     @property
+    def max_branches(self) -> int:
+        """Most root-to-leaf branches one verification takes (drafts are pruned to fit)."""
+        ...
+
+    @property
+    def returns_logits(self) -> bool:
+        """Whether ``verify`` returns logits (needed to verify drafts that carry distributions by
+        rejection sampling; without them such drafts are verified by sample-and-compare)."""
+        ...
+
+    @property
     def forward_passes(self) -> int:
         """Forward passes this target has run (the prefill included)."""
         ...
@@ -38,10 +52,14 @@ class Target(Protocol):
         """Start the sequence from ``context_ids`` (the first ``verify`` predicts what follows)."""
         ...
 
-    def verify(self, draft: Draft) -> torch.Tensor:
-        """Logits ``[1 + len(draft), vocab]`` for the pending token and every draft node, one pass."""
+    def verify(self, draft: Draft) -> Verification:
+        """The target's verdict on the pending token and every draft node, in one pass."""
         ...
 
     def commit(self, path: Sequence[int], next_token: int) -> None:
         """Keep the accepted ``path`` (draft node indices) and make ``next_token`` pending."""
+        ...
+
+    def close(self) -> None:
+        """Release what the sequence holds (its cache). The target is not used afterwards."""
         ...

@@ -8,7 +8,10 @@ Concatenating every emitted piece gives exactly the final text (stop string excl
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal, Sequence
+from typing import TYPE_CHECKING, Literal, Sequence
+
+if TYPE_CHECKING:
+    from .model import Tokenizer
 
 Source = Literal["draft", "target"]
 INCOMPLETE = "\ufffd"  # what a tokenizer decodes a partial UTF-8 sequence to
@@ -26,14 +29,14 @@ class TextPiece:
 class IncrementalDecoder:
     """Decodes a growing token list piece by piece (the prefix/read offset scheme)."""
 
-    def __init__(self, tokenizer) -> None:
+    def __init__(self, tokenizer: Tokenizer) -> None:
         self.tokenizer = tokenizer
         self.ids: list[int] = []
         self._prefix = 0  # start of the window re-decoded for context
         self._read = 0  # tokens whose text has been returned
 
     def _decode(self, ids: Sequence[int]) -> str:
-        return self.tokenizer.decode(list(ids), skip_special_tokens=True)
+        return self.tokenizer.decode(ids)
 
     def push(self, token: int) -> str:
         self.ids.append(token)
@@ -58,7 +61,7 @@ class TextAssembler:
     before it. Pieces keep the source of the token that produced them.
     """
 
-    def __init__(self, tokenizer, stop: Sequence[str] = ()) -> None:
+    def __init__(self, tokenizer: Tokenizer, stop: Sequence[str] = ()) -> None:
         self.decoder = IncrementalDecoder(tokenizer)
         self.stop = tuple(s for s in stop if s)
         self.emitted = ""

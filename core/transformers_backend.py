@@ -1,69 +1,53 @@
 """The transformers backend: a causal LM on CPU or CUDA, its tokenizer, and per-request sessions.
 
-``TransformersModel`` holds the weights and tokenizer, loaded once and shared by every request;
-it never holds sequence state. ``TransformersSession`` is one sequence's KV cache with a forward
-pass that accepts a token tree (tree attention mask + tree positions). ``TransformersTarget``
-implements the ``Target`` protocol on a session. Draft models use sessions too.
+``TransformersModel`` (the ``Model`` protocol) holds the weights and tokenizer, loaded once and
+shared by every request; it never holds sequence state. ``TransformersSession`` is one sequence's
+KV cache with a forward pass that accepts a token tree (tree attention mask + tree positions).
+``TransformersTarget`` implements the ``Target`` protocol on a session. Draft models use sessions
+too. In float32 (the default) it is the exact reference backend.
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from dataclasses import dataclass
 from typing import Sequence
 
 import torch
 
 from .cost import PassCostProfile
 from .draft import ROOT, Draft
+from .hf_tokenizer import HFTokenizer
 from .kv_cache import KVCache
+from .model_config import ModelConfig
+from .sampling import TokenChooser
+from .verification import Verification
 
-DEFAULT_MODEL = "smollm2-135m"
 _DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
 
-@dataclass(frozen=True)
-class ModelConfig:
-    """Which model to load and where. ``model``: a registry name, a local path or a hub id.
-    ``device``: "auto" (CUDA when available), "cpu" or "cuda[:N]". ``dtype``: "auto" (float32),
-    "float32", "bfloat16" or "float16".
+def resolved_device(config: ModelConfig) -> torch.device:
+    if config.device == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return torch.device(config.device)
 
-    Why float32 by default, on CUDA too: speculative output equals plain decoding's token for token
-    only when a pass over k tokens gives the same logits as k one-token passes. In float32 the two
-    differ by rounding far below any logit gap that matters; in bfloat16/float16 GPU kernels chosen
-    by pass width round differently, and a near-tie can flip (scripts/cuda_check.py on an H100: in
-    bfloat16, 3 of 4 random-model trials diverged from plain decoding, none in float32). Choose
-    bfloat16 explicitly to trade that guarantee for memory; transformers' own speculation has the
-    same property."""
 
-    model: str = DEFAULT_MODEL
-    device: str = "auto"
-    dtype: str = "auto"
-
-    def __post_init__(self) -> None:
-        if self.dtype not in ("auto", *_DTYPES):
-            raise ValueError(f"dtype must be auto or one of {sorted(_DTYPES)}, got {self.dtype!r}")
-        if not (self.device in ("auto", "cpu") or self.device.startswith("cuda")):
-            raise ValueError(f"device must be auto, cpu or cuda[:N], got {self.device!r}")
-
-    def resolved_device(self) -> torch.device:
-        if self.device == "auto":
-            return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-        return torch.device(self.device)
-
-    def resolved_dtype(self) -> torch.dtype:
-        if self.dtype == "auto":
-            return torch.float32  # lossless on every device; see the class docstring
-        return _DTYPES[self.dtype]
+def resolved_dtype(config: ModelConfig) -> torch.dtype:
+    return torch.float32 if config.dtype == "auto" else _DTYPES[config.dtype]  # see ModelConfig
 
 
 class TransformersModel:
-    """A loaded causal LM + tokenizer. Thread-safe: forward passes are serialised by a lock."""
+    """A loaded causal LM + tokenizer. Thread-safe: forward passes are serialised by a lock.
+
+    ``tokenizer`` is the ``Tokenizer`` protocol over ``hf_tokenizer`` (transformers' own object,
+    for code that runs transformers itself, such as the benchmark's peers)."""
+
+    backend = "transformers"
 
     def __init__(self, hf_model, tokenizer, name: str = "model") -> None:
         self.hf_model = hf_model.eval()
-        self.tokenizer = tokenizer
+        self.hf_tokenizer = tokenizer
+        self.tokenizer = HFTokenizer(tokenizer)
         self.name = name
         self.cost = PassCostProfile()
         self._lock = threading.Lock()
@@ -76,14 +60,20 @@ class TransformersModel:
         from .models import resolve_checkpoint
 
         path = resolve_checkpoint(config.model)
-        hf_model = AutoModelForCausalLM.from_pretrained(path, dtype=config.resolved_dtype())
-        hf_model.to(config.resolved_device())
+        hf_model = AutoModelForCausalLM.from_pretrained(path, dtype=resolved_dtype(config))
+        hf_model.to(resolved_device(config))
         return cls(hf_model, AutoTokenizer.from_pretrained(path), name=config.model)
 
     # --- facts --------------------------------------------------------------------------------
     @property
     def device(self) -> torch.device:
         return self.hf_model.device
+
+    @property
+    def exact(self) -> bool:
+        """float32/float64 passes agree with one-token passes far below any logit gap that matters
+        (see ``ModelConfig``); half precision does not."""
+        return self.hf_model.dtype in (torch.float32, torch.float64)
 
     @property
     def vocab_size(self) -> int:
@@ -99,27 +89,26 @@ class TransformersModel:
         configured = getattr(self.hf_model.generation_config, "eos_token_id", None)
         if configured is not None:
             ids.update([configured] if isinstance(configured, int) else configured)
-        if self.tokenizer.eos_token_id is not None:
-            ids.add(self.tokenizer.eos_token_id)
+        if self.hf_tokenizer.eos_token_id is not None:
+            ids.add(self.hf_tokenizer.eos_token_id)
         return frozenset(ids)
 
     # --- text ---------------------------------------------------------------------------------
     @property
     def has_chat_template(self) -> bool:
-        return bool(getattr(self.tokenizer, "chat_template", None))
+        return self.tokenizer.chat_template is not None
 
     def encode(self, text: str) -> list[int]:
-        return list(self.tokenizer(text, add_special_tokens=True).input_ids)
+        return self.tokenizer.encode(text, add_special_tokens=True)
 
     def encode_chat(self, messages: Sequence[dict]) -> list[int]:
         """Token ids of ``messages`` wrapped in the model's chat template, ready for the answer."""
         if not self.has_chat_template:
             raise ValueError(f"{self.name} has no chat template")
-        text = self.tokenizer.apply_chat_template(list(messages), add_generation_prompt=True, tokenize=False)
-        return list(self.tokenizer(text, add_special_tokens=False).input_ids)
+        return self.tokenizer.encode(self.tokenizer.apply_chat_template(messages))
 
     def decode(self, ids: Sequence[int]) -> str:
-        return self.tokenizer.decode(list(ids), skip_special_tokens=True)
+        return self.tokenizer.decode(ids)
 
     # --- compute ------------------------------------------------------------------------------
     def forward(
@@ -127,12 +116,12 @@ class TransformersModel:
         cache: KVCache,
         tokens: Sequence[int],
         positions: Sequence[int] | None = None,
-        tree_mask: torch.Tensor | None = None,
+        tree_mask=None,
         all_logits: bool = True,
     ) -> torch.Tensor:
         """Run ``tokens`` after what ``cache`` holds, appending their keys/values to it.
 
-        ``positions``/``tree_mask`` (bool ``[q, q]``, True = may attend) describe a token tree;
+        ``positions``/``tree_mask`` (bool ``[q, q]`` array, True = may attend) describe a token tree;
         None means an ordinary causal chain. Returns logits ``[q, vocab]`` (or ``[1, vocab]`` for
         the last token when ``all_logits`` is False), float32 on the model's device.
         """
@@ -142,7 +131,7 @@ class TransformersModel:
         input_ids = torch.tensor([list(tokens)], dtype=torch.long, device=device)
         kwargs = {}
         if tree_mask is not None:
-            allowed = torch.cat([torch.ones(q, past, dtype=torch.bool), tree_mask.cpu()], dim=1)
+            allowed = torch.cat([torch.ones(q, past, dtype=torch.bool), torch.as_tensor(tree_mask)], dim=1)
             bias = torch.zeros(allowed.shape, dtype=self.hf_model.dtype)
             bias.masked_fill_(~allowed, torch.finfo(self.hf_model.dtype).min)
             kwargs["attention_mask"] = bias[None, None].to(device)  # [1, 1, q, past + q]
@@ -166,8 +155,8 @@ class TransformersModel:
     def new_session(self) -> "TransformersSession":
         return TransformersSession(self)
 
-    def new_target(self) -> "TransformersTarget":
-        return TransformersTarget(self)
+    def new_target(self, chooser: TokenChooser = TokenChooser()) -> "TransformersTarget":
+        return TransformersTarget(self, chooser)
 
 
 class TransformersSession:
@@ -206,8 +195,12 @@ class TransformersTarget:
     costs one pass per generated token, prefill included, as in transformers' ``generate``.
     """
 
-    def __init__(self, model: TransformersModel) -> None:
+    max_branches = 1 << 30  # a tree mask takes any shape
+    returns_logits = True
+
+    def __init__(self, model: TransformersModel, chooser: TokenChooser = TokenChooser()) -> None:
         self.model = model
+        self.chooser = chooser
         self.session = model.new_session()
         self._pending: int | None = None  # the last committed token, not yet in the cache
         self._next_logits: torch.Tensor | None = None  # [vocab] after the prefill, before any verify
@@ -233,7 +226,12 @@ class TransformersTarget:
             raise RuntimeError("prefill() starts a sequence; this target already holds one")
         self._next_logits = self._feed(context_ids, all_logits=False)[-1]
 
-    def verify(self, draft: Draft) -> torch.Tensor:
+    def verify(self, draft: Draft) -> Verification:
+        position = self.context_length  # where row 0's token goes
+        return Verification.from_logits(self._logits(draft), draft, position, self.chooser)
+
+    def _logits(self, draft: Draft) -> torch.Tensor:
+        """``[1 + len(draft), vocab]``: the pending token's row, then one row per draft node."""
         if self._verified_at is not None:
             raise RuntimeError("verify() twice without commit()")
         if self._next_logits is not None:  # first step: the prefill already predicted the next token
@@ -256,3 +254,6 @@ class TransformersTarget:
         self._verified_at = None
         self._next_logits = None
         self._pending = int(next_token)
+
+    def close(self) -> None:
+        self.session = self.model.new_session()  # drops the cache's tensors

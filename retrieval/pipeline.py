@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Iterator, Sequence
 
-from specdraft import Drafter, GenerationConfig, SpeculationConfig, SpeculativeGenerator, Stats, TransformersModel
+from specdraft import Drafter, GenerationConfig, Model, SpeculationConfig, SpeculativeGenerator, Stats, Tokenizer
 from specdraft.drafters import PromptLookupDrafter
 from specdraft.drafters.chain_of_drafters import FirstDraft
 from specdraft.generator import GenerationResult, GenerationStream
@@ -130,15 +130,15 @@ def check_drafter(kind: str, datastore: Datastore | None, vocab_size: int | None
 
 
 def build_drafter(
-    kind: str, tokenizer, references: Sequence[str], datastore: Datastore | None, config: RAGConfig = RAGConfig()
+    kind: str, tokenizer: Tokenizer, references: Sequence[str], datastore: Datastore | None, config: RAGConfig = RAGConfig()
 ) -> Drafter | None:
     """A fresh drafter of ``kind`` (one of ``DRAFTERS``) for one request: the reference drafter over
     ``references`` (texts, tokenized with ``tokenizer``), the datastore drafter over ``datastore``,
     both (reference first), prompt lookup, or None for "none" (plain decoding)."""
-    check_drafter(kind, datastore, len(tokenizer))
+    check_drafter(kind, datastore, tokenizer.vocab_size)
     drafters: list[Drafter] = []
     if "reference" in kind:
-        reference_ids = [tokenizer(text, add_special_tokens=False).input_ids for text in references]
+        reference_ids = [tokenizer.encode(text) for text in references]
         drafters.append(ReferenceDrafter(reference_ids, config.reference))
     if "datastore" in kind:
         drafters.append(DatastoreDrafter(datastore, config.datastore))
@@ -153,12 +153,12 @@ class RAGPipeline:
     def __init__(
         self,
         index: DocumentIndex,
-        target: TransformersModel,
+        target: Model,
         drafter: str = "reference",
         datastore: Datastore | None = None,
         config: RAGConfig = RAGConfig(),
     ) -> None:
-        check_drafter(drafter, datastore, len(target.tokenizer))
+        check_drafter(drafter, datastore, target.tokenizer.vocab_size)
         self.index = index
         self.target = target
         self.drafter = drafter

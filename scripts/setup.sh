@@ -13,6 +13,7 @@ cd "$(dirname "$0")/.."
 VENV="${SPECDRAFT_VENV:-.venv}"
 PY="${PYTHON:-python3}"
 MODELS="${SPECDRAFT_MODELS:-smollm2-135m qwen2.5-coder-0.5b}"
+LLAMA_CPP_VERSION=0.3.36   # pinned in pyproject.toml too
 
 if [ ! -x /usr/bin/chromium ] || [ ! -x /usr/bin/chromedriver ]; then
     if [ "$(id -u)" = 0 ]; then
@@ -45,7 +46,20 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
         echo "[setup] installing torch (CPU build 2.13.0 where available)"
         "${PIP[@]}" install "torch==2.13.0" || "${PIP[@]}" install torch
     fi
-    echo "[setup] installing specdraft and its dependencies (llama-cpp-python compiles once: ~10 min)"
+    # llama-cpp-python compiles from source. A native build (-march=native) enables AVX-512/AMX where the
+    # build machine has them and has crashed on its first decode here, and its wheel would not run on an
+    # older CPU: build the portable CPU variant once into our own cache (pip's wheel cache does not key
+    # on CMAKE_ARGS, so a native wheel cached there would be reused silently).
+    wheels="${SPECDRAFT_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/specdraft}/wheels/llama-cpp-python-$LLAMA_CPP_VERSION-portable"
+    if ! ls "$wheels"/llama_cpp_python-*.whl >/dev/null 2>&1; then
+        echo "[setup] building llama-cpp-python $LLAMA_CPP_VERSION (portable CPU build, once: ~8 min)"
+        mkdir -p "$wheels.tmp"
+        CMAKE_ARGS="-DGGML_NATIVE=OFF ${CMAKE_ARGS:-}" FORCE_CMAKE=1 \
+            "${PIP[@]}" wheel --no-deps --no-cache-dir --no-binary llama-cpp-python -w "$wheels.tmp" "llama-cpp-python==$LLAMA_CPP_VERSION"
+        rm -rf "$wheels" && mv "$wheels.tmp" "$wheels"
+    fi
+    "${PIP[@]}" install --force-reinstall --no-deps "$wheels"/llama_cpp_python-*.whl
+    echo "[setup] installing specdraft and its dependencies"
     "${PIP[@]}" install -e ".[cpu,test,bench]"
     echo "[setup] fetching embedded models: $MODELS"
     "$VENV/bin/python" -m specdraft.models.install $MODELS

@@ -1,11 +1,12 @@
 import pytest
 
+from specdraft.hf_tokenizer import HFTokenizer
 from specdraft.text_stream import TextAssembler
 
 
 def run(tokenizer, text, stop=(), sources=None):
     ids = tokenizer(text).input_ids
-    assembler = TextAssembler(tokenizer, stop)
+    assembler = TextAssembler(HFTokenizer(tokenizer), stop)
     pieces = []
     for i, token in enumerate(ids):
         pieces += assembler.push(token, sources[i % len(sources)] if sources else "target")

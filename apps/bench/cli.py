@@ -10,6 +10,7 @@ from pathlib import Path
 
 def add_bench_parser(sub) -> None:
     from specdraft import DEFAULT_MODEL
+    from specdraft.apps.cli_args import add_model_args
     from specdraft.retrieval.pipeline import RAGConfig
 
     from .suites import names
@@ -37,7 +38,7 @@ def add_bench_parser(sub) -> None:
         ),
     )
     bench.add_argument("benchmark", nargs="?", default="chat-summarization", choices=names(), help="benchmark (default: %(default)s)")
-    bench.add_argument("--model", default=DEFAULT_MODEL, help="target model (default: %(default)s)")
+    add_model_args(bench, DEFAULT_MODEL)
     bench.add_argument("--draft-model", default=None, help="also compare a draft model (specdraft model:NAME and transformers assisted generation)")
     bench.add_argument("--tree-width", type=int, default=1, help="candidates per depth for specdraft's draft model (default: %(default)s)")
     bench.add_argument("--limit", type=int, default=8, help="number of prompts (default: %(default)s)")
@@ -52,20 +53,18 @@ def add_bench_parser(sub) -> None:
         help="rag, chat-multiturn: index only the first N ShareGPT answers in the datastore, for quick runs "
         "(default: all, about 62,000 answers; the first build takes minutes and is cached per N)",
     )
-    bench.add_argument("--no-transformers", action="store_true", help="skip transformers' generate peers")
+    bench.add_argument("--no-peers", "--no-transformers", dest="no_peers", action="store_true", help="skip the peers (transformers' generate; llama-cpp-python's generation on --backend llama-cpp)")
     bench.add_argument("--out", type=Path, default=None, help="output folder (default: results/<benchmark>-<model>-<time>)")
-    bench.add_argument("--device", default="auto", help="auto, cpu or cuda[:N]")
-    bench.add_argument("--dtype", default="auto", choices=["auto", "float32", "bfloat16", "float16"])
 
 
 def run_bench(args: argparse.Namespace) -> int:
-    from specdraft.drafters.factory import ModelPool
+    from specdraft.apps.cli_args import model_pool
 
     from .report import markdown_table, write_report
     from .runner import run_suite
     from .suites import build
 
-    pool = ModelPool(args.device, args.dtype)
+    pool = model_pool(args)
     target = pool.get(args.model)
     result = run_suite(args.benchmark, args.model, build(args, pool, target))
     out = args.out or Path("results") / f"{args.benchmark}-{args.model.replace('/', '_')}-{time.strftime('%Y%m%d-%H%M%S')}"

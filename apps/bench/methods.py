@@ -5,8 +5,9 @@
   name (``prompt-lookup``, ``model:NAME``); adapters add their own (copydraft drafts the case's
   source).
 - ``TransformersMethod``: transformers' own ``generate`` (greedy), plain, with
-  ``prompt_lookup_num_tokens`` or with ``assistant_model``: the peers a user would otherwise pick.
-  Forward passes are counted with a hook on the target module.
+  ``prompt_lookup_num_tokens`` or with ``assistant_model``: the peers a user of the transformers
+  backend would otherwise pick. Forward passes are counted with a hook on the target module.
+  (On the llama.cpp backend the peers are llama-cpp-python's own: ``llama_peers``.)
 """
 
 from __future__ import annotations
@@ -18,8 +19,8 @@ from typing import Callable, Protocol
 import torch
 from transformers.generation.streamers import BaseStreamer
 
-from specdraft import Drafter, GenerationConfig, SpeculationConfig, SpeculativeGenerator, TransformersModel
-from specdraft.drafters.factory import DrafterSpec, ModelPool
+from specdraft import Drafter, GenerationConfig, Model, SpeculationConfig, SpeculativeGenerator, TransformersModel
+from specdraft.apps.model_pool import DrafterSpec, ModelPool
 
 
 @dataclass(frozen=True)
@@ -70,7 +71,7 @@ class SpecdraftMethod:
     def __init__(
         self,
         name: str,
-        target: TransformersModel,
+        target: Model,
         make_drafter: Callable[[BenchCase], Drafter | None],
         speculation: SpeculationConfig = SpeculationConfig(),
     ) -> None:
@@ -91,11 +92,11 @@ class SpecdraftMethod:
         )
 
 
-def plain(target: TransformersModel) -> SpecdraftMethod:
+def plain(target: Model) -> SpecdraftMethod:
     return SpecdraftMethod("plain", target, lambda case: None)
 
 
-def specdraft_by_spec(pool: ModelPool, target: TransformersModel, spec: DrafterSpec) -> SpecdraftMethod:
+def specdraft_by_spec(pool: ModelPool, target: Model, spec: DrafterSpec) -> SpecdraftMethod:
     spec.prepare(pool, target)
     greedy = GenerationConfig().sampling
     return SpecdraftMethod(f"specdraft:{spec}", target, lambda case: spec.build(pool, target, greedy))

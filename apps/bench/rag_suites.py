@@ -38,9 +38,9 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from specdraft import Drafter, TransformersModel
+from specdraft import Drafter, Model
 from specdraft.apps.datastore_cmd import build_datastore
-from specdraft.drafters.factory import ModelPool
+from specdraft.apps.model_pool import ModelPool
 from specdraft.retrieval.datastore import Datastore, DatastoreDraftConfig
 from specdraft.retrieval.embedder import Embedder, TextEmbedder
 from specdraft.retrieval.index import CorruptIndexError, DocumentIndex, IndexConfig, IndexNotFoundError
@@ -49,7 +49,7 @@ from specdraft.retrieval.pipeline import RAGConfig, RAGPipeline, build_drafter
 from . import datasets
 from .datasets import BenchPrompt, _say, data_cache_dir
 from .methods import BenchCase, Method, SpecdraftMethod, plain
-from .suites import Suite, draft_model_methods, transformers_peers
+from .suites import Suite, draft_model_methods, peers
 
 RAG_PASSAGE_CAP = 3000
 RAG_INDEX_FORMAT = 1  # bump when passages are turned into documents differently
@@ -62,7 +62,7 @@ ANSWER_POSITIONS = 4  # lookup contexts per case: the prompt, then + i/4 of plai
 # Suites
 
 
-def rag_suite(args: argparse.Namespace, pool: ModelPool, target: TransformersModel, embedder: TextEmbedder | None = None) -> Suite:
+def rag_suite(args: argparse.Namespace, pool: ModelPool, target: Model, embedder: TextEmbedder | None = None) -> Suite:
     """The ``rag`` benchmark (module docstring); ``embedder`` defaults to the packaged MiniLM."""
     config = RAGConfig(top_k=args.top_k, max_new_tokens=args.max_new_tokens)
     passages = datasets.rag_passages()[:RAG_PASSAGE_CAP]
@@ -77,7 +77,7 @@ def rag_suite(args: argparse.Namespace, pool: ModelPool, target: TransformersMod
     return _retrieval_suite(args, pool, target, cases, datastore, config, facts)
 
 
-def chat_multiturn_suite(args: argparse.Namespace, pool: ModelPool, target: TransformersModel) -> Suite:
+def chat_multiturn_suite(args: argparse.Namespace, pool: ModelPool, target: Model) -> Suite:
     """The ``chat-multiturn`` benchmark (module docstring)."""
     config = RAGConfig(max_new_tokens=args.max_new_tokens)
     cases = [chat_case(target, prompt, args.max_new_tokens) for prompt in datasets.chat_multiturn(args.limit, args.seed)]
@@ -88,7 +88,7 @@ def chat_multiturn_suite(args: argparse.Namespace, pool: ModelPool, target: Tran
 def _retrieval_suite(
     args: argparse.Namespace,
     pool: ModelPool,
-    target: TransformersModel,
+    target: Model,
     cases: list[BenchCase],
     datastore: Datastore,
     config: RAGConfig,
@@ -101,10 +101,10 @@ def _retrieval_suite(
         lookups = lookup_timings(datastore, cases, outputs, config.datastore)
         return {**facts, "datastore": {**facts["datastore"], "lookup": lookups}}
 
-    return Suite(methods + transformers_peers(args, pool, target), cases, retrieval=retrieval)
+    return Suite(methods + peers(args, pool, target), cases, retrieval=retrieval)
 
 
-def retrieval_methods(target: TransformersModel, datastore: Datastore, config: RAGConfig) -> list[Method]:
+def retrieval_methods(target: Model, datastore: Datastore, config: RAGConfig) -> list[Method]:
     """Plain decoding, then ``specdraft:<kind>`` for each of ``RETRIEVAL_DRAFTERS``, drafting from the
     case's references and ``datastore`` as ``RAGPipeline`` does."""
 
@@ -145,7 +145,7 @@ def rag_cases(pipeline: RAGPipeline, questions: Sequence[dict]) -> tuple[list[Be
     return cases, facts
 
 
-def chat_prompt_ids(target: TransformersModel, messages: Sequence[dict]) -> list[int]:
+def chat_prompt_ids(target: Model, messages: Sequence[dict]) -> list[int]:
     """``messages`` in the target's chat template, ready for the answer; without a template, a
     ``"User: ...\\n\\nAssistant: ...\\n\\n"`` transcript ending in ``"Assistant:"``."""
     if target.has_chat_template:
@@ -154,7 +154,7 @@ def chat_prompt_ids(target: TransformersModel, messages: Sequence[dict]) -> list
     return target.encode(f"{transcript}Assistant:")
 
 
-def chat_case(target: TransformersModel, prompt: BenchPrompt, max_new_tokens: int) -> BenchCase:
+def chat_case(target: Model, prompt: BenchPrompt, max_new_tokens: int) -> BenchCase:
     """A conversation ending in a user turn; the references are its turns' texts."""
     references = tuple(message["content"] for message in prompt.messages)
     return BenchCase(prompt.id, tuple(chat_prompt_ids(target, prompt.messages)), max_new_tokens, references=references)
@@ -184,7 +184,7 @@ def cached_index(passages: Sequence[dict], embedder: TextEmbedder, config: Index
     return index, {**facts, "built": built, "seconds": round(seconds, 3)}
 
 
-def cached_sharegpt_datastore(target: TransformersModel, limit: int | None) -> tuple[Datastore, dict]:
+def cached_sharegpt_datastore(target: Model, limit: int | None) -> tuple[Datastore, dict]:
     """The REST datastore of ``sharegpt_datastore_texts()`` (the first ``limit`` texts; all for None)
     in the target's tokenizer, loaded from its cache folder or built and saved there (then opened
     from disk, memory-mapped, either way). Facts: corpus, folder, texts, tokens, ``disk_mb``,
@@ -192,7 +192,7 @@ def cached_sharegpt_datastore(target: TransformersModel, limit: int | None) -> t
     if limit is not None and limit < 1:
         raise ValueError(f"--datastore-limit must be >= 1, got {limit}")
     corpus = {"package": datasets.SHAREGPT, "reserved": datasets.RESERVED_RULE, "limit": limit}
-    key = _digest({"format": DATASTORE_FORMAT, "tokenizer": tokenizer_fingerprint(target.tokenizer), "corpus": corpus})
+    key = _digest({"format": DATASTORE_FORMAT, "tokenizer": target.tokenizer.fingerprint(), "corpus": corpus})
     folder = data_cache_dir() / f"datastore-sharegpt-{key}"
     start = time.perf_counter()
     try:
@@ -210,14 +210,6 @@ def cached_sharegpt_datastore(target: TransformersModel, limit: int | None) -> t
         "disk_mb": round(sum(path.stat().st_size for path in Path(folder).iterdir()) / 1e6, 1),
     }
     return datastore, {**facts, "built": built, "seconds": round(seconds, 3)}
-
-
-def tokenizer_fingerprint(tokenizer) -> str:
-    """A digest of everything that decides how ``tokenizer`` splits text (the fast tokenizer's
-    serialization; the vocabulary for a slow one): equal tokenizers share a datastore."""
-    backend = getattr(tokenizer, "backend_tokenizer", None)
-    text = backend.to_str() if backend is not None else json.dumps(sorted(tokenizer.get_vocab().items()))
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
 def lookup_timings(datastore: Datastore, cases: Sequence[BenchCase], outputs: dict[str, list[int]], config: DatastoreDraftConfig) -> dict:

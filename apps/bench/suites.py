@@ -18,8 +18,8 @@ import argparse
 from dataclasses import dataclass, field
 from typing import Callable
 
-from specdraft import TransformersModel
-from specdraft.drafters.factory import DrafterSpec, ModelPool
+from specdraft import Model
+from specdraft.apps.model_pool import DrafterSpec, ModelPool
 
 from .methods import (
     BenchCase,
@@ -53,7 +53,7 @@ def names() -> list[str]:
     return sorted(PROMPT_SETS) + sorted(GRAMMAR_SETS) + list(RETRIEVAL_SETS)
 
 
-def build(args: argparse.Namespace, pool: ModelPool, target: TransformersModel) -> Suite:
+def build(args: argparse.Namespace, pool: ModelPool, target: Model) -> Suite:
     from .grammar_data import GRAMMAR_SETS
 
     if args.benchmark in GRAMMAR_SETS:
@@ -65,25 +65,34 @@ def build(args: argparse.Namespace, pool: ModelPool, target: TransformersModel) 
     return prompt_suite(args, pool, target)
 
 
-def draft_model_methods(args: argparse.Namespace, pool: ModelPool, target: TransformersModel) -> list[Method]:
+def draft_model_methods(args: argparse.Namespace, pool: ModelPool, target: Model) -> list[Method]:
     """specdraft's draft-model drafter for ``--draft-model`` (none without it)."""
     if not args.draft_model:
         return []
     return [specdraft_by_spec(pool, target, DrafterSpec.parse(f"model:{args.draft_model}", args.tree_width))]
 
 
-def transformers_peers(args: argparse.Namespace, pool: ModelPool, target: TransformersModel) -> list[Method]:
-    """transformers' prompt lookup, and assisted generation with ``--draft-model``; none with
-    ``--no-transformers``."""
-    if args.no_transformers:
+def peers(args: argparse.Namespace, pool: ModelPool, target: Model) -> list[Method]:
+    """What a user of the target's backend would otherwise run (none with ``--no-peers``):
+    transformers' prompt lookup, and assisted generation with ``--draft-model``; on llama.cpp,
+    llama-cpp-python's plain generation and its ``LlamaPromptLookupDecoding``."""
+    if args.no_peers:
         return []
-    peers: list[Method] = [transformers_prompt_lookup(target)]
+    if target.backend == "llama-cpp":
+        from .llama_peers import LlamaCppPeer
+
+        path, context, threads = target.file.path, target.max_length, target.threads
+        return [
+            LlamaCppPeer("llama-cpp-python:plain", path, context, threads),
+            LlamaCppPeer("llama-cpp-python:prompt-lookup", path, context, threads, prompt_lookup=10),
+        ]
+    found: list[Method] = [transformers_prompt_lookup(target)]
     if args.draft_model:
-        peers.append(transformers_assisted(target, pool.get(args.draft_model), args.draft_model))
-    return peers
+        found.append(transformers_assisted(target, pool.get(args.draft_model), args.draft_model))
+    return found
 
 
-def prompt_suite(args: argparse.Namespace, pool: ModelPool, target: TransformersModel) -> Suite:
+def prompt_suite(args: argparse.Namespace, pool: ModelPool, target: Model) -> Suite:
     from .datasets import load_prompt_set
 
     cases = []
@@ -92,10 +101,10 @@ def prompt_suite(args: argparse.Namespace, pool: ModelPool, target: Transformers
         cases.append(BenchCase(prompt.id, tuple(ids), args.max_new_tokens))
     methods: list[Method] = [plain(target), specdraft_by_spec(pool, target, DrafterSpec.parse("prompt-lookup"))]
     methods += draft_model_methods(args, pool, target)
-    return Suite(methods + transformers_peers(args, pool, target), cases)
+    return Suite(methods + peers(args, pool, target), cases)
 
 
-def grammar_suite(args: argparse.Namespace, pool: ModelPool, target: TransformersModel) -> Suite:
+def grammar_suite(args: argparse.Namespace, pool: ModelPool, target: Model) -> Suite:
     from specdraft.copydraft.corrector import INSTRUCTION
     from specdraft.copydraft.editor import Editor
 
@@ -118,4 +127,4 @@ def grammar_suite(args: argparse.Namespace, pool: ModelPool, target: Transformer
         hypotheses = [target.decode(outputs[i]).strip() for i in ids]
         return {"errant": score([by_id[i].source for i in ids], hypotheses, [by_id[i].reference for i in ids])}
 
-    return Suite(methods + transformers_peers(args, pool, target), cases, quality)
+    return Suite(methods + peers(args, pool, target), cases, quality)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from flask import Flask
 
-from specdraft.drafters.factory import ModelPool
+from specdraft.apps.model_pool import ModelPool
 from specdraft.retrieval.embedder import TextEmbedder
 
 from . import completions, demo, grammar, health, rag
@@ -27,13 +27,13 @@ __all__ = ["ServiceConfig", "ServiceState", "create_app", "current_state"]
 def create_app(config: ServiceConfig | None = None, pool: ModelPool | None = None, embedder: TextEmbedder | None = None) -> Flask:
     """The service for ``config`` (default: ``ServiceConfig()``).
 
-    ``pool`` supplies the models; by default a new ``ModelPool`` on ``config.device`` and
-    ``config.dtype``. Tests pass a pool that already holds a model under ``config.model``.
+    ``pool`` supplies the models; by default a new ``ModelPool`` on ``config``'s backend, device,
+    dtype and context. Tests pass a pool that already holds a model under ``config.model``.
     ``embedder`` embeds the RAG indexes' documents and questions; by default ``config.embedding_model``.
     Creating the app loads nothing.
     """
     config = config if config is not None else ServiceConfig()
-    pool = pool if pool is not None else ModelPool(config.device, config.dtype)
+    pool = pool if pool is not None else ModelPool(config.device, config.dtype, config.backend, config.context)
     app = Flask(__name__)
     app.config["MAX_CONTENT_LENGTH"] = config.max_request_bytes
     app.json.sort_keys = False  # keep OpenAI's field order

@@ -23,7 +23,7 @@ from typing import Any, Iterator
 from flask import Blueprint, Response, current_app, jsonify, request
 from jinja2 import TemplateError
 
-from specdraft import GenerationResult, GenerationStream, SpeculativeGenerator, TransformersModel
+from specdraft import GenerationResult, GenerationStream, Model, SpeculativeGenerator
 from specdraft.copydraft import CopyDrafter
 from specdraft.copydraft.editor import COPY_SPECULATION
 
@@ -113,7 +113,7 @@ def _complete(fmt: _Format) -> Response:
     prompt_ids = _prompt_ids(model, req, state.config.model)
     check_context_length(len(prompt_ids), req.max_tokens, model.max_length, fmt.prompt_param)
     if req.prediction is not None:  # predicted output: draft from it (the request's drafter is not used)
-        prediction_ids = model.tokenizer(req.prediction, add_special_tokens=False).input_ids
+        prediction_ids = model.tokenizer.encode(req.prediction)
         drafter, speculation, drafter_name = CopyDrafter(prediction_ids, model.eos_token_ids), COPY_SPECULATION, "prediction"
     else:
         prediction_ids = None
@@ -127,7 +127,7 @@ def _complete(fmt: _Format) -> Response:
     return jsonify(reply.response(stream.consume()))
 
 
-def _prompt_ids(model: TransformersModel, req: CompletionRequest, served: str) -> list[int]:
+def _prompt_ids(model: Model, req: CompletionRequest, served: str) -> list[int]:
     if req.messages is None:
         assert req.prompt is not None
         return model.encode(req.prompt)

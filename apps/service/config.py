@@ -13,7 +13,7 @@ from pathlib import Path
 
 from specdraft import DEFAULT_MODEL, ModelConfig, SpeculationConfig
 from specdraft.copydraft.editor import COPY_SPECULATION
-from specdraft.drafters.factory import DrafterSpec
+from specdraft.apps.model_pool import DrafterSpec
 from specdraft.retrieval.embedder import DEFAULT_EMBEDDER
 from specdraft.retrieval.pipeline import DRAFTERS, RAG_SPECULATION
 
@@ -30,7 +30,7 @@ def default_index_root() -> str:
 @dataclass(frozen=True)
 class ServiceConfig:
     """``model``: the target every request is answered by (registry name, local path or hub id),
-    loaded once, on first use, with ``device``/``dtype`` (see ``ModelConfig``). ``drafter``: the
+    loaded once, on first use, on ``backend`` with ``device``/``dtype``/``context`` (see ``ModelConfig``). ``drafter``: the
     drafter for requests that do not name one ("none", "prompt-lookup" or "model:NAME").
     ``max_tokens_limit``: the largest ``max_tokens`` a request may ask for; ``default_max_tokens``:
     what a request that omits it gets. ``max_request_bytes``: larger request bodies get a 413.
@@ -50,6 +50,8 @@ class ServiceConfig:
     drafter: str = "prompt-lookup"
     device: str = "auto"
     dtype: str = "auto"
+    backend: str = "auto"
+    context: int = 0
     max_tokens_limit: int = 2048
     default_max_tokens: int = 256
     max_request_bytes: int = 1_000_000
@@ -69,7 +71,7 @@ class ServiceConfig:
     def __post_init__(self) -> None:
         if not self.model.strip():
             raise ValueError("model must name a model")
-        self.model_config  # validates device and dtype
+        self.model_config  # validates the backend, device, dtype and context
         self.drafter_spec  # validates the drafter's name
         if self.max_tokens_limit < 1:
             raise ValueError(f"max_tokens_limit must be >= 1, got {self.max_tokens_limit}")
@@ -98,7 +100,7 @@ class ServiceConfig:
 
     @property
     def model_config(self) -> ModelConfig:
-        return ModelConfig(self.model, self.device, self.dtype)
+        return ModelConfig(self.model, self.device, self.dtype, self.backend, self.context)
 
     @property
     def drafter_spec(self) -> DrafterSpec:

@@ -15,9 +15,9 @@ import time
 
 from flask import current_app
 
-from specdraft import Drafter, SamplingParams, TransformersModel
+from specdraft import Drafter, Model, SamplingParams
 from specdraft.copydraft import CorrectorConfig, EditorConfig, GrammarCorrector
-from specdraft.drafters.factory import DrafterSpec, ModelPool
+from specdraft.apps.model_pool import DrafterSpec, ModelPool
 from specdraft.models import ChecksumMismatchError, ModelNotInstalledError
 from specdraft.retrieval.datastore import Datastore
 from specdraft.retrieval.embedder import Embedder, EmbedderConfig, TextEmbedder
@@ -44,7 +44,7 @@ class ServiceState:
         self._indexes: IndexStore | None = None
         self._datastore: Datastore | None = None
         self.started = int(time.time())  # Unix time the app was created (OpenAI's model "created")
-        self._target: TransformersModel | None = None
+        self._target: Model | None = None
         self._prepared: set[DrafterSpec] = set()  # drafters whose models are loaded and checked
         self._correctors: dict[str, GrammarCorrector] = {}  # by model name
         self._lock = threading.Lock()
@@ -54,7 +54,7 @@ class ServiceState:
         """Whether the target model has been loaded (requests load it; health checks do not)."""
         return self._target is not None
 
-    def target(self) -> TransformersModel:
+    def target(self) -> Model:
         """The served model, loading it on the first call; later calls return the same instance."""
         if self._target is None:
             with self._lock:
@@ -62,7 +62,7 @@ class ServiceState:
                     self._target = self.pool.get(self.config.model)
         return self._target
 
-    def model(self, name: str) -> TransformersModel:
+    def model(self, name: str) -> Model:
         """The served model or an allowed extra model, loaded on first use (thread-safe: the pool's).
 
         Raises ``RequestError`` (param "model") for a name the config does not allow or a model

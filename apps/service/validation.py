@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from specdraft import GenerationConfig
-from specdraft.drafters.factory import DrafterSpec
+from specdraft.apps.model_pool import DrafterSpec
 
 from .config import ServiceConfig
 

@@ -1,41 +1,47 @@
-"""A small model drafting for a larger one with the same tokenizer (e.g. Qwen 0.5B for Qwen 1.5B).
+"""A small model drafting for a larger one with the same tokenizer (e.g. Qwen 0.5B for Qwen 1.5B),
+on any backend whose model has ``new_session()`` (transformers, llama.cpp).
 
 Greedy decoding: the draft model proposes its greedy chain; with ``tree_width`` k > 1 it also
 proposes, at every depth, its next k-1 most likely tokens as leaf alternatives (a "chain with
 alternatives" tree of ``k`` nodes per depth), verified in the same target pass.
-Sampling: the draft model samples a chain from its own warped distribution ``q`` and attaches
-``q`` to every node, so the core's speculative sampling keeps the target's distribution exactly
-(trees are not drawn under sampling: top-k alternatives are not independent samples of ``q``).
+Sampling: the draft model samples from its own warped distribution ``q`` and attaches ``q`` to
+every node, so the core's speculative sampling keeps the target's distribution exactly; with
+``tree_width`` k > 1 each depth holds k independent samples of ``q`` (SpecInfer's multi-candidate
+condition; repeats allowed) and the chain continues from the first.
 
-The drafter keeps its own KV cache between steps and rolls it back to the longest common prefix
-with the context it is given.
+The drafter keeps its own cache between steps and rolls it back to the longest common prefix with
+the context it is given (a truncation: cheap on every backend).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
-
-import torch
+from typing import Any, Protocol, Sequence
 
 from ..draft import ROOT, Draft
-from ..sampling import DRAFT_STREAM, PositionalRandom, SamplingParams, sample, warp
-from ..transformers_backend import TransformersModel
+from ..model import Model
+from ..sampling import DRAFT_STREAM, PositionalRandom, SamplingParams, sample, top_tokens, warp
 
 
 @dataclass(frozen=True)
 class DraftModelConfig:
-    tree_width: int = 1  # 1: chain; k > 1: k candidates per depth (greedy only)
+    tree_width: int = 1  # 1: chain; k > 1: k candidates per depth
 
     def __post_init__(self) -> None:
         if self.tree_width < 1:
             raise ValueError(f"tree_width must be >= 1, got {self.tree_width}")
 
 
-def check_same_tokenizer(draft: TransformersModel, target: TransformersModel) -> None:
-    """Raise ValueError unless both models map the same strings to the same token ids."""
-    if draft.tokenizer.get_vocab() != target.tokenizer.get_vocab():
-        raise ValueError(f"draft model {draft.name} and target {target.name} use different tokenizers")
+class DraftSession(Protocol):
+    """One sequence's cache on a draft model: feed tokens, read logits rows, roll back."""
+
+    def __len__(self) -> int: ...
+
+    def feed(self, tokens: Sequence[int], parents: Sequence[int] | None = None, all_logits: bool = True) -> Any:
+        """Logits ``[len(tokens), vocab]`` (``[1, vocab]`` for the last with ``all_logits=False``)."""
+        ...
+
+    def truncate(self, length: int) -> None: ...
 
 
 def _common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
@@ -52,7 +58,7 @@ class DraftModelDrafter:
 
     def __init__(
         self,
-        model: TransformersModel,
+        model: Model,
         vocab_size: int,
         sampling: SamplingParams = SamplingParams(),
         rng: PositionalRandom | None = None,
@@ -63,38 +69,39 @@ class DraftModelDrafter:
         self.sampling = sampling
         self.rng = rng or PositionalRandom(0)
         self.config = config
-        self.session = model.new_session()
+        self.session: DraftSession = model.new_session()  # type: ignore[attr-defined]
         self._fed: list[int] = []  # tokens whose keys/values the session holds
 
-    def _logits_after(self, context: Sequence[int]) -> torch.Tensor:
+    def _logits_after(self, context: Sequence[int]) -> Any:
         """Draft logits ``[vocab]`` for the token after ``context``, reusing the cached prefix."""
         keep = min(_common_prefix(self._fed, context), len(context) - 1)
         self.session.truncate(keep)
         self._fed = list(context)
         return self.session.feed(context[keep:], all_logits=False)[-1]
 
-    def _feed(self, token: int) -> torch.Tensor:
+    def _feed(self, token: int) -> Any:
         self._fed.append(token)
         return self.session.feed([token])[-1]
 
     def propose(self, context_ids: Sequence[int], budget: int) -> Draft:
         if budget <= 0:
             return Draft.empty()
-        width = 1 if not self.sampling.greedy else min(self.config.tree_width, budget)
+        width = min(self.config.tree_width, budget)
         depth = budget // width
         logits = self._logits_after(context_ids)
         tokens: list[int] = []
         parents: list[int] = []
-        q_rows: list[torch.Tensor] = []
+        q_rows: list[Any] = []
         chain_parent = ROOT
         for level in range(depth):
             if self.sampling.greedy:
-                candidates = torch.topk(logits, width).indices.tolist()
+                candidates = top_tokens(logits, width)
             else:
                 q = warp(logits, self.sampling).cpu()
                 position = len(context_ids) + level
-                candidates = [sample(q, self.rng.generator(position, DRAFT_STREAM))]
-                q_rows.append(q)
+                draws = [self.rng.generator(position, DRAFT_STREAM + 8 * i) for i in range(width)]
+                candidates = [sample(q, draw) for draw in draws]
+                q_rows += [q] * width
             chain_node = len(tokens)
             for token in candidates:
                 tokens.append(int(token))
@@ -102,12 +109,17 @@ class DraftModelDrafter:
             chain_parent = chain_node
             if level + 1 < depth:
                 logits = self._feed(candidates[0])
-        probs = None
-        if q_rows:
-            probs = torch.zeros(len(q_rows), self.vocab_size)
-            stacked = torch.stack(q_rows)
-            probs[:, : stacked.shape[1]] = stacked[:, : self.vocab_size]
-        return Draft(tuple(tokens), tuple(parents), probs)
+        return Draft(tuple(tokens), tuple(parents), self._padded(q_rows) if q_rows else None)
+
+    def _padded(self, rows: list[Any]) -> Any:
+        """``[len(rows), target vocab]``: the draft's rows, zero beyond its own vocabulary."""
+        import torch
+
+        probs = torch.zeros(len(rows), self.vocab_size)
+        stacked = torch.stack(rows)
+        width = min(stacked.shape[1], self.vocab_size)
+        probs[:, :width] = stacked[:, :width]
+        return probs
 
     def observe(self, accepted_len: int) -> None:
         pass

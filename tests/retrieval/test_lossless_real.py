@@ -45,7 +45,7 @@ def index():
 
 def passages_datastore(model: TransformersModel) -> Datastore:
     tokenizer = model.tokenizer
-    return Datastore.build([tokenizer(d["text"], add_special_tokens=False).input_ids for d in DOCUMENTS], vocab_size=len(tokenizer))
+    return Datastore.build([tokenizer.encode(d["text"]) for d in DOCUMENTS], vocab_size=tokenizer.vocab_size)
 
 
 @pytest.fixture(scope="module", params=["smollm2-135m", "qwen2.5-coder-0.5b"])

@@ -47,7 +47,7 @@ def test_reference_drafter_drafts_from_the_retrieved_passages(index, tiny_model)
     assert isinstance(drafter, ReferenceDrafter)
     prompt = pipeline.prompt_ids("fox", hits)
     drafter.propose(prompt, 8)  # learns where the output starts
-    tokens = tiny_model.tokenizer(" The quick brown", add_special_tokens=False).input_ids
+    tokens = tiny_model.tokenizer.encode(" The quick brown")
     draft = drafter.propose(prompt + tokens, 8)
     assert len(draft) > 0  # it continues the passage
 
@@ -61,7 +61,7 @@ def test_the_question_is_a_reference_too(index, tiny_model):
     drafter = pipeline.make_drafter(question, hits)
     prompt = pipeline.prompt_ids(question, hits)
     drafter.propose(prompt, 8)  # learns where the output starts
-    question_ids = tiny_model.tokenizer(question, add_special_tokens=False).input_ids
+    question_ids = tiny_model.tokenizer.encode(question)
     said = question_ids[:3]  # the answer began by restating the question
     draft = drafter.propose(prompt + said, 4)
     assert list(draft.tokens) == question_ids[3:7]

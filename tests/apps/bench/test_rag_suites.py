@@ -17,7 +17,7 @@ from specdraft.apps.bench.datasets import is_reserved_conversation, sharegpt_bas
 from specdraft.apps.bench.rag_suites import RETRIEVAL_DRAFTERS, cached_index, chat_multiturn_suite, chat_prompt_ids, rag_suite
 from specdraft.apps.bench.report import write_report
 from specdraft.apps.bench.runner import run_suite
-from specdraft.drafters.factory import ModelPool
+from specdraft.apps.model_pool import ModelPool
 from specdraft.retrieval.pipeline import RAGConfig, RAGPipeline
 
 RESERVED = [f"r{i}" for i in range(500) if is_reserved_conversation(f"r{i}")][:2]
@@ -151,8 +151,8 @@ def test_chat_multiturn_cases_continue_the_conversation(archives, chat_model):
     prompts = {p.id: p for p in datasets.chat_multiturn(2, seed=0)}
     for case in suite.cases:
         messages = prompts[case.id].messages
-        text = chat_model.tokenizer.apply_chat_template(list(messages), add_generation_prompt=True, tokenize=False)
-        assert case.prompt_ids == tuple(chat_model.tokenizer(text, add_special_tokens=False).input_ids)
+        text = chat_model.hf_tokenizer.apply_chat_template(list(messages), add_generation_prompt=True, tokenize=False)
+        assert case.prompt_ids == tuple(chat_model.hf_tokenizer(text, add_special_tokens=False).input_ids)
         assert text.endswith(f"<user>{messages[-1]['content']}\n<assistant>")
         assert case.references == tuple(m["content"] for m in messages)
 

@@ -5,7 +5,7 @@ import json
 from specdraft.apps.bench.methods import BenchCase, plain, specdraft_by_spec, transformers_plain, transformers_prompt_lookup
 from specdraft.apps.bench.report import write_report
 from specdraft.apps.bench.runner import run_benchmark
-from specdraft.drafters.factory import DrafterSpec, ModelPool
+from specdraft.apps.model_pool import DrafterSpec, ModelPool
 
 
 def test_runner_compares_methods_and_writes_json_markdown_and_plot(tiny_model, tokenizer, tmp_path):

@@ -16,7 +16,7 @@ from tiny_service import DRAFT, SERVED, make_app, make_chat_model
 
 from specdraft import GenerationConfig, SpeculativeGenerator
 from specdraft.apps.service import ServiceConfig, create_app
-from specdraft.drafters.factory import ModelPool
+from specdraft.apps.model_pool import ModelPool
 
 # The tiny model repeats itself after this prompt, so prompt lookup drafts tokens that the target
 # accepts, within the first speculative steps (before the policy's timing-based fall-back can act).

@@ -11,7 +11,7 @@ from specdraft.apps.service.validation import (
     parse_completion_request,
     parse_json_body,
 )
-from specdraft.drafters.factory import DrafterSpec
+from specdraft.apps.model_pool import DrafterSpec
 
 CONFIG = ServiceConfig(model="tiny", drafter="prompt-lookup", max_tokens_limit=100, default_max_tokens=16)
 

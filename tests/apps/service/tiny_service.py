@@ -13,7 +13,7 @@ from conftest import make_tiny_model
 
 from specdraft import SpeculationConfig, TransformersModel
 from specdraft.apps.service import ServiceConfig, create_app
-from specdraft.drafters.factory import ModelPool
+from specdraft.apps.model_pool import ModelPool
 
 SERVED = "tiny"
 DRAFT = "tiny-draft"

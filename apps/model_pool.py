@@ -1,8 +1,10 @@
-"""Drafters by name, as the command line and the HTTP API spell them.
+"""Models and drafters by name, as the command line, the service and the benchmark spell them.
 
-``none``: plain decoding. ``prompt-lookup``: n-gram lookup in the context. ``model:NAME``: a draft
-model (registry name, local path or hub id) that shares the target's tokenizer; loaded once per
-``ModelPool`` and shared by requests (each request gets its own cache).
+``ModelPool`` loads each model once, on one backend, and shares it (models hold no request state).
+``DrafterSpec`` names a general drafter: ``none`` (plain decoding), ``prompt-lookup`` (n-gram
+lookup in the context), or ``model:NAME`` (a draft model sharing the target's tokenizer, loaded
+once per pool; each request gets its own cache). A draft model runs on the pool's backend, or on
+llama.cpp when NAME is a ``.gguf`` path.
 """
 
 from __future__ import annotations
@@ -11,31 +13,36 @@ import secrets
 import threading
 from dataclasses import dataclass
 
-from ..drafter import Drafter
-from ..sampling import PositionalRandom, SamplingParams
-from ..transformers_backend import ModelConfig, TransformersModel
-from .draft_model import DraftModelConfig, DraftModelDrafter, check_same_tokenizer
-from .prompt_lookup import PromptLookupDrafter
+from specdraft import Drafter, Model, ModelConfig, SamplingParams, check_same_tokenizer, load_model
+from specdraft.drafters import DraftModelConfig, DraftModelDrafter, PromptLookupDrafter
+from specdraft.sampling import PositionalRandom
 
 DRAFTER_NAMES = ("none", "prompt-lookup", "model:NAME")
 
 
 class ModelPool:
-    """Loads each model once (thread-safe) and hands out the shared instance."""
+    """Loads each model once (thread-safe) and hands out the shared instance. ``backend``,
+    ``device``, ``dtype`` and ``context`` are ``ModelConfig``'s, for every model of the pool."""
 
-    def __init__(self, device: str = "auto", dtype: str = "auto") -> None:
+    def __init__(self, device: str = "auto", dtype: str = "auto", backend: str = "auto", context: int = 0) -> None:
+        ModelConfig(device=device, dtype=dtype, backend=backend, context=context)  # validates them
         self.device = device
         self.dtype = dtype
-        self._models: dict[str, TransformersModel] = {}
+        self.backend = backend
+        self.context = context
+        self._models: dict[str, Model] = {}
         self._lock = threading.Lock()
 
-    def get(self, name: str) -> TransformersModel:
+    def config(self, name: str) -> ModelConfig:
+        return ModelConfig(name, self.device, self.dtype, self.backend, self.context)
+
+    def get(self, name: str) -> Model:
         with self._lock:
             if name not in self._models:
-                self._models[name] = TransformersModel.load(ModelConfig(name, self.device, self.dtype))
+                self._models[name] = load_model(self.config(name))
             return self._models[name]
 
-    def add(self, name: str, model: TransformersModel) -> None:
+    def add(self, name: str, model: Model) -> None:
         with self._lock:
             self._models[name] = model
 
@@ -58,14 +65,12 @@ class DrafterSpec:
     def __str__(self) -> str:
         return f"model:{self.model}" if self.kind == "model" else self.kind
 
-    def prepare(self, pool: ModelPool, target: TransformersModel) -> None:
+    def prepare(self, pool: ModelPool, target: Model) -> None:
         """Load what the drafter needs ahead of the first request (and check tokenizers)."""
         if self.kind == "model":
             check_same_tokenizer(pool.get(self.model), target)
 
-    def build(
-        self, pool: ModelPool, target: TransformersModel, sampling: SamplingParams, seed: int | None = None
-    ) -> Drafter | None:
+    def build(self, pool: ModelPool, target: Model, sampling: SamplingParams, seed: int | None = None) -> Drafter | None:
         """A fresh drafter for one request (None for plain decoding)."""
         if self.kind == "none":
             return None

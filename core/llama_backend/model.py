@@ -1,0 +1,187 @@
+"""LlamaCppModel: a GGUF model run by llama.cpp, behind specdraft's ``Model`` protocol.
+
+The GGUF file is used as it is (no conversion): a registry name resolves to its verified file
+(``specdraft.models.gguf_path``), or pass a path. Tokenization, the chat template (rendered as
+transformers renders it, see ``chat_template``) and end-of-generation tokens come from the file.
+Each request's target gets its own llama.cpp context (KV cache), created on demand and reused
+after the request ends (a small pool); forward passes of one model are serialised by a lock.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import TYPE_CHECKING, Sequence
+
+from ..chat_template import render_chat
+from ..cost import PassCostProfile
+from ..hf_tokenizer import vocabulary_fingerprint
+from ..sampling import TokenChooser
+from .library import LlamaContext, LlamaModelFile, detokenize_bytes, library, token_texts, tokenize
+
+if TYPE_CHECKING:
+    from ..model_config import ModelConfig
+    from .target import LlamaCppTarget, LlamaSession
+
+DEFAULT_CONTEXT = 4096
+
+
+@dataclass(frozen=True)
+class LlamaCppConfig:
+    """``context``: tokens per request (0: min(the model's training context, ``DEFAULT_CONTEXT``)).
+    ``batch``: most tokens one pass takes (a prompt is prefilled in such chunks; a draft is cut to
+    fit). ``branches``: most root-to-leaf branches of one verified tree (llama.cpp sequences).
+    ``threads``: CPU threads (0: every core). ``repack``: let llama.cpp repack quantized weights
+    for faster kernels; off by default because the repacked kernels compute a row differently in
+    a wide pass than in a one-token pass, which can flip a near-tie between speculative and plain
+    decoding (see README, "llama.cpp exactness"). ``pool``: idle contexts kept for reuse."""
+
+    context: int = 0
+    batch: int = 512
+    branches: int = 64
+    threads: int = 0
+    repack: bool = False
+    pool: int = 4
+
+    def __post_init__(self) -> None:
+        if self.context < 0 or self.batch < 2 or not 1 <= self.branches <= 256 or self.threads < 0 or self.pool < 0:
+            raise ValueError("need context >= 0, batch >= 2, 1 <= branches <= 256, threads >= 0, pool >= 0")
+
+    @classmethod
+    def from_model_config(cls, config: "ModelConfig") -> "LlamaCppConfig":
+        return cls(context=config.context)
+
+
+class LlamaTokenizer:
+    """The GGUF file's tokenizer behind the ``Tokenizer`` protocol."""
+
+    def __init__(self, file: LlamaModelFile) -> None:
+        self.file = file
+
+    @property
+    def vocab_size(self) -> int:
+        return self.file.n_vocab
+
+    def encode(self, text: str, add_special_tokens: bool = False) -> list[int]:
+        return tokenize(self.file, text, add_special_tokens)
+
+    def decode(self, ids: Sequence[int]) -> str:
+        return detokenize_bytes(self.file, ids).decode("utf-8", "replace")
+
+    @cached_property
+    def _fingerprint(self) -> str:
+        return vocabulary_fingerprint(token_texts(self.file))
+
+    def fingerprint(self) -> str:
+        return self._fingerprint
+
+
+class LlamaCppModel:
+    backend = "llama-cpp"
+
+    def __init__(self, file: LlamaModelFile, name: str, config: LlamaCppConfig = LlamaCppConfig()) -> None:
+        ll = library()
+        self.file = file
+        self.name = name
+        self.config = config
+        self.tokenizer = LlamaTokenizer(file)
+        self.cost = PassCostProfile()
+        self.threads = config.threads or os.cpu_count() or 1
+        context = config.context or min(file.n_ctx_train or DEFAULT_CONTEXT, DEFAULT_CONTEXT)
+        self._context = context
+        self.lock = threading.Lock()  # one forward pass at a time: the cores are shared
+        self._idle: list[LlamaContext] = []
+        self._idle_lock = threading.Lock()
+        vocab = file.vocab
+        self._eos = frozenset(i for i in range(file.n_vocab) if ll.llama_vocab_is_eog(vocab, i))
+        template = ll.llama_model_chat_template(file.ptr, None)
+        self._chat_template = template.decode("utf-8") if template else None
+        self._special_text = {
+            "bos_token": self._token_text(ll.llama_vocab_bos(vocab)),
+            "eos_token": self._token_text(ll.llama_vocab_eos(vocab)),
+        }
+
+    @classmethod
+    def load(cls, model: str, config: LlamaCppConfig = LlamaCppConfig()) -> "LlamaCppModel":
+        """``model``: a registry name (its verified GGUF file) or a path to a ``.gguf`` file."""
+        from ..models import REGISTRY, gguf_path
+
+        if model in REGISTRY:
+            path = gguf_path(model)
+        else:
+            path = Path(model).expanduser()
+            if path.suffix.lower() != ".gguf":
+                raise ValueError(f"the llama-cpp backend takes a registry name or a .gguf file, got {model!r}")
+            if not path.is_file():
+                raise FileNotFoundError(f"no such GGUF file: {path}")
+        return cls(LlamaModelFile(str(path), use_extra_bufts=config.repack), model, config)
+
+    def _token_text(self, token: int) -> str:
+        if token < 0:
+            return ""
+        return (library().llama_vocab_get_text(self.file.vocab, token) or b"").decode("utf-8", "replace")
+
+    # --- facts --------------------------------------------------------------------------------
+    @property
+    def exact(self) -> bool:
+        """Measured, not guaranteed: without repacking, a wide pass gave every row bit-identical
+        logits to one-token passes on the embedded models (README); llama.cpp does not promise it."""
+        return not self.config.repack
+
+    @property
+    def max_length(self) -> int:
+        return self._context
+
+    @property
+    def vocab_size(self) -> int:
+        return self.file.n_vocab
+
+    @property
+    def eos_token_ids(self) -> frozenset[int]:
+        return self._eos
+
+    @property
+    def has_chat_template(self) -> bool:
+        return self._chat_template is not None
+
+    # --- text ---------------------------------------------------------------------------------
+    def encode(self, text: str) -> list[int]:
+        return self.tokenizer.encode(text, add_special_tokens=True)
+
+    def encode_chat(self, messages: Sequence[dict]) -> list[int]:
+        if self._chat_template is None:
+            raise ValueError(f"{self.name} has no chat template")
+        return self.tokenizer.encode(render_chat(self._chat_template, messages, self._special_text))
+
+    def decode(self, ids: Sequence[int]) -> str:
+        return self.tokenizer.decode(ids)
+
+    # --- contexts -----------------------------------------------------------------------------
+    def acquire_context(self) -> LlamaContext:
+        """An empty context of this model (a pooled one, or a new one)."""
+        with self._idle_lock:
+            context = self._idle.pop() if self._idle else None
+        if context is None:
+            return LlamaContext(self.file, self._context, min(self.config.batch, self._context), self.config.branches, self.threads)
+        context.clear()
+        return context
+
+    def release_context(self, context: LlamaContext) -> None:
+        with self._idle_lock:
+            if len(self._idle) < self.config.pool:
+                self._idle.append(context)
+                return
+        context.close()
+
+    def new_session(self) -> "LlamaSession":
+        from .target import LlamaSession
+
+        return LlamaSession(self)
+
+    def new_target(self, chooser: TokenChooser = TokenChooser()) -> "LlamaCppTarget":
+        from .target import LlamaCppTarget
+
+        return LlamaCppTarget(self, chooser)

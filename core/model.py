@@ -1,0 +1,106 @@
+"""The model protocol: everything the engine and the task adapters need of a model, whatever runs it.
+
+A ``Model`` is loaded once and shared by every request; it never holds sequence state. Each request
+gets its own ``Target`` from ``new_target(chooser)``. Everything above the core (the generator, the
+editor and grammar corrector, the RAG pipeline, the service, the benchmark) is written against
+this protocol and ``Tokenizer``, never against a backend's own objects, so a backend plugs in by
+implementing these few members:
+
+- transformers (``specdraft.transformers_backend``): CPU/CUDA, float32 by default, the exact
+  reference;
+- llama.cpp (``specdraft.llama_backend``): GGUF files as they are, the fast CPU engine;
+- remote and serving-engine targets (later) implement the same protocol over HTTP.
+
+``exact`` says whether the backend's verification is guaranteed to choose exactly what plain
+decoding on the same backend chooses (a pass over k tokens computes each row as k one-token passes
+would). Speculative output then equals plain output token for token; where it is False the engine
+still keeps only the target's own choices, but rounding that depends on the pass width may flip a
+near-tie, and the stats say so (``Stats.exact``).
+"""
+
+from __future__ import annotations
+
+from typing import Protocol, Sequence, runtime_checkable
+
+from .cost import PassCostProfile
+from .sampling import TokenChooser
+from .target import Target
+
+
+@runtime_checkable
+class Tokenizer(Protocol):
+    """Text <-> token ids for one vocabulary. Special-token text inside ``text`` (for example a
+    chat template's ``<|im_start|>``) is always parsed as the special token."""
+
+    @property
+    def vocab_size(self) -> int:
+        """How many token ids the tokenizer knows."""
+        ...
+
+    def encode(self, text: str, add_special_tokens: bool = False) -> list[int]:
+        """Token ids of ``text``; ``add_special_tokens`` adds the model's own (a BOS token, ...)."""
+        ...
+
+    def decode(self, ids: Sequence[int]) -> str:
+        """The text of ``ids``, special tokens left out (a partial UTF-8 character decodes to U+FFFD)."""
+        ...
+
+    def fingerprint(self) -> str:
+        """Equal for two tokenizers exactly when they map every string to the same ids."""
+        ...
+
+
+@runtime_checkable
+class Model(Protocol):
+    name: str
+    tokenizer: Tokenizer
+    cost: PassCostProfile  # measured seconds of a verification pass by width; feeds the policy
+
+    @property
+    def backend(self) -> str:
+        """"transformers", "llama-cpp", ..."""
+        ...
+
+    @property
+    def exact(self) -> bool:
+        """Whether verification is guaranteed to choose what plain decoding chooses (module docstring)."""
+        ...
+
+    @property
+    def max_length(self) -> int:
+        """Longest context (prompt + answer) the model takes."""
+        ...
+
+    @property
+    def vocab_size(self) -> int:
+        """Width of a row of logits (may exceed ``tokenizer.vocab_size``: padded embeddings)."""
+        ...
+
+    @property
+    def eos_token_ids(self) -> frozenset[int]:
+        ...
+
+    @property
+    def has_chat_template(self) -> bool:
+        ...
+
+    def encode(self, text: str) -> list[int]:
+        """``text`` as a prompt: token ids with the model's special tokens (BOS where it has one)."""
+        ...
+
+    def encode_chat(self, messages: Sequence[dict]) -> list[int]:
+        """``messages`` in the model's chat template, ready for the assistant's answer."""
+        ...
+
+    def decode(self, ids: Sequence[int]) -> str:
+        ...
+
+    def new_target(self, chooser: TokenChooser = TokenChooser()) -> Target:
+        """A fresh per-request target whose own tokens are chosen by ``chooser``."""
+        ...
+
+
+def check_same_tokenizer(draft: Model, target: Model) -> None:
+    """Raise ValueError unless both models map the same strings to the same token ids."""
+    if draft.tokenizer.fingerprint() != target.tokenizer.fingerprint():
+        raise ValueError(f"draft model {draft.name} and target {target.name} use different tokenizers")

@@ -1,0 +1,53 @@
+"""Verification: what a target says about one draft, in one forward pass.
+
+Rows follow the acceptance convention (``specdraft.acceptance``): row 0 is the target's prediction
+for the token after the context, row ``1 + i`` its prediction after draft node ``i``. Each row has
+the target's **own choice** (``choice(row)``: the argmax, or a keyed draw, see ``TokenChooser``),
+and, from a backend that computes them, the raw ``logits`` ``[1 + num_nodes, vocab]``.
+
+- ``Verification.from_logits``: a local backend. Choices are computed from the logits when first
+  asked for, only for the rows the acceptance walk visits.
+- ``Verification.from_choices``: a backend that returns only its chosen token per row (a remote
+  verify server, a serving engine). Greedy decoding and sample-and-compare need nothing more.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from .draft import Draft
+from .sampling import TokenChooser
+
+
+class Verification:
+    def __init__(self, choices: Sequence[int | None], logits: Any = None, chooser: TokenChooser | None = None,
+                 positions: Sequence[int] = ()) -> None:
+        self._choices = list(choices)
+        self.logits = logits  # [1 + num_nodes, vocab] or None
+        self._chooser = chooser
+        self._positions = list(positions)
+
+    @classmethod
+    def from_choices(cls, choices: Sequence[int]) -> "Verification":
+        """The target's own token per row, as a choice-only backend returns them."""
+        return cls([int(c) for c in choices])
+
+    @classmethod
+    def from_logits(cls, logits: Any, draft: Draft, position: int, chooser: TokenChooser) -> "Verification":
+        """``logits`` ``[1 + len(draft), vocab]`` of a pass that started predicting absolute
+        ``position``; row ``r``'s token sits at ``position + depth`` (depth 0 for row 0)."""
+        positions = [position] + [position + depth for depth in draft.depths]
+        if chooser.params.greedy:  # one vectorised argmax over every row
+            return cls([int(t) for t in logits.argmax(-1).tolist()], logits)
+        return cls([None] * len(positions), logits, chooser, positions)
+
+    def __len__(self) -> int:
+        return len(self._choices)
+
+    def choice(self, row: int) -> int:
+        """The target's own token at ``row``."""
+        token = self._choices[row]
+        if token is None:
+            assert self._chooser is not None
+            token = self._choices[row] = self._chooser.choose(self.logits[row], self._positions[row])
+        return token

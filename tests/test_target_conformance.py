@@ -1,0 +1,177 @@
+"""The conformance suite: every ``Target`` implementation passes the same checks.
+
+Backends: transformers (a tiny random float64 model: no weights needed) and llama.cpp (the real
+smollm2-135m GGUF: marked slow). A remote or engine-backed target joins by adding a fixture param.
+
+- losslessness: speculative greedy output == the same backend's plain greedy output, token for
+  token, with drafters that are always right, always wrong, partly right and trees; seeded
+  sampling with a deterministic drafter == plain sampling with that seed;
+- cache rollback: after a tree is verified and a path committed, the target continues exactly as
+  one that was prefilled with the accepted tokens;
+- trees: each row of a tree's verification equals that branch verified as a chain;
+- accounting: plain decoding costs one pass per token, the prefill included; misuse raises.
+
+Logits are compared with a backend tolerance (transformers float64: 1e-9; llama.cpp: equal
+argmax and 1e-3), the token outputs always with ``==``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from oracle import OracleDrafter
+from specdraft import ROOT, Draft, GenerationConfig, SpeculationConfig, SpeculativeGenerator, TokenChooser
+
+N_NEW = 32
+PROMPTS = ["The quick brown fox", "def add(a, b):\n", "Grammar correction returns mostly"]
+
+
+@pytest.fixture(scope="module", params=["transformers", pytest.param("llama-cpp", marks=pytest.mark.slow)])
+def backend(request, tokenizer):
+    """(model, logits tolerance)."""
+    if request.param == "transformers":
+        from conftest import make_tiny_model
+
+        return make_tiny_model(tokenizer, seed=0), 1e-9
+    from specdraft import LlamaCppModel
+
+    return LlamaCppModel.load("smollm2-135m"), 1e-3
+
+
+@pytest.fixture(scope="module")
+def plain_outputs(backend):
+    model, _ = backend
+    generator = SpeculativeGenerator(model)
+    return {p: generator.generate(model.encode(p), None, GenerationConfig(max_new_tokens=N_NEW, ignore_eos=True)).token_ids for p in PROMPTS}
+
+
+def as_array(logits) -> np.ndarray:
+    return logits.detach().cpu().double().numpy() if hasattr(logits, "detach") else np.asarray(logits, dtype=np.float64)
+
+
+def assert_rows_close(got, want, tolerance: float) -> None:
+    got, want = as_array(got), as_array(want)
+    assert got.shape == want.shape
+    assert (got.argmax(-1) == want.argmax(-1)).all()
+    assert np.abs(got - want).max() <= tolerance
+
+
+@pytest.mark.parametrize("mode", ["right", "wrong", "partly", "tree"])
+def test_speculative_greedy_equals_plain_greedy(backend, plain_outputs, mode):
+    model, _ = backend
+    for prompt in PROMPTS:
+        ids = model.encode(prompt)
+        reference = plain_outputs[prompt]
+        drafter = OracleDrafter(ids + reference, model.vocab_size, mode)
+        config = GenerationConfig(max_new_tokens=N_NEW, ignore_eos=True)
+        result = SpeculativeGenerator(model, SpeculationConfig(initial_draft_len=5, adaptive=False)).generate(ids, drafter, config)
+        assert result.token_ids == reference
+        assert result.stats.verify_steps > 3
+        if mode == "right":
+            assert result.stats.mean_accepted_tokens > 2
+        if mode == "wrong":
+            assert result.stats.accepted_tokens == 0 and result.stats.drafted_tokens > 0
+
+
+def test_seeded_sampling_with_a_deterministic_drafter_equals_plain_sampling(backend):
+    from specdraft.drafters import PromptLookupDrafter
+
+    model, _ = backend
+    ids = model.encode("The dog sleeps. The dog sleeps. The dog")
+    for seed in range(3):
+        config = GenerationConfig(max_new_tokens=20, temperature=0.8, seed=seed, ignore_eos=True)
+        plain = SpeculativeGenerator(model).generate(ids, None, config)
+        drafted = SpeculativeGenerator(model).generate(ids, PromptLookupDrafter(), config)
+        assert drafted.token_ids == plain.token_ids
+
+
+def started_target(model, context, pending_step):
+    """A target after the prefill; with ``pending_step`` also after one plain step (token 9)."""
+    target = model.new_target(TokenChooser())
+    target.prefill(context)
+    if pending_step:
+        target.verify(Draft.empty())
+        target.commit([], 9)
+        return target, context + [9]
+    return target, context
+
+
+@pytest.mark.parametrize("pending_step", [False, True])
+@pytest.mark.parametrize("path", [(), (0,), (1, 3), (1, 3, 4)])
+def test_commit_continues_like_a_target_prefilled_with_the_accepted_tokens(backend, pending_step, path):
+    model, tolerance = backend
+    draft = Draft((20, 21, 22, 23, 24), (ROOT, ROOT, 0, 1, 3))
+    target, context = started_target(model, [11, 12, 13, 14], pending_step)
+    verification = target.verify(draft)
+    assert len(verification) == 1 + len(draft) and verification.logits.shape[0] == 1 + len(draft)
+    target.commit(list(path), next_token=30)
+    assert target.context_length == len(context) + len(path) + 1
+    kept = [draft.tokens[i] for i in path]
+    fresh = model.new_target(TokenChooser())
+    fresh.prefill(context + kept + [30])
+    probe = Draft.chain([7, 8])
+    assert_rows_close(target.verify(probe).logits, fresh.verify(probe).logits, tolerance)
+    target.close()
+    fresh.close()
+
+
+@pytest.mark.parametrize("pending_step", [False, True])
+def test_tree_rows_equal_each_branch_verified_as_a_chain(backend, pending_step):
+    model, tolerance = backend
+    draft = Draft((20, 21, 22, 23, 24, 25), (ROOT, ROOT, 0, 1, 3, 1))
+    target, _ = started_target(model, [3, 4, 5], pending_step)
+    tree = target.verify(draft).logits
+    for leaf in (2, 4, 5):
+        branch = draft.path_to(leaf)
+        chain_target, _ = started_target(model, [3, 4, 5], pending_step)
+        chain = chain_target.verify(Draft.chain([draft.tokens[n] for n in branch])).logits
+        rows = [0] + [1 + n for n in branch]
+        assert_rows_close(tree[rows], chain, tolerance)
+
+
+def test_plain_steps_cost_one_pass_each_prefill_included(backend):
+    model, _ = backend
+    target = model.new_target(TokenChooser())
+    target.prefill([1, 2, 3])
+    for token in (4, 5, 6):
+        target.verify(Draft.empty())
+        target.commit([], token)
+    assert target.forward_passes == 3 and target.context_length == 6
+
+
+def test_misuse_raises(backend):
+    model, _ = backend
+    target = model.new_target(TokenChooser())
+    with pytest.raises(RuntimeError):
+        target.verify(Draft.empty())
+    with pytest.raises(RuntimeError):
+        target.commit([], 1)
+    target.prefill([1, 2])
+    with pytest.raises(RuntimeError):
+        target.prefill([1, 2])
+    target.verify(Draft.chain([3]))
+    with pytest.raises(RuntimeError):
+        target.verify(Draft.chain([3]))
+
+
+def test_drafts_wider_than_the_target_are_pruned_and_stay_lossless(backend, plain_outputs):
+    """A tree with more branches than the target verifies at once is cut to fit, not refused."""
+    model, _ = backend
+    prompt = PROMPTS[0]
+    ids = model.encode(prompt)
+    reference = plain_outputs[prompt]
+
+    class Bushy:
+        def propose(self, context, budget):
+            truth = (ids + reference)[len(context)]
+            wrong = [(truth + k) % model.vocab_size for k in range(1, 300)]
+            return Draft((*wrong, truth), (ROOT,) * 300)  # 300 branches, the right one last
+
+        def observe(self, accepted):
+            pass
+
+    result = SpeculativeGenerator(model, SpeculationConfig(initial_draft_len=300, max_draft_len=300, adaptive=False)).generate(
+        ids, Bushy(), GenerationConfig(max_new_tokens=8, ignore_eos=True)
+    )
+    assert result.token_ids == reference[:8]
