@@ -14,6 +14,7 @@ VENV="${SPECDRAFT_VENV:-.venv}"
 PY="${PYTHON:-python3}"
 MODELS="${SPECDRAFT_MODELS:-smollm2-135m qwen2.5-coder-0.5b}"
 LLAMA_CPP_VERSION=0.3.36   # pinned in pyproject.toml too
+LLAMA_CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_LLAMAFILE=OFF"
 
 if [ ! -x /usr/bin/chromium ] || [ ! -x /usr/bin/chromedriver ]; then
     if [ "$(id -u)" = 0 ]; then
@@ -46,15 +47,20 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
         echo "[setup] installing torch (CPU build 2.13.0 where available)"
         "${PIP[@]}" install "torch==2.13.0" || "${PIP[@]}" install torch
     fi
-    # llama-cpp-python compiles from source. A native build (-march=native) enables AVX-512/AMX where the
-    # build machine has them and has crashed on its first decode here, and its wheel would not run on an
-    # older CPU: build the portable CPU variant once into our own cache (pip's wheel cache does not key
-    # on CMAKE_ARGS, so a native wheel cached there would be reused silently).
-    wheels="${SPECDRAFT_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/specdraft}/wheels/llama-cpp-python-$LLAMA_CPP_VERSION-portable"
+    # llama-cpp-python compiles from source. The flags (LLAMA_CMAKE_ARGS):
+    #  - GGML_NATIVE=OFF: a native build (-march=native) enables AVX-512/AMX where the build machine has
+    #    them, crashed on its first decode here, and its wheel would not run on an older CPU;
+    #  - GGML_LLAMAFILE=OFF: llamafile's tinyBLAS takes over matrix products of 2+ rows but never of one,
+    #    and sums in another order, so a pass over k tokens rounded differently from k one-token passes
+    #    and speculative output could differ from plain decoding (README, "llama.cpp exactness").
+    # Built once into our own cache, named by version and flags (pip's wheel cache does not key on
+    # CMAKE_ARGS, so a wheel built with other flags would be reused silently).
+    flags_key="$(printf '%s' "$LLAMA_CMAKE_ARGS" | sha256sum | cut -c1-8)"
+    wheels="${SPECDRAFT_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/specdraft}/wheels/llama-cpp-python-$LLAMA_CPP_VERSION-$flags_key"
     if ! ls "$wheels"/llama_cpp_python-*.whl >/dev/null 2>&1; then
-        echo "[setup] building llama-cpp-python $LLAMA_CPP_VERSION (portable CPU build, once: ~8 min)"
-        mkdir -p "$wheels.tmp"
-        CMAKE_ARGS="-DGGML_NATIVE=OFF ${CMAKE_ARGS:-}" FORCE_CMAKE=1 \
+        echo "[setup] building llama-cpp-python $LLAMA_CPP_VERSION ($LLAMA_CMAKE_ARGS; once: ~8 min)"
+        rm -rf "$wheels.tmp" && mkdir -p "$wheels.tmp"
+        CMAKE_ARGS="$LLAMA_CMAKE_ARGS" FORCE_CMAKE=1 \
             "${PIP[@]}" wheel --no-deps --no-cache-dir --no-binary llama-cpp-python -w "$wheels.tmp" "llama-cpp-python==$LLAMA_CPP_VERSION"
         rm -rf "$wheels" && mv "$wheels.tmp" "$wheels"
     fi

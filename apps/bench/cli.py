@@ -53,6 +53,13 @@ def add_bench_parser(sub) -> None:
         help="rag, chat-multiturn: index only the first N ShareGPT answers in the datastore, for quick runs "
         "(default: all, about 62,000 answers; the first build takes minutes and is cached per N)",
     )
+    bench.add_argument(
+        "--alongside",
+        choices=["transformers", "llama-cpp"],
+        default=None,
+        help="also run plain decoding and the first specdraft method on this other backend with the same model, "
+        "for context (their ratios are against the main backend's plain decoding)",
+    )
     bench.add_argument("--no-peers", "--no-transformers", dest="no_peers", action="store_true", help="skip the peers (transformers' generate; llama-cpp-python's generation on --backend llama-cpp)")
     bench.add_argument("--out", type=Path, default=None, help="output folder (default: results/<benchmark>-<model>-<time>)")
 
@@ -61,12 +68,17 @@ def run_bench(args: argparse.Namespace) -> int:
     from specdraft.apps.cli_args import model_pool
 
     from .report import markdown_table, write_report
+    from specdraft.apps.model_pool import ModelPool
+
     from .runner import run_suite
-    from .suites import build
+    from .suites import alongside_methods, build
 
     pool = model_pool(args)
     target = pool.get(args.model)
-    result = run_suite(args.benchmark, args.model, build(args, pool, target))
+    suite = build(args, pool, target)
+    if args.alongside:
+        suite.methods += alongside_methods(suite.methods, ModelPool(args.device, args.dtype, args.alongside, args.context).get(args.model))
+    result = run_suite(args.benchmark, f"{args.model} ({target.backend})", suite)
     out = args.out or Path("results") / f"{args.benchmark}-{args.model.replace('/', '_')}-{time.strftime('%Y%m%d-%H%M%S')}"
     paths = write_report(result, out)
     print(markdown_table(result))

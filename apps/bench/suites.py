@@ -92,6 +92,13 @@ def peers(args: argparse.Namespace, pool: ModelPool, target: Model) -> list[Meth
     return found
 
 
+def alongside_methods(methods: list[Method], other: Model) -> list[Method]:
+    """Plain decoding and the first specdraft method of ``methods`` again, on ``other`` (the same
+    model on another backend), named ``<backend>:plain`` and ``<backend>:<method>``."""
+    specdraft = [m for m in methods if isinstance(m, SpecdraftMethod)][:2]
+    return [SpecdraftMethod(f"{other.backend}:{m.name}", other, m.make_drafter, m.speculation) for m in specdraft]
+
+
 def prompt_suite(args: argparse.Namespace, pool: ModelPool, target: Model) -> Suite:
     from .datasets import load_prompt_set
 

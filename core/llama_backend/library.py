@@ -22,13 +22,25 @@ _init_lock = threading.Lock()
 _initialised = False
 
 
+# ggml's CPU backend takes a "tiled" kernel for quantized matrix products over 8 or more rows and the
+# plain dot products below that; the two round differently, so a verification pass over 8+ tokens
+# gave logits up to 0.4 away from one-token passes (qwen2.5-coder-0.5b Q4_K_M) and could flip a
+# near-tie. Without it every row is computed the same way in any pass (README, "llama.cpp exactness").
+# ggml reads this once, at its first matrix product in the process.
+EXACT_ENVIRONMENT = {"GGML_CPU_TILED_MM": "0"}
+
+
 def library():
-    """The ``llama_cpp`` module, initialised once, its log quiet except for errors."""
+    """The ``llama_cpp`` module, initialised once, its log quiet except for errors, and ggml set up
+    for exact verification (``EXACT_ENVIRONMENT``)."""
     global _initialised
+    import os
+
     import llama_cpp
 
     with _init_lock:
         if not _initialised:
+            os.environ.update(EXACT_ENVIRONMENT)
             logging.getLogger("llama-cpp-python").setLevel(logging.ERROR)
             llama_cpp.llama_backend_init()
             _initialised = True
@@ -75,6 +87,9 @@ class LlamaContext:
         params.n_threads = params.n_threads_batch = n_threads
         params.kv_unified = True  # one cache for every sequence: tree branches share the context's cells
         params.swa_full = True  # sliding-window layers keep every position, so rollback stays possible
+        # Flash attention's CPU kernel takes other paths for one query (split over the cache) and for
+        # many (tiles), which round differently; the plain path computes each row the same way.
+        params.flash_attn_type = ll.LLAMA_FLASH_ATTN_TYPE_DISABLED
         params.no_perf = True
         self.ll = ll
         self.model = model

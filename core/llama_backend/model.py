@@ -35,9 +35,9 @@ class LlamaCppConfig:
     ``batch``: most tokens one pass takes (a prompt is prefilled in such chunks; a draft is cut to
     fit). ``branches``: most root-to-leaf branches of one verified tree (llama.cpp sequences).
     ``threads``: CPU threads (0: every core). ``repack``: let llama.cpp repack quantized weights
-    for faster kernels; off by default because the repacked kernels compute a row differently in
-    a wide pass than in a one-token pass, which can flip a near-tie between speculative and plain
-    decoding (see README, "llama.cpp exactness"). ``pool``: idle contexts kept for reuse."""
+    for its gemm kernels; off by default because those compute a row differently in a wide pass
+    than in a one-token pass, which can flip a near-tie between speculative and plain decoding, and
+    they were no faster here (see README, "llama.cpp exactness"). ``pool``: idle contexts kept."""
 
     context: int = 0
     batch: int = 512
@@ -127,8 +127,10 @@ class LlamaCppModel:
     # --- facts --------------------------------------------------------------------------------
     @property
     def exact(self) -> bool:
-        """Measured, not guaranteed: without repacking, a wide pass gave every row bit-identical
-        logits to one-token passes on the embedded models (README); llama.cpp does not promise it."""
+        """Without weight repacking, tiled matrix products (``library.EXACT_ENVIRONMENT``),
+        llamafile's tinyBLAS (not built, ``scripts/setup.sh``) and flash attention (off in every
+        context), a pass over k tokens computes each row bit for bit as k one-token passes do
+        (checked on every embedded model by tests/llama_backend). With ``repack`` it does not."""
         return not self.config.repack
 
     @property

@@ -85,20 +85,41 @@ class LlamaSession:
             pass
 
 
-def branch_sequences(draft: Draft) -> list[tuple[int, ...]]:
-    """For each node, the sequence ids of the leaves below it (leaf ``j`` of ``draft.leaves`` has
-    sequence ``j``), first the smallest; the leaf below the first child comes first."""
+def main_chain(draft: Draft) -> list[int]:
+    """The nodes reached from ROOT by always taking the first child: the branch the drafter ranks first."""
+    chain, node = [], ROOT
+    while draft.children(node):
+        node = draft.children(node)[0]
+        chain.append(node)
+    return chain
+
+
+def batch_layout(draft: Draft) -> tuple[list[int], list[tuple[int, ...]]]:
+    """(the order nodes go into the batch, each node's sequence ids). The main chain goes first, so
+    that when the target keeps a prefix of it, the kept cells directly follow the context in the
+    cache and what is dropped lies after them. Leaves get sequences in that order (the main
+    chain's leaf is ``MAIN``); a node belongs to the sequences of the leaves below it."""
+    chain = main_chain(draft)
+    on_chain = set(chain)
+    order = chain + [i for i in range(len(draft)) if i not in on_chain]
+    leaves = [i for i in order if i in set(draft.leaves)]
     sets: list[list[int]] = [[] for _ in draft.tokens]
-    for seq, leaf in enumerate(draft.leaves):
+    for seq, leaf in enumerate(leaves):
         node = leaf
         while node != ROOT:
             sets[node].append(seq)
             node = draft.parents[node]
-    return [tuple(sorted(s)) for s in sets]
+    return order, [tuple(sorted(ids)) for ids in sets]
 
 
 class LlamaCppTarget:
-    """The ``Target`` protocol on a llama.cpp context (one request)."""
+    """The ``Target`` protocol on a llama.cpp context (one request).
+
+    Exactness needs the cache's cells in position order: attention sums over cells in cell order,
+    and another order rounds differently. A kept prefix of the main chain is in order already
+    (``batch_layout``); a path through another branch is dropped from the cache and its tokens are
+    run again at the front of the next verification (``_refeed``), a few more tokens in that pass.
+    """
 
     returns_logits = True
 
@@ -108,12 +129,13 @@ class LlamaCppTarget:
         self.session = LlamaSession(model)
         self.forward_passes = 0
         self._pending: int | None = None
+        self._refeed: list[int] = []  # accepted tokens not in the cache yet (they precede the pending one)
         self._next_logits: np.ndarray | None = None  # [vocab] after the prefill
-        self._verified: tuple[Draft, int] | None = None  # the draft and the position of its first node
+        self._verified: Draft | None = None  # the draft awaiting commit
 
     @property
     def context_length(self) -> int:
-        return len(self.session) + (self._pending is not None)
+        return len(self.session) + len(self._refeed) + (self._pending is not None)
 
     @property
     def max_length(self) -> int:
@@ -134,61 +156,65 @@ class LlamaCppTarget:
     def verify(self, draft: Draft) -> Verification:
         if self._verified is not None:
             raise RuntimeError("verify() twice without commit()")
+        if self._next_logits is None and self._pending is None:
+            raise RuntimeError("verify() before prefill()")
         position = self.context_length  # where row 0's token goes
-        if len(draft) + 1 > self.session.context.n_batch:
+        if len(self._refeed) + len(draft) + 1 > self.session.context.n_batch:
             raise ValueError(f"a draft of {len(draft)} nodes exceeds the batch of {self.session.context.n_batch}")
+        self._verified = draft
         if self._next_logits is not None:  # first step: the prefill already predicted row 0
-            self._verified = (draft, position)
-            rows = self._decode_tree(draft, pending=None)
+            rows = self._decode_tree(draft, leading=[])
             logits = np.concatenate([self._next_logits[None], rows]) if len(draft) else self._next_logits[None]
         else:
-            if self._pending is None:
-                raise RuntimeError("verify() before prefill()")
-            self._verified = (draft, position)
-            logits = self._decode_tree(draft, pending=self._pending)
+            logits = self._decode_tree(draft, leading=[*self._refeed, self._pending])
         return Verification.from_logits(logits, draft, position, self.chooser)
 
-    def _decode_tree(self, draft: Draft, pending: int | None) -> np.ndarray:
-        """One batch: the pending token (if any) and every node; rows of logits for all of them."""
+    def _decode_tree(self, draft: Draft, leading: list[int]) -> np.ndarray:
+        """One batch: the ``leading`` tokens (re-fed ones, then the pending one) and every node;
+        returns logits rows for the last leading token and each node, in draft order."""
         session = self.session
-        if pending is None and not len(draft):
+        if not leading and not len(draft):
             return np.zeros((0, self.model.vocab_size), dtype=np.float32)
+        order, node_seqs = batch_layout(draft)
         branches = max(1, len(draft.leaves))
         for seq in range(1, branches):
             session.context.seq_cp(MAIN, seq)
-        base = len(session)  # position of the pending token, or of the first node
-        tokens: list[int] = []
-        positions: list[int] = []
-        seq_ids: list[tuple[int, ...]] = []
-        if pending is not None:
-            tokens.append(pending)
-            positions.append(base)
-            seq_ids.append(tuple(range(branches)))
-        first_node = base + (pending is not None)
-        tokens += draft.tokens
-        positions += [first_node + depth - 1 for depth in draft.depths]
-        seq_ids += branch_sequences(draft)
+        base = len(session)
+        everyone = tuple(range(branches))
+        tokens = list(leading) + [draft.tokens[i] for i in order]
+        positions = list(range(base, base + len(leading)))
+        first_node = base + len(leading)
+        positions += [first_node + draft.depths[i] - 1 for i in order]
+        seq_ids = [everyone] * len(leading) + [node_seqs[i] for i in order]
+        wanted = [i == len(leading) - 1 for i in range(len(leading))] + [True] * len(order)
         self.forward_passes += 1
-        return session.run_batch(tokens, positions, seq_ids, [True] * len(tokens), timed=True)
+        rows = session.run_batch(tokens, positions, seq_ids, wanted, timed=True)
+        out = np.empty_like(rows)
+        head = 1 if leading else 0
+        out[:head] = rows[:head]
+        out[[head + i for i in order]] = rows[head:]
+        return out
 
     def commit(self, path: Sequence[int], next_token: int) -> None:
         if self._verified is None:
             raise RuntimeError("commit() without verify()")
-        draft, position = self._verified
+        draft = self._verified
         self._verified = None
         session = self.session
         if self._pending is not None:
-            session.length += 1  # the pending token is in the cache now
+            session.length += len(self._refeed) + 1  # they are in the cache now
+        self._refeed = []
         first_node = len(session)
+        kept = 0
         if len(draft):
-            leaf_seq = draft.leaves.index(draft.leaf_below(path[-1])) if path else MAIN
+            in_order = list(path) == main_chain(draft)[: len(path)]
+            kept = len(path) if in_order else 0
             context = session.context
-            context.seq_keep(leaf_seq)  # drops every other branch
-            context.seq_rm(leaf_seq, first_node + len(path), -1)  # and what lies past the path
-            if leaf_seq != MAIN:
-                context.seq_cp(leaf_seq, MAIN)
-                context.seq_rm(leaf_seq)
-        session.length = first_node + len(path)
+            context.seq_keep(MAIN)  # drops every branch but the main chain
+            context.seq_rm(MAIN, first_node + kept, -1)  # and what lies past the kept prefix
+            if not in_order:
+                self._refeed = [draft.tokens[i] for i in path]
+        session.length = first_node + kept
         self._next_logits = None
         self._pending = int(next_token)
 
