@@ -1,8 +1,16 @@
-"""Prompt lookup: draft what followed the latest earlier occurrence of the context's last n-gram.
+"""Prompt lookup: draft what followed an earlier occurrence of the context's last n-gram.
 
 Tie-breaks (pinned in tests): the longest n-gram wins (``max_ngram`` down to ``min_ngram``); among
-occurrences of that n-gram, the most recent one whose continuation is non-empty wins; the draft is
-the tokens that followed it, up to the budget (a chain, deterministic).
+occurrences of that n-gram, the **first** one (``occurrence="first"``, the default) or the most
+recent one (``"latest"``) whose continuation is non-empty wins; the draft is the tokens that
+followed it, up to the budget (a chain, deterministic).
+
+Why the first occurrence and bigrams: an answer mostly copies from the prompt (the document it
+summarises or discusses), which comes first; the latest occurrence is often the answer's own
+recent text. Measured on chat-summarization (qwen2.5-coder-0.5b float32, 6 prompts x 64 tokens,
+one run): first occurrence with 2-grams took 0.488 target passes per token and 1.47x over plain
+decoding, the latest occurrence with 3-grams 0.581 and 1.37x (transformers' prompt lookup, which
+also takes the first occurrence of up to 2-grams: 0.385 and 1.48x).
 """
 
 from __future__ import annotations
@@ -20,9 +28,9 @@ OCCURRENCES = ("latest", "first")
 
 @dataclass(frozen=True)
 class PromptLookupConfig:
-    max_ngram: int = 3
+    max_ngram: int = 2
     min_ngram: int = 1
-    occurrence: str = "latest"  # which earlier occurrence of the n-gram to copy from
+    occurrence: str = "first"  # which earlier occurrence of the n-gram to copy from (module docstring)
 
     def __post_init__(self) -> None:
         if not 1 <= self.min_ngram <= self.max_ngram:
