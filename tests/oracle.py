@@ -82,3 +82,16 @@ class Recording:
 
     def observe(self, accepted_len):
         self.drafter.observe(accepted_len)
+
+
+def started_target(model, context: list[int], pending_step: bool):
+    """(target, its context): a fresh target of ``model`` after the prefill of ``context``; with
+    ``pending_step`` also after one plain step (token 9), so that the next verification runs a
+    pending token in front of the draft."""
+    target = model.new_target()
+    target.prefill(context)
+    if pending_step:
+        target.verify(Draft.empty())
+        target.commit([], 9)
+        return target, context + [9]
+    return target, context

@@ -4,6 +4,7 @@ backend-independent checks are in test_target_conformance.py)."""
 import pytest
 import torch
 
+from oracle import started_target
 from specdraft import ROOT, Draft
 
 
@@ -25,18 +26,6 @@ def test_truncate_and_keep(tiny_model):
     ref = [layer.keys[:, :, [0, 1, 3, 5]] for layer in reference.cache.cache.layers]
     for got, want in zip(layer_keys(full), ref):
         assert torch.equal(got, want)
-
-
-def started_target(model, context, pending_step):
-    """A target after the prefill; with ``pending_step`` also after one plain step (token 9), so
-    the next verification runs a pending token in front of the draft."""
-    target = model.new_target()
-    target.prefill(context)
-    if pending_step:
-        target.verify(Draft.empty())
-        target.commit([], 9)
-        return target, context + [9]
-    return target, context
 
 
 @pytest.mark.parametrize("pending_step", [False, True])

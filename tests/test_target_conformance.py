@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from oracle import OracleDrafter
+from oracle import OracleDrafter, started_target
 from specdraft import ROOT, Draft, GenerationConfig, SpeculationConfig, SpeculativeGenerator, TokenChooser
 
 N_NEW = 32
@@ -84,17 +84,6 @@ def test_seeded_sampling_with_a_deterministic_drafter_equals_plain_sampling(back
         plain = SpeculativeGenerator(model).generate(ids, None, config)
         drafted = SpeculativeGenerator(model).generate(ids, PromptLookupDrafter(), config)
         assert drafted.token_ids == plain.token_ids
-
-
-def started_target(model, context, pending_step):
-    """A target after the prefill; with ``pending_step`` also after one plain step (token 9)."""
-    target = model.new_target(TokenChooser())
-    target.prefill(context)
-    if pending_step:
-        target.verify(Draft.empty())
-        target.commit([], 9)
-        return target, context + [9]
-    return target, context
 
 
 @pytest.mark.parametrize("pending_step", [False, True])
