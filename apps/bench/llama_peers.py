@@ -40,9 +40,12 @@ class LlamaCppPeer:
 
             draft_model = LlamaPromptLookupDecoding(num_pred_tokens=prompt_lookup)
         self.name = name
+        # logits_all: a draft model makes Llama compute every row's logits anyway, but its scores
+        # buffer is sized from the constructor argument, so without it a prompt longer than n_batch
+        # fails inside Llama.eval (llama-cpp-python 0.3.36: "could not broadcast input array").
         self.llama = _counting_llama(
             model_path=model_path, n_ctx=context, n_batch=512, n_threads=threads, n_threads_batch=threads,
-            draft_model=draft_model, verbose=False,
+            draft_model=draft_model, logits_all=draft_model is not None, verbose=False,
         )
 
     def _is_eog(self, token: int) -> bool:
