@@ -60,3 +60,28 @@ def test_from_branches_merges_shared_prefixes_in_order():
 def test_from_branches_respects_the_node_budget_branch_by_branch():
     draft = Draft.from_branches([[1, 2, 3], [4, 5, 6]], max_nodes=4)
     assert draft.tokens == (1, 2, 3, 4) and draft.parents == (ROOT, 0, 1, ROOT)
+
+
+def test_leaves_and_the_leaf_below_a_node():
+    draft = Draft((10, 11, 12, 13, 14), (ROOT, ROOT, 0, 1, 1))
+    assert draft.leaves == (2, 3, 4)
+    assert draft.leaf_below(1) == 3 and draft.leaf_below(0) == 2 and draft.leaf_below(4) == 4
+
+
+def test_deterministic_drops_distributions_and_merges_repeated_siblings():
+    # sampled siblings may repeat a token: 0 and 1 are both 5; their children join under one node
+    draft = Draft((5, 5, 7, 8), (ROOT, ROOT, 0, 1), torch.full((4, 10), 0.1))
+    plain = draft.deterministic()
+    assert plain.probs is None
+    assert plain.tokens == (5, 7, 8) and plain.parents == (ROOT, 0, 0)
+    assert Draft.chain([1, 2]).deterministic() == Draft.chain([1, 2])
+
+
+def test_pruned_keeps_the_longest_prefix_with_few_enough_leaves():
+    draft = Draft((1, 2, 3, 4, 5, 6), (ROOT, 0, ROOT, 2, ROOT, 1))  # leaves: 3 (via 2), 4, 5 (via 1)
+    assert len(draft.leaves) == 3
+    two = draft.pruned(2)
+    assert two.tokens == (1, 2, 3, 4) and len(two.leaves) == 2
+    one = draft.pruned(1)
+    assert one.tokens == (1, 2) and one.is_chain
+    assert draft.pruned(3) is draft

@@ -1,7 +1,9 @@
 """The conformance suite: every ``Target`` implementation passes the same checks.
 
-Backends: transformers (a tiny random float64 model: no weights needed) and llama.cpp (the real
-smollm2-135m GGUF: marked slow). A remote or engine-backed target joins by adding a fixture param.
+Backends: transformers (a tiny random float64 model: no weights needed), llama.cpp (the real
+smollm2-135m GGUF: marked slow), and a choice-only target (``ChoicesOnlyModel``: the tiny model
+behind a target that returns only its chosen token per row, as a remote verify server or a serving
+engine does). A real remote or engine-backed target joins by adding a fixture param.
 
 - losslessness: speculative greedy output == the same backend's plain greedy output, token for
   token, with drafters that are always right, always wrong, partly right and trees; seeded
@@ -21,19 +23,53 @@ import numpy as np
 import pytest
 
 from oracle import OracleDrafter, started_target
-from specdraft import ROOT, Draft, GenerationConfig, SpeculationConfig, SpeculativeGenerator, TokenChooser
+from specdraft import ROOT, Draft, GenerationConfig, SpeculationConfig, SpeculativeGenerator, TokenChooser, Verification
 
 N_NEW = 32
 PROMPTS = ["The quick brown fox", "def add(a, b):\n", "Grammar correction returns mostly"]
 
 
-@pytest.fixture(scope="module", params=["transformers", pytest.param("llama-cpp", marks=pytest.mark.slow)])
+class ChoicesOnlyTarget:
+    """A target that answers a verification with its chosen tokens only (no logits)."""
+
+    returns_logits = False
+
+    def __init__(self, inner) -> None:
+        self.inner = inner
+
+    def __getattr__(self, name):  # context_length, max_length, forward_passes, prefill, commit, close
+        return getattr(self.inner, name)
+
+    @property
+    def max_branches(self) -> int:
+        return 4  # as a server might limit a tree
+
+    def verify(self, draft):
+        verification = self.inner.verify(draft)
+        return Verification.from_choices([verification.choice(row) for row in range(len(verification))])
+
+
+class ChoicesOnlyModel:
+    """A model whose targets are ``ChoicesOnlyTarget``s; everything else is the wrapped model's."""
+
+    def __init__(self, inner) -> None:
+        self.inner = inner
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+    def new_target(self, chooser=TokenChooser()):
+        return ChoicesOnlyTarget(self.inner.new_target(chooser))
+
+
+@pytest.fixture(scope="module", params=["transformers", "choices-only", pytest.param("llama-cpp", marks=pytest.mark.slow)])
 def backend(request, tokenizer):
     """(model, logits tolerance)."""
-    if request.param == "transformers":
+    if request.param in ("transformers", "choices-only"):
         from conftest import make_tiny_model
 
-        return make_tiny_model(tokenizer, seed=0), 1e-9
+        model = make_tiny_model(tokenizer, seed=0)
+        return (model if request.param == "transformers" else ChoicesOnlyModel(model)), 1e-9
     from specdraft import LlamaCppModel
 
     return LlamaCppModel.load("smollm2-135m"), 0.0  # exact: see LlamaCppModel.exact
@@ -50,11 +86,15 @@ def as_array(logits) -> np.ndarray:
     return logits.detach().cpu().double().numpy() if hasattr(logits, "detach") else np.asarray(logits, dtype=np.float64)
 
 
-def assert_rows_close(got, want, tolerance: float) -> None:
-    got, want = as_array(got), as_array(want)
-    assert got.shape == want.shape
-    assert (got.argmax(-1) == want.argmax(-1)).all()
-    assert np.abs(got - want).max() <= tolerance
+def assert_rows_close(got: Verification, want: Verification, tolerance: float, rows=None) -> None:
+    """The same choices on ``rows`` (default: all), and logits within ``tolerance`` where present."""
+    rows = list(range(len(want))) if rows is None else rows
+    assert [got.choice(r) for r in rows] == [want.choice(r) for r in range(len(want))]
+    if got.logits is None:
+        return
+    got_rows, want_rows = as_array(got.logits)[rows], as_array(want.logits)
+    assert got_rows.shape == want_rows.shape
+    assert np.abs(got_rows - want_rows).max() <= tolerance
 
 
 @pytest.mark.parametrize("mode", ["right", "wrong", "partly", "tree"])
@@ -93,14 +133,15 @@ def test_commit_continues_like_a_target_prefilled_with_the_accepted_tokens(backe
     draft = Draft((20, 21, 22, 23, 24), (ROOT, ROOT, 0, 1, 3))
     target, context = started_target(model, [11, 12, 13, 14], pending_step)
     verification = target.verify(draft)
-    assert len(verification) == 1 + len(draft) and verification.logits.shape[0] == 1 + len(draft)
+    assert len(verification) == 1 + len(draft)
+    assert verification.logits is None or verification.logits.shape[0] == 1 + len(draft)
     target.commit(list(path), next_token=30)
     assert target.context_length == len(context) + len(path) + 1
     kept = [draft.tokens[i] for i in path]
     fresh = model.new_target(TokenChooser())
     fresh.prefill(context + kept + [30])
     probe = Draft.chain([7, 8])
-    assert_rows_close(target.verify(probe).logits, fresh.verify(probe).logits, tolerance)
+    assert_rows_close(target.verify(probe), fresh.verify(probe), tolerance)
     target.close()
     fresh.close()
 
@@ -110,13 +151,12 @@ def test_tree_rows_equal_each_branch_verified_as_a_chain(backend, pending_step):
     model, tolerance = backend
     draft = Draft((20, 21, 22, 23, 24, 25), (ROOT, ROOT, 0, 1, 3, 1))
     target, _ = started_target(model, [3, 4, 5], pending_step)
-    tree = target.verify(draft).logits
+    tree = target.verify(draft)
     for leaf in (2, 4, 5):
         branch = draft.path_to(leaf)
         chain_target, _ = started_target(model, [3, 4, 5], pending_step)
-        chain = chain_target.verify(Draft.chain([draft.tokens[n] for n in branch])).logits
-        rows = [0] + [1 + n for n in branch]
-        assert_rows_close(tree[rows], chain, tolerance)
+        chain = chain_target.verify(Draft.chain([draft.tokens[n] for n in branch]))
+        assert_rows_close(tree, chain, tolerance, rows=[0] + [1 + n for n in branch])
 
 
 def test_plain_steps_cost_one_pass_each_prefill_included(backend):
@@ -164,3 +204,23 @@ def test_drafts_wider_than_the_target_are_pruned_and_stay_lossless(backend, plai
         ids, Bushy(), GenerationConfig(max_new_tokens=8, ignore_eos=True)
     )
     assert result.token_ids == reference[:8]
+
+
+def test_sampled_drafts_with_distributions_stay_lossless_on_every_target(backend):
+    """A draft model's sampled drafts carry distributions: rejection sampling where the target
+    returns logits, sample-and-compare where it returns only choices. Greedy output is exact
+    either way; seeded sampling repeats."""
+    from specdraft import SamplingParams
+    from specdraft.drafters import DraftModelConfig, DraftModelDrafter
+    from specdraft.sampling import PositionalRandom
+
+    model, _ = backend
+    ids = model.encode("The dog sleeps. The dog")
+    for config in (GenerationConfig(max_new_tokens=16, ignore_eos=True), GenerationConfig(max_new_tokens=16, temperature=0.9, seed=5, ignore_eos=True)):
+        outputs = []
+        for _ in range(2):
+            drafter = DraftModelDrafter(model, model.vocab_size, config.sampling, PositionalRandom(1), DraftModelConfig(tree_width=2))
+            outputs.append(SpeculativeGenerator(model).generate(ids, drafter, config).token_ids)
+        assert outputs[0] == outputs[1]
+        if config.sampling.greedy:
+            assert outputs[0] == SpeculativeGenerator(model).generate(ids, None, config).token_ids
