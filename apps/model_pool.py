@@ -15,9 +15,11 @@ from dataclasses import dataclass
 
 from specdraft import Drafter, Model, ModelConfig, SamplingParams, check_same_tokenizer, load_model
 from specdraft.drafters import DraftModelConfig, DraftModelDrafter, PromptLookupDrafter
+from specdraft.retrieval.pipeline import GENERAL_DRAFTERS, NO_DRAFTER, PROMPT_LOOKUP
 from specdraft.sampling import PositionalRandom
 
-DRAFTER_NAMES = ("none", "prompt-lookup", "model:NAME")
+# The general drafters: those the RAG pipeline shares (named once, in retrieval.pipeline), and a draft model.
+DRAFTER_NAMES = (*GENERAL_DRAFTERS, "model:NAME")
 
 
 class ModelPool:
@@ -56,7 +58,7 @@ class DrafterSpec:
     @classmethod
     def parse(cls, text: str, tree_width: int = 1) -> "DrafterSpec":
         text = (text or "").strip()
-        if text in ("none", "prompt-lookup"):
+        if text in GENERAL_DRAFTERS:
             return cls(text)
         if text.startswith("model:") and text[len("model:") :].strip():
             return cls("model", text[len("model:") :].strip(), tree_width)
@@ -72,9 +74,9 @@ class DrafterSpec:
 
     def build(self, pool: ModelPool, target: Model, sampling: SamplingParams, seed: int | None = None) -> Drafter | None:
         """A fresh drafter for one request (None for plain decoding)."""
-        if self.kind == "none":
+        if self.kind == NO_DRAFTER:
             return None
-        if self.kind == "prompt-lookup":
+        if self.kind == PROMPT_LOOKUP:
             return PromptLookupDrafter()
         rng = PositionalRandom(secrets.randbits(62) if seed is None else seed)
         return DraftModelDrafter(pool.get(self.model), target.vocab_size, sampling, rng, DraftModelConfig(self.tree_width))

@@ -27,7 +27,11 @@ from .index import DocumentIndex, Hit
 from .provenance import AnswerSpan, answer_spans, cited
 from .reference_drafter import ReferenceDraftConfig, ReferenceDrafter
 
-DRAFTERS = ("none", "reference", "datastore", "reference+datastore", "prompt-lookup")
+NO_DRAFTER = "none"  # plain decoding
+PROMPT_LOOKUP = "prompt-lookup"
+# The drafters that need nothing retrieved; the general drafter names (specdraft.apps.model_pool) start with them.
+GENERAL_DRAFTERS = (NO_DRAFTER, PROMPT_LOOKUP)
+DRAFTERS = (NO_DRAFTER, "reference", "datastore", "reference+datastore", PROMPT_LOOKUP)
 # Quoted spans run long and are mostly accepted whole: start with 16-token drafts, allow up to 64 and
 # assume a high acceptance until measured (as copydraft does). On qwen2.5-coder-0.5b over 6 RAG
 # questions (bench seed 0) this took the decode phase from 1.8x to 2.5x over plain decoding.

@@ -39,23 +39,23 @@ from typing import Callable, Sequence
 import numpy as np
 
 from specdraft import Drafter, Model
-from specdraft.apps.datastore_cmd import build_datastore
 from specdraft.apps.model_pool import ModelPool
 from specdraft.retrieval.datastore import Datastore, DatastoreDraftConfig
+from specdraft.retrieval.datastore_build import build_datastore
 from specdraft.retrieval.embedder import Embedder, TextEmbedder
 from specdraft.retrieval.index import CorruptIndexError, DocumentIndex, IndexConfig, IndexNotFoundError
-from specdraft.retrieval.pipeline import RAGConfig, RAGPipeline, build_drafter
+from specdraft.retrieval.pipeline import DRAFTERS, NO_DRAFTER, RAGConfig, RAGPipeline, build_drafter
 
 from . import datasets
 from .archive_cache import data_cache_dir, say
 from .datasets import BenchPrompt
 from .methods import BenchCase, Method, SpecdraftMethod, plain
-from .suites import Suite, draft_model_methods, peers
+from .suite import Suite, draft_model_methods, peers
 
 RAG_PASSAGE_CAP = 3000
 RAG_INDEX_FORMAT = 1  # bump when passages are turned into documents differently
 DATASTORE_FORMAT = 1  # bump when the datastore corpus changes
-RETRIEVAL_DRAFTERS = ("reference", "datastore", "reference+datastore", "prompt-lookup")
+RETRIEVAL_DRAFTERS = tuple(kind for kind in DRAFTERS if kind != NO_DRAFTER)  # reference, datastore, reference+datastore, prompt-lookup
 ANSWER_POSITIONS = 4  # lookup contexts per case: the prompt, then + i/4 of plain's answer (i = 1..3)
 
 
@@ -72,7 +72,7 @@ def rag_suite(args: argparse.Namespace, pool: ModelPool, target: Model, embedder
     if not 0 <= args.limit <= len(questions):
         raise ValueError(f"limit must be between 0 and {len(questions)} for 'rag', got {args.limit}")
     index, index_facts = cached_index(passages, embedder or Embedder())
-    cases, search_facts = rag_cases(RAGPipeline(index, target, "none", None, config), questions[: args.limit])
+    cases, search_facts = rag_cases(RAGPipeline(index, target, NO_DRAFTER, None, config), questions[: args.limit])
     datastore, datastore_facts = cached_sharegpt_datastore(target, args.datastore_limit)
     facts = {"index": {**index_facts, **search_facts}, "datastore": datastore_facts}
     return _retrieval_suite(args, pool, target, cases, datastore, config, facts)

@@ -12,11 +12,11 @@ from hash_embedder import HashEmbedder
 
 from specdraft import TransformersModel
 from specdraft.apps.bench import bigbench_data, datasets, sharegpt_data
-from specdraft.apps.bench.cli import add_bench_parser
 from specdraft.apps.bench.datasets import is_reserved_conversation, sharegpt_base_id, sharegpt_datastore_texts
 from specdraft.apps.bench.rag_suites import RETRIEVAL_DRAFTERS, cached_index, chat_multiturn_suite, chat_prompt_ids, rag_suite
 from specdraft.apps.bench.report import write_report
 from specdraft.apps.bench.runner import run_suite
+from specdraft.apps.cli.bench import add_bench_parser
 from specdraft.apps.model_pool import ModelPool
 from specdraft.retrieval.pipeline import RAGConfig, RAGPipeline
 

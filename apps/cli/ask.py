@@ -23,9 +23,10 @@ STDIN = "-"
 def add_ask_parser(sub: Any) -> None:
     """Add `ask` to the `specdraft` subcommands."""
     from specdraft import DEFAULT_MODEL
+    from specdraft.apps.service.config import ServiceConfig
     from specdraft.retrieval.pipeline import DRAFTERS, RAGConfig
 
-    from .cli_args import add_model_args
+    from .model_args import add_model_args
 
     defaults = RAGConfig()
     ask = sub.add_parser(
@@ -40,7 +41,8 @@ def add_ask_parser(sub: Any) -> None:
     ask.add_argument("--index", required=True, type=Path, metavar="DIR", help="the document index folder")
     add_model_args(ask, DEFAULT_MODEL)
     ask.add_argument("--top-k", type=int, default=defaults.top_k, metavar="K", help="passages put in the prompt (default: %(default)s)")
-    ask.add_argument("--drafter", choices=DRAFTERS, default="reference", help="where drafts come from (default: %(default)s)")
+    # The RAG API's default drafter (RAGConfig has none: RAGPipeline takes the drafter by name)
+    ask.add_argument("--drafter", choices=DRAFTERS, default=ServiceConfig().rag_drafter, help="where drafts come from (default: %(default)s)")
     ask.add_argument("--datastore", type=Path, default=None, metavar="DIR", help="a datastore built with `specdraft datastore build` for the same model (drafters datastore, reference+datastore)")
     ask.add_argument("--max-new-tokens", type=int, default=defaults.max_new_tokens, metavar="N", help="longest answer in tokens (default: %(default)s)")
     ask.add_argument("--json", action="store_true", help='print {"answer", "citations", "token_ids", "stats", ...} instead of the text')

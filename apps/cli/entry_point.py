@@ -21,13 +21,19 @@ Models: a registry name (smollm2-135m, qwen2.5-coder-0.5b, qwen2.5-coder-1.5b, g
 
 
 def _add_drafter_args(parser: argparse.ArgumentParser, default: str) -> None:
+    from specdraft.drafters import DraftModelConfig
+
     parser.add_argument("--drafter", default=default, help="none (plain decoding), prompt-lookup, or model:NAME (a draft model sharing the tokenizer) (default: %(default)s)")
-    parser.add_argument("--tree-width", type=int, default=1, help="for model:NAME under greedy decoding: candidates per draft depth (1 = chain) (default: %(default)s)")
+    parser.add_argument("--tree-width", type=int, default=DraftModelConfig().tree_width, help="for model:NAME under greedy decoding: candidates per draft depth (1 = chain) (default: %(default)s)")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from specdraft import DEFAULT_MODEL
-    from specdraft.apps.cli_args import add_model_args
+    from specdraft import DEFAULT_MODEL, GenerationConfig
+    from specdraft.apps.service.config import ServiceConfig
+
+    from .model_args import add_model_args
+
+    generation, service = GenerationConfig(), ServiceConfig()
 
     parser = argparse.ArgumentParser(prog="specdraft", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -35,13 +41,13 @@ def build_parser() -> argparse.ArgumentParser:
     gen = sub.add_parser("generate", help="generate a completion for one prompt", description="Generate text for PROMPT and print it (or one JSON object with --json).")
     gen.add_argument("prompt", metavar="PROMPT", help="the prompt text, or - to read it from standard input")
     add_model_args(gen, DEFAULT_MODEL)
-    _add_drafter_args(gen, "prompt-lookup")
-    gen.add_argument("--max-new-tokens", type=int, default=128, help="most tokens to generate (default: %(default)s)")
-    gen.add_argument("--temperature", type=float, default=0.0, help="0 = greedy (default); > 0 samples")
-    gen.add_argument("--top-p", type=float, default=1.0, help="nucleus sampling mass (default: %(default)s)")
-    gen.add_argument("--top-k", type=int, default=0, help="sample among the k likeliest tokens; 0 = all (default)")
-    gen.add_argument("--seed", type=int, default=None, help="seed for reproducible sampling")
-    gen.add_argument("--stop", action="append", default=[], help="stop string (repeatable); not included in the output")
+    _add_drafter_args(gen, service.drafter)  # the drafter a completion request of the service gets by default
+    gen.add_argument("--max-new-tokens", type=int, default=generation.max_new_tokens, help="most tokens to generate (default: %(default)s)")
+    gen.add_argument("--temperature", type=float, default=generation.temperature, help="0 = greedy (default); > 0 samples")
+    gen.add_argument("--top-p", type=float, default=generation.top_p, help="nucleus sampling mass (default: %(default)s)")
+    gen.add_argument("--top-k", type=int, default=generation.top_k, help="sample among the k likeliest tokens; 0 = all (default)")
+    gen.add_argument("--seed", type=int, default=generation.seed, help="seed for reproducible sampling")
+    gen.add_argument("--stop", action="append", default=list(generation.stop), help="stop string (repeatable); not included in the output")
     gen.add_argument("--chat", action="store_true", help="wrap PROMPT in the model's chat template as a user message")
     gen.add_argument("--json", action="store_true", help='print {"text", "token_ids", "prompt_token_ids", "stats", ...} instead of the text')
 
@@ -61,29 +67,25 @@ def build_parser() -> argparse.ArgumentParser:
 
     serve = sub.add_parser("serve", help="start the HTTP service (OpenAI-compatible completions, grammar correction, health, demos)", description="Serve the target model over HTTP: GET /healthz, POST /v1/completions, POST /v1/chat/completions, POST /v1/grammar/correct, POST /v1/rag/documents, POST /v1/rag/query, and the demo pages GET /demo/grammar and GET /demo/rag.")
     add_model_args(serve, DEFAULT_MODEL)
-    _add_drafter_args(serve, "prompt-lookup")
+    _add_drafter_args(serve, service.drafter)
+    # --host and --port are Flask's app.run arguments, not ServiceConfig's; --index-root, --datastore and
+    # --embedding-model default to None, which leaves ServiceConfig's own default in place (see _serve).
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default: %(default)s)")
     serve.add_argument("--port", type=int, default=8000, help="port (default: %(default)s)")
-    serve.add_argument("--extra-model", action="append", default=[], metavar="NAME", help="another model requests may name: as a drafter (model:NAME) or for grammar correction (repeatable)")
+    serve.add_argument("--extra-model", action="append", default=list(service.extra_models), metavar="NAME", help="another model requests may name: as a drafter (model:NAME) or for grammar correction (repeatable)")
     serve.add_argument("--lazy", action="store_true", help="load the model on the first request instead of at start-up")
     serve.add_argument("--index-root", default=None, metavar="DIR", help="folder of the RAG API's named document indexes (default: $SPECDRAFT_INDEX_ROOT or ~/.local/share/specdraft/indexes)")
     serve.add_argument("--datastore", default=None, metavar="DIR", help="a REST datastore built with `specdraft datastore build` for this model, for the RAG drafters datastore and reference+datastore")
     serve.add_argument("--embedding-model", default=None, metavar="MODEL", help="sentence-transformers model embedding the RAG documents (default: the packaged all-MiniLM-L6-v2)")
 
-    from specdraft.apps.bench.cli import add_bench_parser
+    from .ask import add_ask_parser
+    from .bench import add_bench_parser
+    from .datastore import add_datastore_parser
+    from .index import add_index_parser
 
     add_bench_parser(sub)
-
-    from specdraft.apps.datastore_cmd import add_datastore_parser
-
     add_datastore_parser(sub)
-
-    from specdraft.apps.index_cmd import add_index_parser
-
     add_index_parser(sub)
-
-    from specdraft.apps.ask import add_ask_parser
-
     add_ask_parser(sub)
 
     sub.add_parser("models", help="list the embedded models and whether they are installed and converted")
@@ -92,9 +94,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _generate(args: argparse.Namespace) -> int:
     from specdraft import GenerationConfig
-    from specdraft.apps.generate import GenerateRequest, run_generate
-    from specdraft.apps.cli_args import model_pool
     from specdraft.apps.model_pool import DrafterSpec
+
+    from .generate import GenerateRequest, run_generate
+    from .model_args import model_pool
 
     prompt = sys.stdin.read() if args.prompt == "-" else args.prompt
     request = GenerateRequest(
@@ -116,8 +119,8 @@ def _generate(args: argparse.Namespace) -> int:
 
 
 def _correct(args: argparse.Namespace) -> int:
-    from specdraft.apps.cli_args import model_pool
-    from specdraft.apps.correct import read_text, run_correct
+    from .correct import read_text, run_correct
+    from .model_args import model_pool
 
     text = read_text(args.text, args.file, sys.stdin)
     run_correct(text, args.model, model_pool(args), speculate=not args.no_speculation, as_json=args.json)
@@ -155,8 +158,8 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def _ask(args: argparse.Namespace) -> int:
-    from specdraft.apps.ask import request_from_args, run_ask
-    from specdraft.apps.cli_args import model_pool
+    from .ask import request_from_args, run_ask
+    from .model_args import model_pool
 
     run_ask(request_from_args(args, sys.stdin), model_pool(args), as_json=args.json)
     return 0
@@ -172,19 +175,19 @@ def _models(args: argparse.Namespace) -> int:
 
 
 def _bench(args: argparse.Namespace) -> int:
-    from specdraft.apps.bench.cli import run_bench
+    from .bench import run_bench
 
     return run_bench(args)
 
 
 def _datastore(args: argparse.Namespace) -> int:
-    from specdraft.apps.datastore_cmd import run_datastore
+    from .datastore import run_datastore
 
     return run_datastore(args)
 
 
 def _index(args: argparse.Namespace) -> int:
-    from specdraft.apps.index_cmd import run_index
+    from .index import run_index
 
     return run_index(args)
 

@@ -1,4 +1,4 @@
-"""`specdraft bench`: the benchmark runner's command line."""
+"""`specdraft bench`: the benchmark runner's command line (the runner itself: ``specdraft.apps.bench``)."""
 
 from __future__ import annotations
 
@@ -9,11 +9,12 @@ from pathlib import Path
 
 
 def add_bench_parser(sub) -> None:
-    from specdraft import DEFAULT_MODEL
-    from specdraft.apps.cli_args import add_model_args
+    from specdraft import DEFAULT_MODEL, GenerationConfig
+    from specdraft.apps.bench.suites import names
+    from specdraft.drafters import DraftModelConfig
     from specdraft.retrieval.pipeline import RAGConfig
 
-    from .suites import names
+    from .model_args import add_model_args
 
     bench = sub.add_parser(
         "bench",
@@ -40,11 +41,11 @@ def add_bench_parser(sub) -> None:
     bench.add_argument("benchmark", nargs="?", default="chat-summarization", choices=names(), help="benchmark (default: %(default)s)")
     add_model_args(bench, DEFAULT_MODEL)
     bench.add_argument("--draft-model", default=None, help="also compare a draft model (specdraft model:NAME and transformers assisted generation)")
-    bench.add_argument("--tree-width", type=int, default=1, help="candidates per depth for specdraft's draft model (default: %(default)s)")
+    bench.add_argument("--tree-width", type=int, default=DraftModelConfig().tree_width, help="candidates per depth for specdraft's draft model (default: %(default)s)")
     bench.add_argument("--limit", type=int, default=8, help="number of prompts (default: %(default)s)")
     bench.add_argument("--seed", type=int, default=0, help="which prompts are drawn (default: %(default)s)")
-    bench.add_argument("--max-new-tokens", type=int, default=128, help="tokens per answer for prompt and retrieval sets (default: %(default)s; grammar sets size it from the input)")
-    bench.add_argument("--top-k", type=int, default=RAGConfig.top_k, metavar="K", help="rag: passage chunks retrieved per question and put in the prompt (default: %(default)s)")
+    bench.add_argument("--max-new-tokens", type=int, default=GenerationConfig().max_new_tokens, help="tokens per answer for prompt and retrieval sets (default: %(default)s; grammar sets size it from the input)")
+    bench.add_argument("--top-k", type=int, default=RAGConfig().top_k, metavar="K", help="rag: passage chunks retrieved per question and put in the prompt (default: %(default)s)")
     bench.add_argument(
         "--datastore-limit",
         type=int,
@@ -65,13 +66,13 @@ def add_bench_parser(sub) -> None:
 
 
 def run_bench(args: argparse.Namespace) -> int:
-    from specdraft.apps.cli_args import model_pool
-
-    from .report import markdown_table, write_report
+    from specdraft.apps.bench.report import markdown_table, write_report
+    from specdraft.apps.bench.runner import run_suite
+    from specdraft.apps.bench.suite import alongside_methods
+    from specdraft.apps.bench.suites import build
     from specdraft.apps.model_pool import ModelPool
 
-    from .runner import run_suite
-    from .suites import alongside_methods, build
+    from .model_args import model_pool
 
     pool = model_pool(args)
     target = pool.get(args.model)

@@ -13,15 +13,11 @@ import argparse
 import json
 import sys
 import time
-from itertools import islice
 from pathlib import Path
-from typing import Iterable, Iterator, TextIO
-
-from tqdm import tqdm
+from typing import Iterator, TextIO
 
 from specdraft import Tokenizer
-
-TOKENIZE_BATCH = 256  # texts per tokenizer call (fast tokenizers parallelise inside a batch)
+from specdraft.retrieval.datastore_build import build_datastore
 
 
 def add_datastore_parser(sub) -> None:
@@ -113,21 +109,3 @@ def jsonl_texts(path: Path) -> Iterator[str]:
             if not isinstance(text, str):
                 raise ValueError(f"{path}:{number}: needs a string field \"text\"")
             yield text
-
-
-def build_datastore(texts: Iterable[str], tokenizer: Tokenizer, tokenizer_name: str, limit: int | None = None):
-    """Tokenize ``texts`` (the first ``limit``; special tokens not added) and build the datastore.
-    A tokenizer with ``encode_batch`` (transformers' fast ones) tokenizes a batch at a time."""
-    from specdraft.retrieval.datastore import DatastoreBuilder
-
-    builder = DatastoreBuilder(tokenizer_name, tokenizer.vocab_size)
-    encode_batch = getattr(tokenizer, "encode_batch", None) or (lambda batch: [tokenizer.encode(text) for text in batch])
-    texts = iter(texts if limit is None else islice(texts, limit))
-    with tqdm(total=limit, desc="tokenizing", unit=" texts", file=sys.stderr, disable=None) as bar:
-        while batch := list(islice(texts, TOKENIZE_BATCH)):
-            for ids in encode_batch(batch):
-                builder.add(ids)
-            bar.update(len(batch))
-    if builder.num_tokens == 0:
-        raise ValueError("the corpus holds no text to index")
-    return builder.build(progress=lambda message: print(f"specdraft: {message}", file=sys.stderr, flush=True))
