@@ -9,8 +9,10 @@ draft length is the ``k`` in ``[0, max_draft_len]`` that maximises ``E(k) / (k *
 acceptance raises ``alpha`` and so grows the draft; early rejection lowers it and shrinks it.
 
 Fall-back: when the best ``k`` is 0 (no draft length beats plain decoding on this device at this
-acceptance rate), the next ``backoff`` steps decode plainly; then one probe draft of
-``initial_draft_len`` checks whether drafts got better. Each consecutive fall-back doubles the
+acceptance rate), the next ``backoff`` steps decode plainly; then one probe draft checks whether
+drafts got better. The probe is as long as the prior acceptance would draft on this device, at
+least ``min_draft_len`` and at most ``initial_draft_len``: where wide passes are dear (llama.cpp
+on a CPU: a 17-token pass cost 9x a one-token pass) a long probe cost more than it could find. Each consecutive fall-back doubles the
 back-off (up to ``max_backoff``). Until a 1-token pass has been timed, drafts are
 ``initial_draft_len`` long and every ``window``-th step is a plain step that measures it.
 With ``adaptive=False`` the length is fixed at ``initial_draft_len`` and there is no fall-back.
@@ -70,13 +72,15 @@ class SpeculationPolicy:
     def falling_back(self) -> bool:
         return self.plain_steps_left > 0
 
-    def best_length(self) -> int:
-        """The draft length that maximises expected tokens per second (0: don't draft)."""
+    def best_length(self, alpha: float | None = None) -> int:
+        """The draft length that maximises expected tokens per second at acceptance ``alpha``
+        (default: the running estimate); 0: don't draft."""
+        alpha = self.alpha if alpha is None else alpha
         one = self.cost.estimate(1)
         best_k, best_rate = 0, 1.0 / one
         for k in range(self.config.min_draft_len, self.config.max_draft_len + 1):
             seconds = k * self.draft_seconds_per_token + (self.cost.estimate(k + 1) or one)
-            rate = expected_tokens(self.alpha, k) / seconds
+            rate = expected_tokens(alpha, k) / seconds
             if rate > best_rate:
                 best_k, best_rate = k, rate
         return best_k
@@ -89,7 +93,7 @@ class SpeculationPolicy:
         if self.plain_steps_left > 0:
             return 0
         if self._probe_next:
-            return config.initial_draft_len
+            return self.probe_length()
         if not self.cost.known(1):
             return 0 if self._steps_since_plain >= config.window else config.initial_draft_len
         best = self.best_length()
@@ -99,6 +103,13 @@ class SpeculationPolicy:
             self._probe_next = True
             return 0
         return max(best, config.min_draft_len)
+
+    def probe_length(self) -> int:
+        """The length of a probe after a fall-back (module docstring)."""
+        config = self.config
+        if not self.cost.known(1):
+            return config.initial_draft_len
+        return max(config.min_draft_len, min(config.initial_draft_len, self.best_length(config.prior_alpha)))
 
     def observe(self, requested: int, drafted: int, accepted: int, draft_seconds: float = 0.0) -> None:
         """Record one verify step: ``requested`` budget, ``drafted`` nodes sent, ``accepted`` kept,

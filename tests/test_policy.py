@@ -58,7 +58,25 @@ def test_falls_back_when_speculation_does_not_pay_and_probes_again():
         policy.observe(0, 0, 0)
         plain += 1
     assert plain == 3
-    assert policy.budget() == 8  # the probe
+    assert policy.budget() == 1  # the probe: passes this dear make the prior draft nothing, so one token
+
+
+def test_probes_are_as_long_as_the_prior_would_draft_here():
+    """After a fall-back the probe is the prior's best length on this device, within
+    [min_draft_len, initial_draft_len]: long where wide passes are cheap, short where dear."""
+    config = SpeculationConfig(initial_draft_len=8, backoff=1)
+    lengths = {}
+    for name, per_token in (("cheap", 0.01), ("dear", 0.3)):
+        policy = SpeculationPolicy(config, profile(one=1.0, per_token=per_token))
+        while not policy.falling_back:
+            k = policy.budget()
+            if k:
+                policy.observe(k, k, 0)
+        while policy.falling_back:
+            assert policy.budget() == 0
+            policy.observe(0, 0, 0)
+        lengths[name] = policy.budget()
+    assert 1 <= lengths["dear"] < lengths["cheap"] <= 8
 
 
 def test_keeps_speculating_when_it_pays():
