@@ -102,7 +102,8 @@ def batch_layout(draft: Draft) -> tuple[list[int], list[tuple[int, ...]]]:
     chain = main_chain(draft)
     on_chain = set(chain)
     order = chain + [i for i in range(len(draft)) if i not in on_chain]
-    leaves = [i for i in order if i in set(draft.leaves)]
+    is_leaf = set(draft.leaves)
+    leaves = [i for i in order if i in is_leaf]
     sets: list[list[int]] = [[] for _ in draft.tokens]
     for seq, leaf in enumerate(leaves):
         node = leaf
