@@ -181,7 +181,13 @@ def detokenize_bytes(model: LlamaModelFile, ids: Sequence[int]) -> bytes:
     return buffer.raw[:n]
 
 
+def token_text(model: LlamaModelFile, token: int) -> str:
+    """A token's vocabulary string ("" for a negative id: the vocabulary has no such token)."""
+    if token < 0:
+        return ""
+    return (library().llama_vocab_get_text(model.vocab, token) or b"").decode("utf-8", "replace")
+
+
 def token_texts(model: LlamaModelFile) -> list[str]:
     """Every token's vocabulary string, in id order."""
-    ll = library()
-    return [(ll.llama_vocab_get_text(model.vocab, i) or b"").decode("utf-8", "replace") for i in range(model.n_vocab)]
+    return [token_text(model, i) for i in range(model.n_vocab)]

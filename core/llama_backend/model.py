@@ -20,7 +20,7 @@ from ..chat_template import render_chat
 from ..cost import PassCostProfile
 from ..hf_tokenizer import vocabulary_fingerprint
 from ..sampling import TokenChooser
-from .library import LlamaContext, LlamaModelFile, detokenize_bytes, library, token_texts, tokenize
+from .library import LlamaContext, LlamaModelFile, detokenize_bytes, library, token_text, token_texts, tokenize
 
 if TYPE_CHECKING:
     from ..model_config import ModelConfig
@@ -100,8 +100,8 @@ class LlamaCppModel:
         template = ll.llama_model_chat_template(file.ptr, None)
         self._chat_template = template.decode("utf-8") if template else None
         self._special_text = {
-            "bos_token": self._token_text(ll.llama_vocab_bos(vocab)),
-            "eos_token": self._token_text(ll.llama_vocab_eos(vocab)),
+            "bos_token": token_text(file, ll.llama_vocab_bos(vocab)),
+            "eos_token": token_text(file, ll.llama_vocab_eos(vocab)),
         }
 
     @classmethod
@@ -118,11 +118,6 @@ class LlamaCppModel:
             if not path.is_file():
                 raise FileNotFoundError(f"no such GGUF file: {path}")
         return cls(LlamaModelFile(str(path), use_extra_bufts=config.repack), model, config)
-
-    def _token_text(self, token: int) -> str:
-        if token < 0:
-            return ""
-        return (library().llama_vocab_get_text(self.file.vocab, token) or b"").decode("utf-8", "replace")
 
     # --- facts --------------------------------------------------------------------------------
     @property
