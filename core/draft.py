@@ -145,12 +145,6 @@ class Draft:
         has_child = set(self.parents)
         return tuple(i for i in range(len(self.tokens)) if i not in has_child)
 
-    def leaf_below(self, node: int) -> int:
-        """The first leaf (in index order) under ``node`` (``node`` itself when it is a leaf)."""
-        while self.children(node):
-            node = self.children(node)[0]
-        return node
-
     def deterministic(self) -> "Draft":
         """The same tree without draft distributions (repeated siblings merged into the first):
         what a verifier that only compares tokens (sample-and-compare) sees."""

@@ -62,10 +62,9 @@ def test_from_branches_respects_the_node_budget_branch_by_branch():
     assert draft.tokens == (1, 2, 3, 4) and draft.parents == (ROOT, 0, 1, ROOT)
 
 
-def test_leaves_and_the_leaf_below_a_node():
+def test_leaves():
     draft = Draft((10, 11, 12, 13, 14), (ROOT, ROOT, 0, 1, 1))
     assert draft.leaves == (2, 3, 4)
-    assert draft.leaf_below(1) == 3 and draft.leaf_below(0) == 2 and draft.leaf_below(4) == 4
 
 
 def test_deterministic_drops_distributions_and_merges_repeated_siblings():
