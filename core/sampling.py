@@ -47,7 +47,10 @@ def warp(logits: "torch.Tensor", params: SamplingParams) -> "torch.Tensor":
     logits = torch.as_tensor(logits).float()
     if params.greedy:
         return torch.nn.functional.one_hot(logits.argmax(-1), logits.shape[-1]).float()
-    logits = logits / params.temperature
+    # Shifted so the largest logit is 0 and divided in float64: a temperature as small as 5e-324
+    # then gives 0 for the best token(s) and -inf for the rest (a one-hot, or a tie split evenly),
+    # never inf - inf or 0 / 0 (NaN).
+    logits = (logits - logits.max(-1, keepdim=True).values).double() / params.temperature
     if 0 < params.top_k < logits.shape[-1]:
         kth = torch.topk(logits, params.top_k, dim=-1).values[..., -1:]
         logits = logits.masked_fill(logits < kth, float("-inf"))
@@ -55,10 +58,12 @@ def warp(logits: "torch.Tensor", params: SamplingParams) -> "torch.Tensor":
     if params.top_p < 1.0:
         sorted_probs, order = probs.sort(dim=-1, descending=True)
         mass_before = sorted_probs.cumsum(-1) - sorted_probs
-        sorted_probs = sorted_probs.masked_fill(mass_before >= params.top_p, 0.0)
+        drop = mass_before >= params.top_p
+        drop[..., 0] = False  # the most likely token always stays, however small top_p is
+        sorted_probs = sorted_probs.masked_fill(drop, 0.0)
         probs = torch.zeros_like(probs).scatter(-1, order, sorted_probs)
         probs = probs / probs.sum(-1, keepdim=True)
-    return probs
+    return probs.float()
 
 
 def sample(probs: "torch.Tensor", generator: "torch.Generator | None") -> int:

@@ -79,7 +79,33 @@ def parse_json_body(data: bytes) -> dict[str, Any]:
         raise RequestError(f"the request body is not valid JSON: {error}") from None
     if not isinstance(body, dict):
         raise RequestError(f"the request body must be a JSON object, got {_json_type(body)}")
+    try:
+        _check_unicode(body, None)
+    except RecursionError:
+        raise RequestError("the request body is nested too deeply") from None
     return body
+
+
+def _check_unicode(value: Any, param: str | None) -> None:
+    """Reject strings that are not valid Unicode: JSON's ``\\ud800`` escapes decode to lone surrogates,
+    which no tokenizer, index or log can encode. ``param`` is the path of ``value`` in the body."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as error:
+            where = f"{param} holds" if param else "the body holds"
+            raise RequestError(
+                f"{where} invalid Unicode: a lone surrogate ({value[error.start]!r} at character {error.start}); "
+                "send UTF-8 text (surrogate escapes only in valid pairs)",
+                param,
+            ) from None
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            _check_unicode(key, param)
+            _check_unicode(item, key if param is None else f"{param}.{key}")
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            _check_unicode(item, f"{param}[{i}]" if param else f"[{i}]")
 
 
 def parse_completion_request(body: Mapping[str, Any], chat: bool, config: ServiceConfig) -> CompletionRequest:
