@@ -1,0 +1,38 @@
+"""A real HTTP server on loopback for tests that drive the service as clients do (SDKs, fuzzers, browsers).
+
+``LiveServer(app)`` serves a Flask app with waitress (the production server ``specdraft serve``
+runs) on ``127.0.0.1`` and a free port, in a daemon thread; ``url`` is its base URL. Use it as a
+context manager; leaving it closes the listening socket.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import urllib.request
+
+from waitress.server import create_server
+
+
+class LiveServer:
+    def __init__(self, app, threads: int = 4, **waitress_options) -> None:
+        self.app = app
+        self._server = create_server(app, host="127.0.0.1", port=0, threads=threads, **waitress_options)
+        self.port = self._server.effective_port
+        self.url = f"http://127.0.0.1:{self.port}"
+        self._thread = threading.Thread(target=self._server.run, name="live-server", daemon=True)
+
+    def __enter__(self) -> "LiveServer":
+        self._thread.start()
+        deadline = time.monotonic() + 10
+        while True:  # wait until it answers
+            try:
+                urllib.request.urlopen(self.url + "/healthz", timeout=2).read()
+                return self
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
+
+    def __exit__(self, *exc) -> None:
+        self._server.close()
