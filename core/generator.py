@@ -82,6 +82,18 @@ class GenerationStream:
         assert self.result is not None
         return self.result
 
+    def stop(self) -> GenerationResult:
+        """End the generation now (its target session is freed at once) and return what it produced
+        so far; ``finish_reason`` stays "length" unless EOS or a stop string had already ended it.
+        Text held back while it might still become a stop string is not included. After a full
+        iteration this is just ``result``."""
+        if self.result is None:
+            close = getattr(self._steps, "close", None)
+            if close is not None:
+                close()
+            self.result = self._finish()
+        return self.result
+
 
 class SpeculativeGenerator:
     def __init__(self, model: Model, speculation: SpeculationConfig = SpeculationConfig()) -> None:

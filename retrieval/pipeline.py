@@ -105,6 +105,12 @@ class RAGStream:
         assert self.answer is not None
         return self.answer
 
+    def stop(self) -> RAGAnswer:
+        """End the answer now with what was generated so far (see ``GenerationStream.stop``)."""
+        if self.answer is None:
+            self.answer = self._finish(self._stream.stop())
+        return self.answer
+
     def _finish(self, result: GenerationResult) -> RAGAnswer:
         return RAGAnswer(
             question=self.question,
