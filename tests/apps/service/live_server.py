@@ -1,8 +1,8 @@
 """A real HTTP server on loopback for tests that drive the service as clients do (SDKs, fuzzers, browsers).
 
-``LiveServer(app)`` serves a Flask app with waitress (the production server ``specdraft serve``
-runs) on ``127.0.0.1`` and a free port, in a daemon thread; ``url`` is its base URL. Use it as a
-context manager; leaving it closes the listening socket.
+``LiveServer(app)`` serves a Flask app with waitress, set up as ``specdraft serve`` sets it up
+(``server.waitress_options`` of the app's config), on ``127.0.0.1`` and a free port, in a daemon
+thread; ``url`` is its base URL. Use it as a context manager; leaving it closes the listening socket.
 """
 
 from __future__ import annotations
@@ -13,11 +13,14 @@ import urllib.request
 
 from waitress.server import create_server
 
+from specdraft.apps.service.server import waitress_options
+
 
 class LiveServer:
-    def __init__(self, app, threads: int = 4, **waitress_options) -> None:
+    def __init__(self, app, **overrides) -> None:
         self.app = app
-        self._server = create_server(app, host="127.0.0.1", port=0, threads=threads, **waitress_options)
+        options = {**waitress_options(app.extensions["specdraft"].config), **overrides} if "specdraft" in app.extensions else overrides
+        self._server = create_server(app, host="127.0.0.1", port=0, **options)
         self.port = self._server.effective_port
         self.url = f"http://127.0.0.1:{self.port}"
         self._thread = threading.Thread(target=self._server.run, name="live-server", daemon=True)
