@@ -44,4 +44,8 @@ def create_app(config: ServiceConfig | None = None, pool: ModelPool | None = Non
     app.register_blueprint(grammar.bp)
     app.register_blueprint(rag.bp)
     app.register_blueprint(demo.bp)
+    if config.edge:  # the edge verify server (sessions holding KV caches), only when asked for
+        from . import edge
+
+        edge.install(app, config.edge_config)
     return app

@@ -17,6 +17,8 @@ from specdraft.apps.model_pool import DrafterSpec
 from specdraft.retrieval.embedder import DEFAULT_EMBEDDER
 from specdraft.retrieval.pipeline import DRAFTERS, RAG_SPECULATION
 
+from .edge_sessions import EdgeConfig
+
 
 def default_index_root() -> str:
     """Where the service keeps its document indexes: ``$SPECDRAFT_INDEX_ROOT``, else
@@ -67,6 +69,9 @@ class ServiceConfig:
     rag_top_k: int = 3
     max_rag_top_k: int = 10
     max_rag_documents: int = 1000
+    # the edge verify server (``specdraft serve --edge``, see ``edge``): needs API keys
+    edge: bool = False
+    edge_config: EdgeConfig = EdgeConfig()
 
     def __post_init__(self) -> None:
         if not self.model.strip():
@@ -92,6 +97,8 @@ class ServiceConfig:
             raise ValueError(f"rag_top_k must be in [1, max_rag_top_k={self.max_rag_top_k}], got {self.rag_top_k}")
         if self.max_rag_documents < 1:
             raise ValueError(f"max_rag_documents must be >= 1, got {self.max_rag_documents}")
+        if self.edge and self.api_key_file is None:
+            raise ValueError("the edge verify server needs API keys: give api_key_file (--api-key-file FILE)")
 
     def allows_model(self, name: str) -> bool:
         """Whether a request may name ``name`` (the served model, an extra model, the default drafter's)."""

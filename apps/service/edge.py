@@ -1,0 +1,240 @@
+"""The edge verify server: a laptop drafts token trees, this server verifies them (``serve --edge``).
+
+Routes (every one needs an API key, see ``access``; ``g.principal.key_id`` owns the sessions):
+
+- ``GET /v1/edge/info``: the served model's name, tokenizer fingerprint, vocabulary size, maximum
+  length, EOS ids and the session limits (a client checks its tokenizer before drafting).
+- ``POST /v1/edge/sessions``: ``{"prompt": [ids]}`` or ``{"messages": [...]}`` (the model's chat
+  template, then ``prompt_token_ids`` in the answer), ``"tokenizer"`` (the client's
+  ``Tokenizer.fingerprint()``; another tokenizer's is a 409), optional ``temperature``, ``top_p``,
+  ``top_k``, ``seed`` -> ``{"id", "context_length", "max_length", "eos_token_ids", "seed", ...}``.
+- ``POST /v1/edge/sessions/<id>/verify``: ``{"tokens": [...], "parents": [...]}`` a draft tree
+  (parents index earlier nodes, -1 the context), ``"commit"`` (default true: the server follows its
+  own choices and commits), ``"previous"`` ``{"path", "next_token"}`` (commits the last verification
+  first, when it was made with ``commit: false``) -> ``{"accepted_path", "accepted_tokens",
+  "next_token", "choices", "context_length", "forward_passes", "committed"}``. Draft nodes carry no
+  probabilities: under sampling the server compares the drafted tokens with its own positional draws
+  (sample-and-compare), which keeps the target's distribution exactly.
+- ``POST .../commit`` ``{"path", "next_token"}``; ``POST .../append`` ``{"tokens": [...]}`` (the
+  next user turn); ``DELETE .../<id>`` closes the session and frees its cache.
+
+A bad call is a 4xx JSON error (400 bad field, 403 another key's session, 404 unknown session, 409
+tokenizer mismatch or a commit out of turn, 429 too many sessions) and leaves the session as it
+was. Only token ids and short lists cross the wire. Sessions' forward passes run under the service's
+generation gate.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import Blueprint, Response, current_app, g, jsonify, request
+from jinja2 import TemplateError
+
+from specdraft import Draft, SamplingParams
+
+from .edge_sessions import EdgeConfig, EdgeError, EdgeSession, EdgeSessionStore
+from .fields import ABSENT, RequestError, boolean, describe, integer, number
+from .limits import generating
+from .messages import parse_messages
+from .state import current_state
+from .validation import MAX_SEED, MAX_TEMPERATURE, parse_json_body
+
+bp = Blueprint("edge", __name__, url_prefix="/v1/edge")
+STORE = "specdraft.edge"
+
+
+def install(app, config: EdgeConfig) -> None:
+    """Register the blueprint with a fresh session store."""
+    app.extensions[STORE] = EdgeSessionStore(config)
+    app.register_blueprint(bp)
+
+
+def _store() -> EdgeSessionStore:
+    return current_app.extensions[STORE]
+
+
+def _owner() -> str:
+    principal = getattr(g, "principal", None)
+    if principal is None:  # serve --edge refuses to start without keys; never serve sessions keyless
+        raise EdgeError(401, "edge sessions need an API key: start the server with --api-key-file", None, "invalid_api_key")
+    return principal.key_id
+
+
+@bp.errorhandler(EdgeError)
+def _edge_error(error: EdgeError) -> tuple[Response, int]:
+    body = {"error": {"message": error.message, "type": "invalid_request_error", "param": error.param, "code": error.code}}
+    return jsonify(body), error.status
+
+
+def _token_list(body: dict, name: str, allow_empty: bool = False) -> list[int]:
+    value = body.get(name)
+    if value is None:
+        raise RequestError(f"{name} is required", name)
+    if not isinstance(value, list):
+        raise RequestError(f"{name} must be a list of token ids, got {describe(value)}", name)
+    if not value and not allow_empty:
+        raise RequestError(f"{name} must not be empty", name)
+    for i, item in enumerate(value):
+        if isinstance(item, bool) or not isinstance(item, int):
+            raise RequestError(f"{name}[{i}] must be an integer, got {describe(item)}", name)
+    return [int(t) for t in value]
+
+
+def _body() -> dict[str, Any]:
+    return parse_json_body(request.get_data(cache=True))
+
+
+def _session(session_id: str) -> EdgeSession:
+    return _store().get(session_id, _owner())
+
+
+def _locked(session: EdgeSession) -> EdgeSession:
+    if session.closed:  # closed between the lookup and the lock (idle sweep, DELETE)
+        raise EdgeError(404, f"edge session {session.id!r} was closed", None, "session_not_found")
+    return session
+
+
+@bp.get("/info")
+def info() -> Response:
+    _owner()
+    model = current_state().target()
+    config = _store().config
+    return jsonify({
+        "object": "edge.info", "model": current_state().config.model, "backend": model.backend, "exact": model.exact,
+        "tokenizer": model.tokenizer.fingerprint(), "vocab_size": model.tokenizer.vocab_size,
+        "max_length": model.max_length if not config.max_length else min(model.max_length, config.max_length),
+        "eos_token_ids": sorted(model.eos_token_ids), "has_chat_template": model.has_chat_template,
+        "max_draft_nodes": config.max_draft_nodes, "max_branches": _branches_limit(model),
+        "max_sessions_per_key": config.max_sessions_per_key, "idle_timeout_s": config.idle_timeout_s,
+    })
+
+
+def _branches_limit(model) -> int:
+    """The most branches a verification takes: the config's, capped by the target's (asked once)."""
+    cached = current_app.extensions.get(STORE + ".branches")
+    if cached is None:
+        probe = model.new_target()
+        try:
+            cached = current_app.extensions[STORE + ".branches"] = min(_store().config.max_branches, int(probe.max_branches))
+        finally:
+            probe.close()
+    return cached
+
+
+def _sampling(body: dict) -> tuple[SamplingParams, int | None]:
+    temperature = number(body, "temperature", 0.0, MAX_TEMPERATURE)
+    top_p = number(body, "top_p", 0.0, 1.0, low_open=True)
+    top_k = integer(body, "top_k", 0)
+    seed = integer(body, "seed", 0, MAX_SEED)
+    params = SamplingParams(
+        0.0 if temperature is ABSENT else temperature, 1.0 if top_p is ABSENT else top_p, 0 if top_k is ABSENT else top_k
+    )
+    return params, None if seed is ABSENT else seed
+
+
+@bp.post("/sessions")
+@generating
+def open_session() -> tuple[Response, int]:
+    owner = _owner()
+    body = _body()
+    model = current_state().target()
+    fingerprint = body.get("tokenizer")
+    if not isinstance(fingerprint, str) or not fingerprint:
+        raise RequestError("tokenizer is required: the client's tokenizer fingerprint (Tokenizer.fingerprint())", "tokenizer")
+    if fingerprint != model.tokenizer.fingerprint():
+        raise EdgeError(409, f"the client's tokenizer differs from the served model's ({current_state().config.model}): "
+                        "draft with a model that shares its tokenizer", "tokenizer", "tokenizer_mismatch")
+    sampling, seed = _sampling(body)
+    if (body.get("prompt") is None) == (body.get("messages") is None):
+        raise RequestError("send exactly one of prompt (token ids) and messages (chat messages)", "prompt")
+    from_messages = body.get("messages") is not None
+    if from_messages:
+        if not model.has_chat_template:
+            raise RequestError(f"the served model {current_state().config.model} has no chat template; send prompt token ids", "messages")
+        messages = parse_messages(body)
+        try:
+            prompt = list(model.encode_chat([m.to_dict() for m in messages]))
+        except TemplateError as error:
+            raise RequestError(f"the chat template cannot render these messages: {error}", "messages") from None
+    else:
+        prompt = _token_list(body, "prompt")
+    vocabulary = model.tokenizer.vocab_size
+    for i, token in enumerate(prompt):
+        if not 0 <= token < vocabulary:
+            raise EdgeError(400, f"prompt[{i}] is token id {token}, outside the model's vocabulary of {vocabulary} tokens", "prompt", "invalid_token")
+    session = _store().open(model, owner, prompt, sampling, seed)
+    answer = {
+        "id": session.id, "object": "edge.session", "model": current_state().config.model,
+        "prompt_tokens": len(prompt), "context_length": session.context_length, "max_length": session.max_length,
+        "eos_token_ids": sorted(model.eos_token_ids), "seed": session.seed, "forward_passes": session.forward_passes,
+        "max_draft_nodes": _store().config.max_draft_nodes, "max_branches": _branches_limit(model),
+        "idle_timeout_s": _store().config.idle_timeout_s,
+    }
+    if from_messages:
+        answer["prompt_token_ids"] = prompt
+    return jsonify(answer), 201
+
+
+def _draft(body: dict) -> Draft:
+    tokens = _token_list(body, "tokens", allow_empty=True)
+    parents = _token_list(body, "parents", allow_empty=True)
+    if len(tokens) != len(parents):
+        raise RequestError(f"tokens has {len(tokens)} entries but parents {len(parents)}: one parent per token", "parents")
+    try:
+        return Draft(tuple(tokens), tuple(parents))
+    except ValueError as error:  # a parent after its child, or a repeated sibling
+        raise RequestError(f"the draft is not a valid tree: {error}", "parents") from None
+
+
+def _commit_fields(body: Any, param: str) -> tuple[list[int], int]:
+    if not isinstance(body, dict):
+        raise RequestError(f"{param} must be an object with path and next_token, got {describe(body)}", param)
+    path = _token_list(body, "path", allow_empty=True)
+    next_token = integer(body, "next_token", 0)
+    if next_token is ABSENT:
+        raise RequestError(f"{param}.next_token is required", f"{param}.next_token")
+    return path, next_token
+
+
+@bp.post("/sessions/<session_id>/verify")
+@generating
+def verify(session_id: str) -> Response:
+    session = _session(session_id)
+    body = _body()
+    draft = _draft(body)
+    commit = boolean(body, "commit")
+    previous = None if body.get("previous") is None else _commit_fields(body["previous"], "previous")
+    with session.lock:
+        _locked(session)
+        outcome = session.verify(draft, commit is not False, previous, _store().config, _branches_limit(session.model))
+        return jsonify({
+            "accepted_path": outcome.path, "accepted_tokens": [draft.tokens[i] for i in outcome.path],
+            "next_token": outcome.next_token, "choices": outcome.choices, "committed": outcome.committed,
+            "context_length": session.context_length, "forward_passes": session.forward_passes,
+        })
+
+
+@bp.post("/sessions/<session_id>/commit")
+def commit(session_id: str) -> Response:
+    session = _session(session_id)
+    path, next_token = _commit_fields(_body(), "body")
+    with session.lock:
+        _locked(session).commit(path, next_token)
+        return jsonify({"context_length": session.context_length, "forward_passes": session.forward_passes})
+
+
+@bp.post("/sessions/<session_id>/append")
+@generating
+def append(session_id: str) -> Response:
+    session = _session(session_id)
+    tokens = _token_list(_body(), "tokens")
+    with session.lock:
+        _locked(session).append(tokens, _store().config)
+        return jsonify({"context_length": session.context_length, "forward_passes": session.forward_passes})
+
+
+@bp.delete("/sessions/<session_id>")
+def close(session_id: str) -> Response:
+    _store().close(session_id, _owner())
+    return jsonify({"id": session_id, "object": "edge.session", "deleted": True})

@@ -1,0 +1,252 @@
+"""Edge sessions: one target KV cache per laptop client, held between its verify calls.
+
+An ``EdgeSession`` wraps one ``Target`` of the served model (created with the client's sampling
+parameters and seed) and the session's whole context. Its calls mirror the ``Target`` protocol, with
+every argument validated first, so that a refused call leaves the session exactly as it was:
+
+- ``verify(draft, commit=True)``: one forward pass over the pending token and the draft tree; the
+  target's own choice per row; with ``commit`` the session follows those choices
+  (``follow_choices``: greedy, or sample-and-compare under the positional chooser, exact for a
+  deterministic draft) and commits the accepted path and the target's next token itself. With
+  ``commit=False`` it answers the choices and waits for ``commit(path, next_token)`` (or a next
+  ``verify`` carrying that commit as ``previous``), which is how a generic ``Target`` client
+  (``specdraft.edge.RemoteTarget``) commits a path of its own choosing in the same round trip.
+- ``append(tokens)``: add tokens to the context (the next user turn), one forward pass.
+
+``EdgeSessionStore`` owns the sessions: at most ``max_sessions_per_key`` open per API key (the
+owner is ``Principal.key_id``; another key's session is a 403), idle ones closed after
+``idle_timeout_s`` (swept on every store call), each closed session's target released at once.
+Every method raises ``EdgeError(status, message, param, code)`` for a bad call; nothing here
+knows HTTP beyond that status.
+"""
+
+from __future__ import annotations
+
+import math
+import secrets
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Sequence
+
+from specdraft import ROOT, Draft, Model, SamplingParams, TokenChooser
+from specdraft.acceptance import follow_choices
+
+
+@dataclass(frozen=True)
+class EdgeConfig:
+    """``max_sessions_per_key``: open sessions one API key may hold; ``idle_timeout_s``: a session
+    unused this long is closed; ``max_length``: the longest context of a session (0: the model's);
+    ``max_draft_nodes``: the most nodes one verification takes; ``max_branches``: the most
+    root-to-leaf branches one verification takes (capped by the target's own limit)."""
+
+    max_sessions_per_key: int = 8
+    idle_timeout_s: float = 300.0
+    max_length: int = 0
+    max_draft_nodes: int = 256
+    max_branches: int = 64
+
+    def __post_init__(self) -> None:
+        for name in ("max_sessions_per_key", "max_draft_nodes", "max_branches"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.max_length < 0:
+            raise ValueError(f"max_length must be >= 0 (0: the model's), got {self.max_length}")
+        if not (math.isfinite(self.idle_timeout_s) and self.idle_timeout_s > 0):
+            raise ValueError(f"idle_timeout_s must be a positive number of seconds, got {self.idle_timeout_s}")
+
+
+class EdgeError(Exception):
+    """A refused call: ``status`` (4xx), a message a client can act on, the field at fault, a code."""
+
+    def __init__(self, status: int, message: str, param: str | None = None, code: str | None = None) -> None:
+        super().__init__(message)
+        self.status, self.message, self.param, self.code = status, message, param, code
+
+
+@dataclass
+class VerifyOutcome:
+    choices: list[int]  # the target's own token per row (1 + nodes)
+    path: list[int]  # the path follow_choices accepts
+    next_token: int
+    committed: bool
+
+
+@dataclass
+class EdgeSession:
+    """One client's sequence on the served model (use it under ``lock``)."""
+
+    id: str
+    owner: str
+    model: Model
+    target: object  # a Target
+    context: list[int]
+    max_length: int
+    seed: int
+    last_used: float = field(default_factory=time.monotonic)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    pending: Draft | None = None  # a verified draft waiting for its commit
+    closed: bool = False
+
+    @property
+    def context_length(self) -> int:
+        return len(self.context)
+
+    @property
+    def forward_passes(self) -> int:
+        return int(self.target.forward_passes)
+
+    # --- checks (nothing changes until every one has passed) ----------------------------------------
+    def check_tokens(self, tokens: Sequence[int], param: str) -> None:
+        vocabulary = self.model.tokenizer.vocab_size
+        for i, token in enumerate(tokens):
+            if not 0 <= token < vocabulary:
+                raise EdgeError(400, f"{param}[{i}] is token id {token}, outside the model's vocabulary of {vocabulary} tokens", param, "invalid_token")
+
+    def check_path(self, draft: Draft, path: Sequence[int], param: str) -> None:
+        """``path`` must run from the first level down the verified ``draft``, parent to child."""
+        parent = ROOT
+        for i, node in enumerate(path):
+            if not 0 <= node < len(draft) or draft.parents[node] != parent:
+                raise EdgeError(400, f"{param}[{i}] = {node} does not continue the path below node {parent} of the verified draft", param, "invalid_path")
+            parent = node
+
+    def check_room(self, draft: Draft, extra: int, config: EdgeConfig, branches_limit: int) -> None:
+        if len(draft) > config.max_draft_nodes:
+            raise EdgeError(400, f"the draft has {len(draft)} nodes; this server verifies at most {config.max_draft_nodes}", "tokens", "draft_too_large")
+        if len(draft.leaves) > branches_limit:
+            raise EdgeError(400, f"the draft has {len(draft.leaves)} branches; this server verifies at most {branches_limit}", "parents", "draft_too_large")
+        room = self.max_length - (self.context_length + extra) - 1
+        if len(draft) > max(room, 0) or room < 0:
+            raise EdgeError(400, f"the context holds {self.context_length + extra} of {self.max_length} tokens: a draft of {len(draft)} nodes does not fit "
+                            f"(at most {max(room, 0)})", "tokens", "context_length_exceeded")
+
+    # --- calls ------------------------------------------------------------------------------------
+    def verify(self, draft: Draft, commit: bool, previous: tuple[list[int], int] | None,
+               config: EdgeConfig, branches_limit: int) -> VerifyOutcome:
+        if previous is None and self.pending is not None:
+            raise EdgeError(409, "this session awaits the commit of its last verification: send it as previous (or POST .../commit)", "previous", "commit_pending")
+        if previous is not None and self.pending is None:
+            raise EdgeError(409, "previous commits a verification, but this session has none waiting", "previous", "no_commit_pending")
+        self.check_tokens(draft.tokens, "tokens")
+        extra = 0
+        if previous is not None:
+            assert self.pending is not None
+            self.check_path(self.pending, previous[0], "previous.path")
+            self.check_tokens([previous[1]], "previous.next_token")
+            extra = len(previous[0]) + 1
+        self.check_room(draft, extra, config, branches_limit)
+        if previous is not None:
+            self._commit(*previous)
+        verification = self.target.verify(draft)
+        choices = [verification.choice(row) for row in range(len(verification))]
+        accepted = follow_choices(draft, choices.__getitem__)
+        self.pending = draft
+        if commit:
+            self._commit(list(accepted.path), accepted.next_token)
+        return VerifyOutcome(choices, list(accepted.path), accepted.next_token, commit)
+
+    def commit(self, path: list[int], next_token: int) -> None:
+        if self.pending is None:
+            raise EdgeError(409, "this session has no verification waiting for a commit", None, "no_commit_pending")
+        self.check_path(self.pending, path, "path")
+        self.check_tokens([next_token], "next_token")
+        self._commit(path, next_token)
+
+    def _commit(self, path: list[int], next_token: int) -> None:
+        assert self.pending is not None
+        self.target.commit(path, next_token)
+        self.context += [self.pending.tokens[i] for i in path] + [int(next_token)]
+        self.pending = None
+
+    def append(self, tokens: list[int], config: EdgeConfig) -> None:
+        if self.pending is not None:
+            raise EdgeError(409, "this session awaits the commit of its last verification; commit before appending", None, "commit_pending")
+        self.check_tokens(tokens, "tokens")
+        if self.context_length + len(tokens) > self.max_length:
+            raise EdgeError(400, f"the context holds {self.context_length} of {self.max_length} tokens: {len(tokens)} more do not fit", "tokens", "context_length_exceeded")
+        chain = Draft.chain(tokens[:-1])  # one pass over the pending token and all but the last
+        self.target.verify(chain)
+        self.target.commit(list(range(len(chain))), tokens[-1])
+        self.context += tokens
+
+    def close(self) -> None:
+        if not self.closed:
+            self.closed = True
+            self.target.close()
+
+
+class EdgeSessionStore:
+    """The open sessions of one app (thread-safe)."""
+
+    def __init__(self, config: EdgeConfig = EdgeConfig(), clock=time.monotonic) -> None:
+        self.config = config
+        self._clock = clock
+        self._sessions: dict[str, EdgeSession] = {}
+        self._lock = threading.Lock()
+        self.closed_idle = 0
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._sessions)
+
+    def open(self, model: Model, owner: str, prompt: list[int], sampling: SamplingParams, seed: int | None) -> EdgeSession:
+        """A new session of ``owner`` holding ``prompt`` (prefilled: one forward pass)."""
+        self.sweep()
+        max_length = model.max_length if not self.config.max_length else min(model.max_length, self.config.max_length)
+        if len(prompt) >= max_length:
+            raise EdgeError(400, f"the prompt holds {len(prompt)} tokens; a session holds at most {max_length} (prompt and answer)", "prompt", "context_length_exceeded")
+        with self._lock:
+            held = sum(1 for s in self._sessions.values() if s.owner == owner)
+            if held >= self.config.max_sessions_per_key:
+                raise EdgeError(429, f"this API key holds {held} open edge sessions, the most it may; close one (DELETE) first", None, "too_many_sessions")
+            seed = secrets.randbits(62) if seed is None else seed
+            session = EdgeSession("edge-" + secrets.token_hex(12), owner, model, model.new_target(TokenChooser(sampling, seed)),
+                                  list(prompt), max_length, seed, self._clock())
+            self._sessions[session.id] = session  # counted at once, so concurrent opens keep the limit
+        try:
+            with session.lock:
+                session.target.prefill(prompt)
+        except BaseException:
+            self.close(session.id, owner)
+            raise
+        return session
+
+    def get(self, session_id: str, owner: str) -> EdgeSession:
+        """The open session ``session_id`` of ``owner`` (404 unknown or closed, 403 another key's)."""
+        self.sweep()
+        with self._lock:
+            session = self._sessions.get(session_id)
+        if session is None:
+            raise EdgeError(404, f"no open edge session {session_id!r} (closed, timed out after {self.config.idle_timeout_s:g} s idle, or never opened)", None, "session_not_found")
+        if session.owner != owner:
+            raise EdgeError(403, "this edge session belongs to another API key", None, "session_forbidden")
+        session.last_used = self._clock()
+        return session
+
+    def close(self, session_id: str, owner: str) -> None:
+        session = self.get(session_id, owner)
+        with self._lock:
+            self._sessions.pop(session_id, None)
+        with session.lock:
+            session.close()
+
+    def sweep(self) -> int:
+        """Close sessions idle longer than ``idle_timeout_s`` (a session in use is never idle)."""
+        now = self._clock()
+        with self._lock:
+            idle = [s for s in self._sessions.values() if now - s.last_used > self.config.idle_timeout_s and not s.lock.locked()]
+            for session in idle:
+                del self._sessions[session.id]
+        for session in idle:
+            with session.lock:
+                session.close()
+        self.closed_idle += len(idle)
+        return len(idle)
+
+    def close_all(self) -> None:
+        with self._lock:
+            sessions, self._sessions = list(self._sessions.values()), {}
+        for session in sessions:
+            with session.lock:
+                session.close()
