@@ -12,6 +12,7 @@ from .acceptance import Acceptance, follow_choices, greedy_accept, speculative_a
 from .draft import ROOT, Draft
 from .drafter import Drafter, NoDrafter
 from .generator import GenerationConfig, GenerationResult, GenerationStream, SpeculativeGenerator
+from .logprobs import LogprobsUnavailableError, TokenLogprob
 from .model import Model, Tokenizer, check_same_tokenizer
 from .model_config import BACKENDS, DEFAULT_MODEL, ModelConfig, load_model
 from .policy import SpeculationConfig
@@ -48,6 +49,7 @@ __all__ = [
     "GenerationStream",
     "LlamaCppConfig",
     "LlamaCppModel",
+    "LogprobsUnavailableError",
     "Model",
     "ModelConfig",
     "NoDrafter",
@@ -59,6 +61,7 @@ __all__ = [
     "Target",
     "TextPiece",
     "TokenChooser",
+    "TokenLogprob",
     "Tokenizer",
     "TransformersModel",
     "TransformersTarget",

@@ -18,6 +18,7 @@ from .acceptance import Acceptance, follow_choices, speculative_accept
 from .cost import PassCostProfile
 from .draft import Draft
 from .drafter import Drafter, NoDrafter
+from .logprobs import LogprobsUnavailableError, TokenLogprob, predicting_rows, token_logprobs
 from .model import Model
 from .policy import SpeculationConfig, SpeculationPolicy
 from .sampling import PositionalRandom, SamplingParams, TokenChooser, warp
@@ -34,7 +35,10 @@ class GenerationConfig:
     reproducible: the same seed gives the same text on every run, and with a deterministic drafter
     (or none) the same text as plain sampling. Seeded requests choose draft lengths from a fixed
     nominal cost model instead of measured timings, so that they repeat exactly. ``stop`` strings
-    end the text (they are not included); EOS ends it too unless ``ignore_eos``."""
+    end the text (they are not included); EOS ends it too unless ``ignore_eos``. ``logprobs``: None
+    collects none; ``k`` >= 0 collects, for every generated token, its log-probability under the
+    target's raw logits and the ``k`` likeliest tokens' (``specdraft.logprobs``; needs a target that
+    returns logits). The tokens are the same either way."""
 
     max_new_tokens: int = 128
     temperature: float = 0.0
@@ -43,10 +47,13 @@ class GenerationConfig:
     seed: int | None = None
     stop: tuple[str, ...] = ()
     ignore_eos: bool = False
+    logprobs: int | None = None
 
     def __post_init__(self) -> None:
         if self.max_new_tokens < 1:
             raise ValueError(f"max_new_tokens must be >= 1, got {self.max_new_tokens}")
+        if self.logprobs is not None and self.logprobs < 0:
+            raise ValueError(f"logprobs must be None or >= 0, got {self.logprobs}")
         self.sampling  # validates the sampling fields
 
     @property
@@ -62,14 +69,21 @@ class GenerationResult:
     finish_reason: FinishReason
     stats: Stats
     pieces: list[TextPiece] = field(default_factory=list)
+    logprobs: list[TokenLogprob] | None = None  # one per token of token_ids, when asked for
 
 
 class GenerationStream:
-    """Iterate to receive ``TextPiece``s as tokens are accepted; ``result`` is set at the end."""
+    """Iterate to receive ``TextPiece``s as tokens are accepted; ``result`` is set at the end.
 
-    def __init__(self, steps: Iterator[TextPiece], finish: Callable[[], GenerationResult]) -> None:
+    ``logprobs`` (None unless the config asks for them) grows by one ``TokenLogprob`` per generated
+    token as it is accepted, before any piece holding its text is yielded: a streaming consumer reads
+    the new entries after each piece (entries can run ahead of the text while it is held back)."""
+
+    def __init__(self, steps: Iterator[TextPiece], finish: Callable[[], GenerationResult],
+                 logprobs: list[TokenLogprob] | None = None) -> None:
         self._steps = steps
         self._finish = finish
+        self.logprobs = logprobs
         self.result: GenerationResult | None = None
 
     def __iter__(self) -> Iterator[TextPiece]:
@@ -114,7 +128,7 @@ class SpeculativeGenerator:
         if len(prompt_ids) >= self.model.max_length:
             raise ValueError(f"prompt of {len(prompt_ids)} tokens exceeds the model's {self.model.max_length}")
         run = _Run(self.model, self.speculation, prompt_ids, drafter or NoDrafter(), config)
-        return GenerationStream(run.steps(), run.result)
+        return GenerationStream(run.steps(), run.result, run.logprobs)
 
 
 class _Run:
@@ -131,6 +145,10 @@ class _Run:
         seed = secrets.randbits(62) if config.seed is None else config.seed
         self.rng = PositionalRandom(seed)
         self.target = model.new_target(TokenChooser(self.sampling, seed))
+        if config.logprobs is not None and not self.target.returns_logits:
+            self.target.close()
+            raise LogprobsUnavailableError(f"logprobs need a target that returns logits; {model.backend}'s does not")
+        self.logprobs: list[TokenLogprob] | None = None if config.logprobs is None else []
         self.prompt_ids = prompt_ids
         self.generated: list[int] = []
         self.assembler = TextAssembler(model.tokenizer, config.stop)
@@ -168,7 +186,10 @@ class _Run:
             self.policy.observe(budget, len(draft), accepted.accepted_len, draft_seconds if self.timed else 0.0)
             self.stats.record_step(len(draft), accepted.accepted_len)
             new = [(draft.tokens[i], "draft") for i in accepted.path] + [(accepted.next_token, "target")]
-            for token, source in new:
+            scores = self._logprobs(verification, accepted, [token for token, _ in new])
+            for i, (token, source) in enumerate(new):
+                if scores is not None:
+                    self.logprobs.append(scores[i])
                 pieces, done = self._append(token, source)
                 yield from pieces
                 if done:
@@ -204,6 +225,13 @@ class _Run:
         position = len(self.prompt_ids) + len(self.generated)
         return speculative_accept(draft, warp(verification.logits, self.sampling).cpu(), self.rng, position)
 
+    def _logprobs(self, verification: Verification, accepted: Acceptance, tokens: list[int]) -> list[TokenLogprob] | None:
+        """The emitted tokens' log-probabilities under the rows that predicted them (None: not asked for)."""
+        if self.logprobs is None:
+            return None
+        assert self.config.logprobs is not None and verification.logits is not None
+        return token_logprobs(verification.logits, predicting_rows(accepted.path), tokens, self.config.logprobs)
+
     def _append(self, token: int, source: str) -> tuple[list[TextPiece], bool]:
         """Add one token; returns the text pieces it released and whether generation is over."""
         self.generated.append(token)
@@ -235,4 +263,5 @@ class _Run:
             finish_reason=self.finish_reason,
             stats=self.stats,
             pieces=list(self.pieces),
+            logprobs=None if self.logprobs is None else list(self.logprobs),
         )

@@ -73,6 +73,8 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default: %(default)s)")
     serve.add_argument("--port", type=int, default=8000, help="port (default: %(default)s)")
     serve.add_argument("--extra-model", action="append", default=list(service.extra_models), metavar="NAME", help="another model requests may name: as a drafter (model:NAME) or for grammar correction (repeatable)")
+    serve.add_argument("--model-alias", action="append", default=list(service.model_aliases), metavar="NAME", help="another model name completion requests may send and the served model answers (an OpenAI client's default, e.g. gpt-3.5-turbo) (repeatable)")
+    serve.add_argument("--serve-any-model-name", action="store_true", help="answer completion requests whatever model name they send, with the served model (default: a 400 naming the served model)")
     serve.add_argument("--lazy", action="store_true", help="load the model on the first request instead of at start-up")
     serve.add_argument("--index-root", default=None, metavar="DIR", help="folder of the RAG API's named document indexes (default: $SPECDRAFT_INDEX_ROOT or ~/.local/share/specdraft/indexes)")
     serve.add_argument("--datastore", default=None, metavar="DIR", help="a REST datastore built with `specdraft datastore build` for this model, for the RAG drafters datastore and reference+datastore")
@@ -140,6 +142,8 @@ def _serve(args: argparse.Namespace) -> int:
         backend=args.backend,
         context=args.context,
         extra_models=tuple(args.extra_model),
+        model_aliases=tuple(args.model_alias),
+        serve_any_model_name=args.serve_any_model_name,
         **{name: value for name, value in rag.items() if value is not None},
     )
     app = create_app(config)

@@ -1,10 +1,16 @@
 """OpenAI-compatible completions: ``POST /v1/completions`` and ``POST /v1/chat/completions``.
 
-Both endpoints run one code path, ``_complete``: validate the body, encode the prompt (the chat
-endpoint through the model's chat template), check it fits the context, build a fresh drafter and
-generation stream, then answer with one JSON object or, with ``"stream": true``, a
-``text/event-stream`` of ``data: {chunk}`` events ending with ``data: [DONE]``. A ``_Format`` holds
-the only differences: how a choice and a streamed delta are spelled.
+Both endpoints run one code path, ``_complete``: validate the body, encode the prompt(s) (the chat
+endpoint through the model's chat template), check they fit the context, then generate the
+choices in turn (``n`` per prompt; choice ``i * n + j`` is prompt ``i``'s ``j``-th), each with a fresh
+drafter and generation stream (``_start``), and answer with one JSON object or, with
+``"stream": true``, a ``text/event-stream`` of ``data: {chunk}`` events ending with ``data: [DONE]``.
+The first choice's stream is built before the answer starts, so what the server cannot do (a draft
+model it cannot load, logprobs from a backend without logits) is a 400. A ``_Format`` holds the only
+differences between the endpoints: how a choice and a streamed delta are spelled (``chat`` also
+picks the shape of logprobs). The
+OpenAI fields (``n``, ``logprobs``, ``stream_options``, model names, refused fields) are described
+in ``openai_fields``, the prompt's shapes in ``messages``, the logprobs' in ``openai_logprobs``.
 
 Extensions to OpenAI's API: the request field ``drafter`` ("none", "prompt-lookup", "model:NAME")
 and ``top_k``; a ``speculation`` object in the response (the drafter's name and ``Stats.to_dict()``);
@@ -18,20 +24,34 @@ import logging
 import time
 import uuid
 from dataclasses import dataclass
-from typing import Any, Iterator
+from itertools import chain
+from typing import Any, Iterable, Iterator, Sequence
 
-from flask import Blueprint, Response, current_app, jsonify, request
+from flask import Blueprint, Response, current_app, jsonify, request, stream_with_context
 from jinja2 import TemplateError
 
-from specdraft import GenerationResult, GenerationStream, Model, SpeculativeGenerator
+from specdraft import (
+    GenerationConfig,
+    GenerationResult,
+    GenerationStream,
+    LogprobsUnavailableError,
+    Model,
+    SpeculativeGenerator,
+    Stats,
+    Tokenizer,
+)
 from specdraft.copydraft import CopyDrafter
 from specdraft.copydraft.editor import COPY_SPECULATION
 
+from .limits import RequestGuard, current_guard, drain
 from .errors import INTERNAL_ERROR_MESSAGE, SERVER_ERROR, error_body
+from .openai_logprobs import LogprobWriter
 from .sse import DONE_EVENT, event
-from .state import current_state
+from .state import ServiceState, current_state
 from .validation import (
+    ChatMessage,
     CompletionRequest,
+    Prompt,
     RequestError,
     check_context_length,
     parse_completion_request,
@@ -95,13 +115,13 @@ TEXT, CHAT = _TextFormat(), _ChatFormat()
 
 @bp.post("/completions")
 def completions() -> Response:
-    """Text completion: ``prompt`` (a string) in, ``choices[0].text`` out."""
+    """Text completion: ``prompt`` (a string, or a list: one choice per prompt) in, ``choices[i].text`` out."""
     return _complete(TEXT)
 
 
 @bp.post("/chat/completions")
 def chat_completions() -> Response:
-    """Chat completion: ``messages`` in (through the model's chat template), ``choices[0].message`` out."""
+    """Chat completion: ``messages`` in (through the model's chat template), ``choices[i].message`` out."""
     return _complete(CHAT)
 
 
@@ -110,62 +130,146 @@ def _complete(fmt: _Format) -> Response:
     state = current_state()
     req = parse_completion_request(parse_json_body(request.get_data()), fmt.chat, state.config)
     model = state.target()
-    prompt_ids = _prompt_ids(model, req, state.config.model)
-    check_context_length(len(prompt_ids), req.max_tokens, model.max_length, fmt.prompt_param)
-    if req.prediction is not None:  # predicted output: draft from it (the request's drafter is not used)
-        prediction_ids = model.tokenizer.encode(req.prediction)
-        drafter, speculation, drafter_name = CopyDrafter(prediction_ids, model.eos_token_ids), COPY_SPECULATION, "prediction"
-    else:
-        prediction_ids = None
-        drafter = state.drafter(req.drafter, req.generation.sampling, req.generation.seed)
-        speculation, drafter_name = state.config.speculation, str(req.drafter)
-    stream = SpeculativeGenerator(model, speculation).stream(prompt_ids, drafter, req.generation)
-    reply = _Reply(fmt, f"{fmt.id_prefix}{uuid.uuid4().hex}", int(time.time()), state.config.model, drafter_name, prediction_ids)
+    prompts = _prompts(model, req, state.config.model, fmt.prompt_param)
+    prediction_ids = None if req.prediction is None else model.tokenizer.encode(req.prediction)
+    choices = [
+        _Choice(i * req.n + j, text, ids, req.choice_generation(j)) for i, (text, ids) in enumerate(prompts) for j in range(req.n)
+    ]
+    reply = _Reply(
+        fmt, f"{fmt.id_prefix}{uuid.uuid4().hex}", int(time.time()), state.config.model,
+        "prediction" if prediction_ids is not None else str(req.drafter), prediction_ids,
+        prompt_tokens=sum(len(ids) for _, ids in prompts), choices=len(choices),
+        tokenizer=None if req.generation.logprobs is None else model.tokenizer, include_usage=req.include_usage,
+    )
+    streams = (_start(state, model, req, choice, prediction_ids, reply.drafter) for choice in choices)
+    first = next(streams)  # now: a drafter or logprobs the server cannot give is a 400 before the answer starts
+    all_streams = chain([first], streams)  # the others are built in turn, as each choice's turn comes
+    guard = current_guard()
     if req.stream:
-        events = reply.events(stream, current_app.logger)
+        events = stream_with_context(reply.events(all_streams, guard, current_app.logger))
         return Response(events, mimetype="text/event-stream", headers={"Cache-Control": "no-cache"})
-    return jsonify(reply.response(stream.consume()))
+    return jsonify(reply.response(_results(all_streams, guard), guard))
 
 
-def _prompt_ids(model: Model, req: CompletionRequest, served: str) -> list[int]:
-    if req.messages is None:
-        assert req.prompt is not None
-        return model.encode(req.prompt)
+@dataclass(frozen=True)
+class _Choice:
+    index: int  # in the answer's choices
+    text: str | None  # the prompt's text (None: chat, or a prompt of token ids)
+    prompt_ids: list[int]
+    generation: GenerationConfig  # the request's, with this choice's seed
+
+
+def _start(state: ServiceState, model: Model, req: CompletionRequest, choice: _Choice,
+           prediction_ids: list[int] | None, drafter_name: str) -> tuple[int, GenerationStream]:
+    """One choice's drafter and generation stream: the one place both are built."""
+    generation = choice.generation
+    if prediction_ids is not None:  # predicted output: draft from it (the request's drafter is not used)
+        drafter, speculation = CopyDrafter(prediction_ids, model.eos_token_ids), COPY_SPECULATION
+    else:
+        drafter = state.drafter(req.drafter, generation.sampling, generation.seed)
+        speculation = state.config.speculation
+    try:
+        stream = SpeculativeGenerator(model, speculation).stream(choice.prompt_ids, drafter, generation)
+    except LogprobsUnavailableError:
+        raise RequestError("logprobs are not available on this backend (its verification returns no logits)", "logprobs") from None
+    return choice.index, stream
+
+
+def _results(streams: Iterable[tuple[int, GenerationStream]], guard: RequestGuard) -> list[tuple[int, GenerationResult]]:
+    """Each choice's result, in turn (the one place a non-streamed answer is drained). A time limit
+    or a client gone ends the choice under way and starts no other."""
+    results = []
+    for index, stream in streams:
+        results.append((index, drain(stream, guard)))
+        if guard.timed_out or guard.client_gone:
+            break
+    return results
+
+
+def _prompts(model: Model, req: CompletionRequest, served: str, param: str) -> list[tuple[str | None, list[int]]]:
+    """Each prompt's text (None: chat or token ids) and token ids, each checked against the context."""
+    if req.messages is not None:
+        prompts = [(None, _chat_ids(model, req.messages, served))]
+    else:
+        assert req.prompts is not None
+        prompts = [(p, model.encode(p)) if isinstance(p, str) else (None, _token_ids(model, p)) for p in req.prompts]
+    for _, ids in prompts:
+        check_context_length(len(ids), req.max_tokens, model.max_length, param)
+    return prompts
+
+
+def _chat_ids(model: Model, messages: Sequence[ChatMessage], served: str) -> list[int]:
     if not model.has_chat_template:
         raise RequestError(f"model {served!r} has no chat template; send a prompt to /v1/completions", "messages")
     try:
-        return model.encode_chat([m.to_dict() for m in req.messages])
+        return model.encode_chat([m.to_dict() for m in messages])
     except TemplateError as error:  # templates may reject e.g. a system message that is not first
         raise RequestError(f"the model's chat template rejected the messages: {error}", "messages") from None
 
 
+def _token_ids(model: Model, prompt: Prompt) -> list[int]:
+    vocabulary = model.tokenizer.vocab_size
+    for token in prompt:
+        if token >= vocabulary:
+            raise RequestError(f"prompt holds token id {token}, outside the model's vocabulary of {vocabulary} tokens", "prompt")
+    return list(prompt)  # type: ignore[arg-type]
+
+
 @dataclass(frozen=True)
 class _Reply:
-    """Builds one request's response objects: the whole answer, or its stream of chunks."""
+    """Builds one request's response objects: the whole answer, or its stream of chunks.
+    ``tokenizer``: spells logprobs (None: none were asked for)."""
 
     fmt: _Format
     id: str
     created: int
     model: str
     drafter: str
-    prediction_ids: list[int] | None = None
+    prediction_ids: list[int] | None
+    prompt_tokens: int  # every prompt once, however many choices it has
+    choices: int
+    tokenizer: Tokenizer | None = None
+    include_usage: bool = False
 
-    def response(self, result: GenerationResult) -> dict[str, Any]:
-        choice = {"index": 0, **self.fmt.message(result.text), "finish_reason": result.finish_reason}
-        return {**self._head(self.fmt.object), "choices": [choice], **self._accounting(result)}
+    def response(self, results: list[tuple[int, GenerationResult]], guard: RequestGuard) -> dict[str, Any]:
+        choices = [
+            {"index": index, **self.fmt.message(result.text), **self._logprobs(self._writer(), result.logprobs),
+             "finish_reason": result.finish_reason}
+            for index, result in results
+        ]
+        done = [result for _, result in results]
+        return {**self._head(self.fmt.object), "choices": choices, "usage": self._usage(done), "speculation": self._speculation(done, guard)}
 
-    def events(self, stream: GenerationStream, logger: logging.Logger) -> Iterator[str]:
-        """Server-sent events: one chunk per text piece, a final chunk with ``finish_reason``,
-        ``usage`` and ``speculation``, then ``[DONE]``. An error after the response has started
-        ends the stream with an ``{"error": ...}`` event and no ``[DONE]``."""
-        first = True
+    def events(self, streams: Iterable[tuple[int, GenerationStream]], guard: RequestGuard, logger: logging.Logger) -> Iterator[str]:
+        """Server-sent events, the choices one after the other: one chunk per text piece (with the
+        logprobs of the tokens accepted since the last chunk), a final chunk with ``finish_reason``
+        and the choice's ``speculation``; the last choice's also carries the whole answer's
+        ``usage``, unless ``include_usage`` asks for OpenAI's separate last chunk (no choices, only
+        ``usage``); then ``[DONE]``. An error after the response has started ends the stream with an
+        ``{"error": ...}`` event and no ``[DONE]``. Generation stops early when ``guard`` says so
+        (time limit: the final chunk follows and no other choice starts; client gone: nothing more)."""
+        done: list[GenerationResult] = []
         try:
-            for piece in stream:
-                yield event({**self._chunk(self.fmt.delta(piece.text, first), None), "source": piece.source})
-                first = False
-            result = stream.result
-            assert result is not None
-            yield event({**self._chunk(self.fmt.delta("", first), result.finish_reason), **self._accounting(result)})
+            for index, stream in streams:
+                first, writer, sent = True, self._writer(), 0
+                for piece in stream:
+                    logprobs, sent = self._logprobs(writer, stream.logprobs, sent), len(stream.logprobs or ())
+                    yield event({**self._chunk(index, self.fmt.delta(piece.text, first), None, logprobs), "source": piece.source})
+                    first = False
+                    if guard.should_stop():
+                        break
+                result = stream.stop()
+                if guard.client_gone:
+                    return
+                done.append(result)
+                last = len(done) == self.choices or guard.timed_out
+                final = self._chunk(index, self.fmt.delta("", first), result.finish_reason, self._logprobs(writer, result.logprobs, sent))
+                usage = {"usage": self._usage(done)} if last and not self.include_usage else {}
+                yield event({**final, **usage, "speculation": self._speculation([result], guard)})
+                if last:
+                    break
+            if self.include_usage:
+                yield event({**self._head(self.fmt.chunk_object), "choices": [], "usage": self._usage(done)})
         except Exception:
             logger.exception("generation failed while streaming %s", self.id)
             yield event(error_body(INTERNAL_ERROR_MESSAGE, SERVER_ERROR))
@@ -175,20 +279,31 @@ class _Reply:
     def _head(self, object_: str) -> dict[str, Any]:
         return {"id": self.id, "object": object_, "created": self.created, "model": self.model}
 
-    def _chunk(self, content: dict[str, Any], finish_reason: str | None) -> dict[str, Any]:
-        choice = {"index": 0, **content, "finish_reason": finish_reason}
+    def _chunk(self, index: int, content: dict[str, Any], finish_reason: str | None, logprobs: dict[str, Any]) -> dict[str, Any]:
+        choice = {"index": index, **content, **logprobs, "finish_reason": finish_reason}
         return {**self._head(self.fmt.chunk_object), "choices": [choice]}
 
-    def _accounting(self, result: GenerationResult) -> dict[str, Any]:
-        prompt, completion = len(result.prompt_token_ids), len(result.token_ids)
-        usage = {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+    def _writer(self) -> LogprobWriter | None:
+        return None if self.tokenizer is None else LogprobWriter(self.tokenizer, self.fmt.chat)
+
+    def _logprobs(self, writer: LogprobWriter | None, entries: list | None, start: int = 0) -> dict[str, Any]:
+        """``{"logprobs": ...}`` for the entries from ``start`` on (nothing when none were asked for)."""
+        if writer is None or entries is None:
+            return {}
+        return {"logprobs": writer(entries[start:])}
+
+    def _usage(self, results: list[GenerationResult]) -> dict[str, Any]:
+        completion = sum(len(result.token_ids) for result in results)
+        usage: dict[str, Any] = {"prompt_tokens": self.prompt_tokens, "completion_tokens": completion,
+                                 "total_tokens": self.prompt_tokens + completion}
         if self.prediction_ids is not None:  # as OpenAI reports predicted outputs
-            accepted = min(result.stats.accepted_tokens, len(self.prediction_ids))
+            accepted = sum(min(result.stats.accepted_tokens, len(self.prediction_ids)) for result in results)
             usage["completion_tokens_details"] = {
                 "accepted_prediction_tokens": accepted,
-                "rejected_prediction_tokens": len(self.prediction_ids) - accepted,
+                "rejected_prediction_tokens": len(self.prediction_ids) * len(results) - accepted,
             }
-        return {
-            "usage": usage,
-            "speculation": {"drafter": self.drafter, **result.stats.to_dict()},
-        }
+        return usage
+
+    def _speculation(self, results: list[GenerationResult], guard: RequestGuard) -> dict[str, Any]:
+        stats = Stats.merged([result.stats for result in results])
+        return {"drafter": self.drafter, **stats.to_dict(), **({"time_limit_reached": True} if guard.timed_out else {})}

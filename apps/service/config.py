@@ -69,6 +69,11 @@ class ServiceConfig:
     rag_top_k: int = 3
     max_rag_top_k: int = 10
     max_rag_documents: int = 1000
+    # model names a completion request may send (OpenAI clients send their own defaults, e.g.
+    # "gpt-3.5-turbo"): ``model``'s, any of ``model_aliases``, or any name at all with
+    # ``serve_any_model_name``; the answer always comes from ``model`` and names it (see ``openai_fields``)
+    model_aliases: tuple[str, ...] = ()
+    serve_any_model_name: bool = False
     # the edge verify server (``specdraft serve --edge``, see ``edge``): needs API keys
     edge: bool = False
     edge_config: EdgeConfig = EdgeConfig()

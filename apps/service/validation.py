@@ -5,68 +5,79 @@ Nothing here needs a model. Every function raises ``RequestError(message, param)
 (``None`` when the body as a whole is wrong). The HTTP layer turns it into a 400.
 
 Conventions: ``null`` counts as absent for every optional field (as in OpenAI's API), fields this
-service does not know are ignored, and ``true``/``false`` are never accepted as numbers. Decoding
-defaults (temperature, top_p, top_k, seed, stop) are ``GenerationConfig``'s own; only fields the
-request sets are passed on.
+service does not know are ignored (those it knows and does not support are refused, see
+``openai_fields``), and ``true``/``false`` are never accepted as numbers. Decoding defaults
+(temperature, top_p, top_k, seed, stop) are ``GenerationConfig``'s own; only fields the request sets
+are passed on. The prompt's shapes are ``messages``'s, the OpenAI fields around it ``openai_fields``'s,
+the field readers ``fields``'s (re-exported here for the other validators).
 """
 
 from __future__ import annotations
 
 import json
-import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Mapping
 
 from specdraft import GenerationConfig
 from specdraft.apps.model_pool import DrafterSpec
 
+from . import openai_fields
 from .config import ServiceConfig
+from .fields import ABSENT as _ABSENT
+from .fields import RequestError, required_string
+from .fields import boolean as _boolean
+from .fields import describe as _describe
+from .fields import integer as _integer
+from .fields import json_type as _json_type
+from .fields import number as _number
+from .messages import ChatMessage, Prompt, parse_messages, parse_prompts
 
-ROLES = ("system", "user", "assistant")
+__all__ = ["ChatMessage", "CompletionRequest", "Prompt", "RequestError", "check_context_length",
+           "parse_completion_request", "parse_json_body", "required_string"]
+
 MAX_STOP_STRINGS = 4
 MAX_TEMPERATURE = 2.0
 MAX_SEED = 2**63 - 1  # a torch generator takes 64-bit seeds; draft models use seed + 1
-_ABSENT = object()  # a field the request did not set (or set to null)
-
-
-class RequestError(ValueError):
-    """The request is invalid; ``param`` names the field at fault (None: the body as a whole)."""
-
-    def __init__(self, message: str, param: str | None = None) -> None:
-        super().__init__(message)
-        self.message = message
-        self.param = param
-
-
-@dataclass(frozen=True)
-class ChatMessage:
-    role: str  # one of ROLES
-    content: str
-
-    def to_dict(self) -> dict[str, str]:
-        return {"role": self.role, "content": self.content}
 
 
 @dataclass(frozen=True)
 class CompletionRequest:
-    """A validated request. Exactly one of ``prompt`` (``/v1/completions``) and ``messages``
+    """A validated request. Exactly one of ``prompts`` (``/v1/completions``) and ``messages``
     (``/v1/chat/completions``) is set. ``generation.max_new_tokens`` is the request's
-    ``max_tokens``; ``drafter`` is the request's or the service's default."""
+    ``max_tokens``; ``generation.logprobs`` the number of alternatives per token to report (None: no
+    logprobs); ``drafter`` is the request's or the service's default. The answer has ``n`` choices
+    per prompt; ``include_usage``: a streamed answer ends with a usage chunk."""
 
-    prompt: str | None
+    prompts: tuple[Prompt, ...] | None
     messages: tuple[ChatMessage, ...] | None
     generation: GenerationConfig
     drafter: DrafterSpec
     stream: bool = False
     prediction: str | None = None  # OpenAI's predicted output: the text to draft from
+    n: int = 1
+    include_usage: bool = False
 
     @property
     def chat(self) -> bool:
         return self.messages is not None
 
     @property
+    def prompt(self) -> str | None:
+        """The text of a request with exactly one text prompt (None otherwise)."""
+        if self.prompts is not None and len(self.prompts) == 1 and isinstance(self.prompts[0], str):
+            return self.prompts[0]
+        return None
+
+    @property
     def max_tokens(self) -> int:
         return self.generation.max_new_tokens
+
+    def choice_generation(self, sample: int) -> GenerationConfig:
+        """The settings of a prompt's ``sample``-th choice (0 .. n-1): seeded sampling gives choice i
+        the seed ``seed + i`` (modulo 2**63), so each choice is reproducible and they differ."""
+        if sample == 0 or self.generation.seed is None:
+            return self.generation
+        return replace(self.generation, seed=(self.generation.seed + sample) % (MAX_SEED + 1))
 
 
 def parse_json_body(data: bytes) -> dict[str, Any]:
@@ -111,19 +122,23 @@ def _check_unicode(value: Any, param: str | None) -> None:
 def parse_completion_request(body: Mapping[str, Any], chat: bool, config: ServiceConfig) -> CompletionRequest:
     """Validate ``body`` for the chat endpoint (``chat``) or the text completion endpoint.
 
-    ``config`` supplies the served model's name (a request may name it, and no other), the
+    ``config`` supplies the model names a request may send (``openai_fields.check_model``), the
     ``max_tokens`` limit and default, and the default drafter.
     """
-    _check_model(body, config.model)
-    prompt = None if chat else _prompt(body)
-    messages = _messages(body) if chat else None
+    openai_fields.check_model(body, config)
+    openai_fields.check_unsupported(body)
+    prompts = None if chat else parse_prompts(body)
+    messages = parse_messages(body) if chat else None
+    n = openai_fields.choice_count(body, 1 if prompts is None else len(prompts))
+    logprobs = openai_fields.logprobs(body, chat)
     settings: dict[str, Any] = {
-        "max_new_tokens": _integer(body, "max_tokens", 1, config.max_tokens_limit),
+        "max_new_tokens": openai_fields.max_tokens(body, config.max_tokens_limit),
         "temperature": _number(body, "temperature", 0.0, MAX_TEMPERATURE),
         "top_p": _number(body, "top_p", 0.0, 1.0, low_open=True),
         "top_k": _integer(body, "top_k", 0),
         "seed": _integer(body, "seed", 0, MAX_SEED),
         "stop": _stop(body),
+        "logprobs": _ABSENT if logprobs is None else logprobs,
     }
     if settings["max_new_tokens"] is _ABSENT:
         settings["max_new_tokens"] = config.default_max_tokens
@@ -131,14 +146,16 @@ def parse_completion_request(body: Mapping[str, Any], chat: bool, config: Servic
         generation = GenerationConfig(**{k: v for k, v in settings.items() if v is not _ABSENT})
     except ValueError as error:  # the core's own checks, should the service's ever be looser
         raise RequestError(str(error)) from None
-    stream = _boolean(body, "stream")
+    stream = _boolean(body, "stream") is True
     return CompletionRequest(
-        prompt=prompt,
+        prompts=prompts,
         messages=messages,
         generation=generation,
         drafter=_drafter(body, config.drafter_spec),
-        stream=False if stream is _ABSENT else stream,
+        stream=stream,
         prediction=_prediction(body),
+        n=n,
+        include_usage=openai_fields.include_usage(body, stream),
     )
 
 
@@ -153,32 +170,6 @@ def check_context_length(prompt_tokens: int, max_tokens: int, max_length: int, p
 
 
 # --- fields ---------------------------------------------------------------------------------------
-def _check_model(body: Mapping[str, Any], served: str) -> None:
-    model = body.get("model")
-    if model is None:
-        return
-    if not isinstance(model, str):
-        raise RequestError(f"model must be a string, got {_describe(model)}", "model")
-    if model != served:
-        raise RequestError(f"model {model!r} is not served here; this server serves {served!r}", "model")
-
-
-def required_string(body: Mapping[str, Any], name: str, allow_blank: bool = False) -> str:
-    """The string field ``name``: present, a string, not empty (nor only whitespace, unless ``allow_blank``)."""
-    value = body.get(name)
-    if value is None:
-        raise RequestError(f"{name} is required", name)
-    if not isinstance(value, str):
-        raise RequestError(f"{name} must be a string, got {_describe(value)}", name)
-    if not (value if allow_blank else value.strip()):
-        raise RequestError(f"{name} must not be empty", name)
-    return value
-
-
-def _prompt(body: Mapping[str, Any]) -> str:
-    return required_string(body, "prompt", allow_blank=True)
-
-
 def _prediction(body: Mapping[str, Any]) -> str | None:
     """``{"type": "content", "content": str | [{"type": "text", "text": str}, ...]}`` -> the text."""
     prediction = body.get("prediction")
@@ -194,62 +185,6 @@ def _prediction(body: Mapping[str, Any]) -> str | None:
     if not isinstance(content, str):
         raise RequestError(f"prediction.content must be a string, got {_describe(content)}", "prediction")
     return content
-
-
-def _messages(body: Mapping[str, Any]) -> tuple[ChatMessage, ...]:
-    messages = body.get("messages")
-    if messages is None:
-        raise RequestError("messages is required", "messages")
-    if not isinstance(messages, list):
-        raise RequestError(f"messages must be a list, got {_describe(messages)}", "messages")
-    if not messages:
-        raise RequestError("messages must hold at least one message", "messages")
-    return tuple(_message(m, f"messages[{i}]") for i, m in enumerate(messages))
-
-
-def _message(message: Any, param: str) -> ChatMessage:
-    if not isinstance(message, dict):
-        raise RequestError(f"{param} must be an object with role and content, got {_describe(message)}", param)
-    role, content = message.get("role"), message.get("content")
-    if role not in ROLES:
-        raise RequestError(f"{param}.role must be one of {', '.join(ROLES)}, got {_describe(role)}", f"{param}.role")
-    if not isinstance(content, str):
-        raise RequestError(f"{param}.content must be a string, got {_describe(content)}", f"{param}.content")
-    return ChatMessage(role, content)
-
-
-def _integer(body: Mapping[str, Any], name: str, low: int, high: int | None = None) -> Any:
-    value = body.get(name)
-    if value is None:
-        return _ABSENT
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise RequestError(f"{name} must be an integer, got {_describe(value)}", name)
-    if value < low or (high is not None and value > high):
-        bounds = f">= {low}" if high is None else f"in [{low}, {high}]"
-        raise RequestError(f"{name} must be {bounds}, got {value}", name)
-    return value
-
-
-def _number(body: Mapping[str, Any], name: str, low: float, high: float, low_open: bool = False) -> Any:
-    value = body.get(name)
-    if value is None:
-        return _ABSENT
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise RequestError(f"{name} must be a number, got {_describe(value)}", name)
-    if not math.isfinite(value):
-        raise RequestError(f"{name} must be finite, got {value}", name)
-    if not (low < value if low_open else low <= value) or value > high:
-        raise RequestError(f"{name} must be in {'(' if low_open else '['}{low:g}, {high:g}], got {value:g}", name)
-    return float(value)
-
-
-def _boolean(body: Mapping[str, Any], name: str) -> Any:
-    value = body.get(name)
-    if value is None:
-        return _ABSENT
-    if not isinstance(value, bool):
-        raise RequestError(f"{name} must be true or false, got {_describe(value)}", name)
-    return value
 
 
 def _stop(body: Mapping[str, Any]) -> Any:
@@ -277,21 +212,3 @@ def _drafter(body: Mapping[str, Any], default: DrafterSpec) -> DrafterSpec:
         return DrafterSpec.parse(name)
     except ValueError as error:
         raise RequestError(str(error), "drafter") from None
-
-
-def _json_type(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, (int, float)):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    return "array" if isinstance(value, list) else "object"
-
-
-def _describe(value: Any, limit: int = 40) -> str:
-    """``string "abc"``, ``number 1.5``, ... (the JSON text cut to ``limit`` characters)."""
-    text = json.dumps(value)
-    return f"{_json_type(value)} {text if len(text) <= limit else text[: limit - 3] + '...'}"

@@ -68,7 +68,7 @@ def test_chat_messages_are_parsed_in_order():
     ("body", "chat", "param", "message"),
     [
         ({}, False, "prompt", "prompt is required"),
-        ({"prompt": ["a"]}, False, "prompt", "prompt must be a string, got array"),
+        ({"prompt": {"text": "a"}}, False, "prompt", "prompt must be a string, got object"),  # lists: test_openai_fields.py
         ({"prompt": ""}, False, "prompt", "must not be empty"),
         ({"prompt": "hi", "model": 3}, False, "model", "model must be a string"),
         ({"prompt": "hi", "model": "gpt-4"}, False, "model", "this server serves 'tiny'"),
