@@ -1,9 +1,10 @@
 """The conformance suite: every ``Target`` implementation passes the same checks.
 
 Backends: transformers (a tiny random float64 model: no weights needed), llama.cpp (the real
-smollm2-135m GGUF: marked slow), and a choice-only target (``ChoicesOnlyModel``: the tiny model
-behind a target that returns only its chosen token per row, as a remote verify server or a serving
-engine does). A real remote or engine-backed target joins by adding a fixture param.
+smollm2-135m GGUF: marked slow), a choice-only target (``ChoicesOnlyModel``: the tiny model
+behind a target that returns only its chosen token per row, as a serving engine does), and the
+remote target (``specdraft.edge.RemoteModel``: the tiny model served by ``serve --edge`` on a real
+loopback server). Another target joins by adding a fixture param.
 
 - losslessness: speculative greedy output == the same backend's plain greedy output, token for
   token, with drafters that are always right, always wrong, partly right and trees; seeded
@@ -62,17 +63,45 @@ class ChoicesOnlyModel:
         return ChoicesOnlyTarget(self.inner.new_target(chooser))
 
 
-@pytest.fixture(scope="module", params=["transformers", "choices-only", pytest.param("llama-cpp", marks=pytest.mark.slow)])
-def backend(request, tokenizer):
+@pytest.fixture(scope="module", params=["transformers", "choices-only", "remote", pytest.param("llama-cpp", marks=pytest.mark.slow)])
+def backend(request, tokenizer, tmp_path_factory):
     """(model, logits tolerance)."""
     if request.param in ("transformers", "choices-only"):
         from conftest import make_tiny_model
 
         model = make_tiny_model(tokenizer, seed=0)
-        return (model if request.param == "transformers" else ChoicesOnlyModel(model)), 1e-9
-    from specdraft import LlamaCppModel
+        yield (model if request.param == "transformers" else ChoicesOnlyModel(model)), 1e-9
+    elif request.param == "remote":
+        yield from remote_backend(tokenizer, tmp_path_factory)
+    else:
+        from specdraft import LlamaCppModel
 
-    return LlamaCppModel.load("smollm2-135m"), 0.0  # exact: see LlamaCppModel.exact
+        yield LlamaCppModel.load("smollm2-135m"), 0.0  # exact: see LlamaCppModel.exact
+
+
+def remote_backend(tokenizer, tmp_path_factory):
+    """The tiny model served by the service with ``edge`` on a real loopback server, seen through a
+    ``RemoteModel`` (the same tiny model encodes text locally)."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).parent / "apps" / "service"))
+    from conftest import make_tiny_model
+    from live_server import LiveServer
+    from tiny_service import make_app
+
+    from specdraft.apps.service.edge_sessions import EdgeConfig
+    from specdraft.edge import RemoteModel
+
+    key = "conformance-key-0123456789"
+    keys = tmp_path_factory.mktemp("edge") / "keys"
+    keys.write_text(key + "\n")
+    model = make_tiny_model(tokenizer, seed=0)
+    app = make_app(model, api_key_file=str(keys), edge=True, edge_config=EdgeConfig(max_sessions_per_key=1000))
+    with LiveServer(app) as server:
+        remote = RemoteModel(server.url, key, local=model)
+        yield remote, None
+        remote.connection.close()
 
 
 @pytest.fixture(scope="module")
@@ -215,11 +244,12 @@ def test_sampled_drafts_with_distributions_stay_lossless_on_every_target(backend
     from specdraft.sampling import PositionalRandom
 
     model, _ = backend
+    drafting = getattr(model, "local", model)  # a remote target's drafts come from the local copy
     ids = model.encode("The dog sleeps. The dog")
     for config in (GenerationConfig(max_new_tokens=16, ignore_eos=True), GenerationConfig(max_new_tokens=16, temperature=0.9, seed=5, ignore_eos=True)):
         outputs = []
         for _ in range(2):
-            drafter = DraftModelDrafter(model, model.vocab_size, config.sampling, PositionalRandom(1), DraftModelConfig(tree_width=2))
+            drafter = DraftModelDrafter(drafting, model.vocab_size, config.sampling, PositionalRandom(1), DraftModelConfig(tree_width=2))
             outputs.append(SpeculativeGenerator(model).generate(ids, drafter, config).token_ids)
         assert outputs[0] == outputs[1]
         if config.sampling.greedy:

@@ -12,7 +12,9 @@ Routes (every one needs an API key, see ``access``; ``g.principal.key_id`` owns 
   (parents index earlier nodes, -1 the context), ``"commit"`` (default true: the server follows its
   own choices and commits), ``"previous"`` ``{"path", "next_token"}`` (commits the last verification
   first, when it was made with ``commit: false``) -> ``{"accepted_path", "accepted_tokens",
-  "next_token", "choices", "context_length", "forward_passes", "committed"}``. Draft nodes carry no
+  "next_token", "choices", "context_length", "forward_passes", "committed"}``; an optional
+  ``"context_length"`` (the length the client believes the session holds) makes a call that was
+  already applied a 409 instead of a second application (safe retries). Draft nodes carry no
   probabilities: under sampling the server compares the drafted tokens with its own positional draws
   (sample-and-compare), which keeps the target's distribution exactly.
 - ``POST .../commit`` ``{"path", "next_token"}``; ``POST .../append`` ``{"tokens": [...]}`` (the
@@ -95,6 +97,15 @@ def _locked(session: EdgeSession) -> EdgeSession:
     return session
 
 
+def _check_context(session: EdgeSession, expected: Any) -> None:
+    """A call that says how long the client believes the context is (``context_length``, before
+    any ``previous`` commit) is refused when the session holds another length: a retried call whose
+    first attempt was applied (its answer lost) cannot then be applied twice."""
+    if expected is not ABSENT and expected != session.context_length:
+        raise EdgeError(409, f"the session holds {session.context_length} tokens, not {expected}: the client's view is out of date "
+                        "(a retried call already applied?); open a new session from the whole context", "context_length", "context_mismatch")
+
+
 @bp.get("/info")
 def info() -> Response:
     _owner()
@@ -102,7 +113,7 @@ def info() -> Response:
     config = _store().config
     return jsonify({
         "object": "edge.info", "model": current_state().config.model, "backend": model.backend, "exact": model.exact,
-        "tokenizer": model.tokenizer.fingerprint(), "vocab_size": model.tokenizer.vocab_size,
+        "tokenizer": model.tokenizer.fingerprint(), "vocab_size": model.vocab_size, "tokenizer_vocab_size": model.tokenizer.vocab_size,
         "max_length": model.max_length if not config.max_length else min(model.max_length, config.max_length),
         "eos_token_ids": sorted(model.eos_token_ids), "has_chat_template": model.has_chat_template,
         "max_draft_nodes": config.max_draft_nodes, "max_branches": _branches_limit(model),
@@ -205,8 +216,9 @@ def verify(session_id: str) -> Response:
     draft = _draft(body)
     commit = boolean(body, "commit")
     previous = None if body.get("previous") is None else _commit_fields(body["previous"], "previous")
+    expected = integer(body, "context_length", 1)
     with session.lock:
-        _locked(session)
+        _check_context(_locked(session), expected)
         outcome = session.verify(draft, commit is not False, previous, _store().config, _branches_limit(session.model))
         return jsonify({
             "accepted_path": outcome.path, "accepted_tokens": [draft.tokens[i] for i in outcome.path],
@@ -228,9 +240,12 @@ def commit(session_id: str) -> Response:
 @generating
 def append(session_id: str) -> Response:
     session = _session(session_id)
-    tokens = _token_list(_body(), "tokens")
+    body = _body()
+    tokens = _token_list(body, "tokens")
+    expected = integer(body, "context_length", 1)
     with session.lock:
-        _locked(session).append(tokens, _store().config)
+        _check_context(_locked(session), expected)
+        session.append(tokens, _store().config)
         return jsonify({"context_length": session.context_length, "forward_passes": session.forward_passes})
 
 

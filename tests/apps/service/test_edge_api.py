@@ -77,7 +77,8 @@ def test_every_call_needs_a_key(client, model):
     assert_error(client.post("/v1/edge/sessions", json={"prompt": [1, 2]}), 401)
     assert_error(client.post("/v1/edge/sessions/x/verify", json={"tokens": [], "parents": []}), 401)
     info = client.get("/v1/edge/info", headers=auth()).get_json()
-    assert info["tokenizer"] == model.tokenizer.fingerprint() and info["vocab_size"] == model.tokenizer.vocab_size
+    assert info["tokenizer"] == model.tokenizer.fingerprint() and info["tokenizer_vocab_size"] == model.tokenizer.vocab_size
+    assert info["vocab_size"] == model.vocab_size
     assert info["max_branches"] == 4 and info["max_draft_nodes"] == 16
 
 
@@ -218,3 +219,11 @@ def test_append_adds_tokens_like_a_longer_prompt(client, model):
     assert answer["context_length"] == len(prompt) + len(extra)
     got = verify(client, session["id"], reference[:4]).get_json()
     assert got["accepted_tokens"] == reference[:4] and got["next_token"] == reference[4]
+
+
+def test_a_call_made_against_an_old_context_length_is_a_409(client, model):
+    session = open_session(client, model)
+    length = session["context_length"]
+    first = verify(client, session["id"], [1], context_length=length).get_json()
+    assert_error(verify(client, session["id"], [1], context_length=length), 409, "context_mismatch")  # a retry
+    assert verify(client, session["id"], [1], context_length=first["context_length"]).status_code == 200
