@@ -5,7 +5,8 @@ request that needs it, once, and shared by every request; KV caches and drafters
 Areas: ``health`` (``GET /healthz``, ``GET /v1/models``), ``completions`` (OpenAI-compatible
 ``POST /v1/completions`` and ``POST /v1/chat/completions``), ``grammar`` (``POST
 /v1/grammar/correct``), ``rag`` (``POST /v1/rag/documents``, ``POST /v1/rag/query``, ``GET
-/v1/rag/indexes``) and ``demo`` (``GET /demo/grammar`` and ``GET /demo/rag``, HTML pages over those APIs).
+/v1/rag/indexes``), ``metrics`` (``GET /metrics``, Prometheus), ``openapi``
+(``GET /openapi.json``, the OpenAPI 3.1 document of every route) and ``demo`` (``GET /demo/grammar`` and ``GET /demo/rag``, HTML pages over those APIs).
 Every API error is JSON (see ``errors``).
 """
 
@@ -16,7 +17,7 @@ from flask import Flask
 from specdraft.apps.model_pool import ModelPool
 from specdraft.retrieval.embedder import TextEmbedder
 
-from . import completions, demo, grammar, health, rag
+from . import completions, demo, grammar, health, metrics, openapi, rag
 from .config import ServiceConfig
 from .errors import register_error_handlers
 from .state import EXTENSION, ServiceState, current_state
@@ -39,11 +40,14 @@ def create_app(config: ServiceConfig | None = None, pool: ModelPool | None = Non
     app.json.sort_keys = False  # keep OpenAI's field order
     app.extensions[EXTENSION] = ServiceState(config, pool, embedder)
     register_error_handlers(app)
+    metrics.init_app(app)  # first, so that its clock starts before any other check
     app.register_blueprint(health.bp)
     app.register_blueprint(completions.bp)
     app.register_blueprint(grammar.bp)
     app.register_blueprint(rag.bp)
     app.register_blueprint(demo.bp)
+    app.register_blueprint(metrics.bp)
+    app.register_blueprint(openapi.bp)
     if config.edge:  # the edge verify server (sessions holding KV caches), only when asked for
         from . import edge
 

@@ -43,6 +43,7 @@ from specdraft import (
 from specdraft.copydraft import CopyDrafter
 from specdraft.copydraft.editor import COPY_SPECULATION
 
+from . import metrics
 from .limits import RequestGuard, current_guard, drain
 from .errors import INTERNAL_ERROR_MESSAGE, SERVER_ERROR, error_body
 from .openai_logprobs import LogprobWriter
@@ -169,7 +170,7 @@ def _start(state: ServiceState, model: Model, req: CompletionRequest, choice: _C
         drafter = state.drafter(req.drafter, generation.sampling, generation.seed)
         speculation = state.config.speculation
     try:
-        stream = SpeculativeGenerator(model, speculation).stream(choice.prompt_ids, drafter, generation)
+        stream = metrics.observe(SpeculativeGenerator(model, speculation).stream(choice.prompt_ids, drafter, generation), drafter_name)
     except LogprobsUnavailableError:
         raise RequestError("logprobs are not available on this backend (its verification returns no logits)", "logprobs") from None
     return choice.index, stream

@@ -26,12 +26,14 @@ from flask import Blueprint, Response, jsonify, request
 from specdraft.copydraft import CorrectionResult, GrammarCorrector
 from specdraft.text_stream import merge_pieces
 
+from . import metrics
 from .errors import INVALID_REQUEST, error_body
 from .grammar_validation import TextTooLong, parse_grammar_request
 from .state import current_state
 from .validation import RequestError, parse_json_body
 
 bp = Blueprint("grammar", __name__, url_prefix="/v1/grammar")
+COPY_DRAFTER, NO_DRAFTER = "copy", "none"  # the drafter label of a correction in the metrics
 
 
 @bp.post("/correct")
@@ -59,9 +61,11 @@ def _text_too_long(error: TextTooLong) -> tuple[Response, int]:
 
 def _correct(corrector: GrammarCorrector, text: str, speculate: bool) -> CorrectionResult:
     try:
-        return corrector.correct(text, speculate=speculate)
+        result = corrector.correct(text, speculate=speculate)
     except ValueError as error:  # the corrector's own input checks (e.g. a paragraph too long for the model)
         raise RequestError(str(error), "text") from None
+    metrics.record_generation(COPY_DRAFTER if speculate else NO_DRAFTER, result.stats)
+    return result
 
 
 def comparison(plain: CorrectionResult, speculative: CorrectionResult) -> dict[str, Any]:

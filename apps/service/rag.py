@@ -29,6 +29,7 @@ from flask import Blueprint, Response, current_app, jsonify, request
 from specdraft.retrieval.index import CorruptIndexError, DocumentIndex, EmbedderMismatchError, IndexNotFoundError, InvalidDocumentError
 from specdraft.retrieval.pipeline import RAGConfig, RAGPipeline, RAGStream, passage_dict
 
+from . import metrics
 from .errors import INTERNAL_ERROR_MESSAGE, INVALID_REQUEST, SERVER_ERROR, error_body
 from .rag_validation import QueryRequest, parse_documents_request, parse_query_request
 from .sse import DONE_EVENT, event
@@ -64,7 +65,7 @@ def add_documents() -> Response:
 def query() -> Response:
     state = current_state()
     req = parse_query_request(parse_json_body(request.get_data()), state.config)
-    stream = _start(state, req, _index(state, req.index))
+    stream = metrics.observe(_start(state, req, _index(state, req.index)), req.drafter)
     if req.stream:
         return Response(_events(stream, _about(req, state), current_app.logger), mimetype="text/event-stream", headers={"Cache-Control": "no-cache"})
     answer = stream.consume()

@@ -1,0 +1,174 @@
+"""``GET /openapi.json``: the service's OpenAPI 3.1 document, built for the app's own ``ServiceConfig``.
+
+Every route the app serves is in it (``tests/apps/service/test_openapi.py`` compares it with the
+app's URL map), with its request body (``openapi_schemas``, ``openapi_completions``: built from the
+validators' constants and the config's limits, so a server started with ``max_tokens_limit=64``
+documents 64) and every answer it can give: the success body (``openapi_responses``), and each
+error as ``{"error": {"message", "type", "param", "code"?}}`` with its status: 400 (a bad field,
+named in ``param``), 401/403 (API keys and scopes; cross-site writes), 404, 405 (with ``Allow``),
+409, 413, 415 (a body that is not JSON), 421 (a Host this server does not answer without keys) and
+429 (overload, with ``Retry-After``). The document is built once per app, on first use, and is open
+without a key (as health and the demo pages are).
+"""
+
+from __future__ import annotations
+
+from importlib.metadata import PackageNotFoundError, version
+from typing import Any
+
+from flask import Blueprint, Response, current_app, jsonify
+
+from . import openapi_completions as completions
+from . import openapi_responses as responses
+from . import openapi_schemas as schemas
+from .config import ServiceConfig
+from .state import current_state
+
+bp = Blueprint("openapi", __name__)
+OPENAPI_VERSION = "3.1.0"
+CACHE = "specdraft.openapi"
+
+ERRORS = {
+    400: "invalid request: the message says what is wrong and ``param`` names the field",
+    401: "an API key is needed (the server was started with --api-key-file) or the key is not valid",
+    403: "the key's scope does not allow this (a write with a read key), or a cross-site request with a body",
+    404: "no such route, or no such index",
+    405: "the route does not take this method (``Allow`` lists the ones it takes)",
+    409: "the index cannot be used by this server (another embedding model, or damaged files)",
+    413: "the body (or the grammar text) is longer than this server accepts",
+    415: "the body is not sent as Content-Type: application/json",
+    421: "a server without keys answers only requests addressed to this machine (Host)",
+    429: "the server is busy: too many generations running and waiting; retry after ``Retry-After`` seconds",
+}
+ANY = (401, 404, 405, 421)  # what every route may answer
+BODY = (400, 403, 413, 415)  # what every route with a JSON body may answer also
+GENERATING = (429,)  # routes that take a place among the generations
+HEADERS = {
+    401: {"WWW-Authenticate": {"schema": {"type": "string"}, "description": "Bearer"}},
+    405: {"Allow": {"schema": {"type": "string"}, "description": "the methods the route takes"}},
+    429: {"Retry-After": {"schema": {"type": "string", "pattern": "^[0-9]+$"}, "description": "seconds to wait"}},
+}
+SECURITY = [{"bearer": []}, {}]  # a key when the server has keys; none otherwise
+CONVENTIONS = (
+    "Request bodies are JSON objects (Content-Type: application/json). null counts as absent for every optional field; "
+    "fields a schema does not name are ignored. Integers are JSON integers: 1, not 1.0 (a decimal number, refused where "
+    "an integer is due, as OpenAI's API does). Rules across fields are checked by the server and stated in the fields' "
+    "descriptions (max_tokens and max_completion_tokens; prompts x n; document ids unique in a request and new to the index)."
+)
+
+
+def document(config: ServiceConfig) -> dict[str, Any]:
+    """The OpenAPI document of a service running with ``config``."""
+    components = {
+        "CompletionRequest": completions.completion_request(config),
+        "ChatCompletionRequest": completions.chat_request(config),
+        "GrammarRequest": schemas.grammar_request(config),
+        "DocumentsRequest": schemas.documents_request(config),
+        "QueryRequest": schemas.query_request(config),
+        "Completion": responses.completion_response(chat=False),
+        "ChatCompletion": responses.completion_response(chat=True),
+        "Grammar": responses.GRAMMAR,
+        "DocumentsAdded": responses.DOCUMENTS_ADDED,
+        "Answer": responses.ANSWER,
+        "Indexes": responses.INDEXES,
+        "Health": responses.HEALTH,
+        "Models": responses.MODELS,
+        "Error": responses.ERROR,
+        "CompletionEvent": responses.event(responses.COMPLETION_CHUNK),
+        "ChatCompletionEvent": responses.event(responses.COMPLETION_CHUNK),
+        "AnswerEvent": responses.event(responses.ANSWER_EVENT),
+    }
+    paths = {
+        "/healthz": {"get": _get("health", "Whether the server is up and its model loaded", _json("Health"), secured=False)},
+        "/v1/models": {"get": _get("models", "OpenAI's model list: the one served model", _json("Models"))},
+        "/v1/completions": {"post": _post("completions", "OpenAI-compatible text completion", "CompletionRequest", _json("Completion", stream=True), GENERATING)},
+        "/v1/chat/completions": {"post": _post("chat", "OpenAI-compatible chat completion", "ChatCompletionRequest", _json("ChatCompletion", stream=True), GENERATING)},
+        "/v1/grammar/correct": {"post": _post("grammar", "Correct a text's grammar (drafted from the text itself)", "GrammarRequest", _json("Grammar"), GENERATING)},
+        "/v1/rag/documents": {"post": _post("rag", "Add documents to an index (created when missing); needs a write key", "DocumentsRequest", _json("DocumentsAdded"), (409,))},
+        "/v1/rag/query": {"post": _post("rag", "Answer a question from an index's passages", "QueryRequest", _json("Answer", stream=True), (404, 409, *GENERATING))},
+        "/v1/rag/indexes": {"get": _get("rag", "The indexes this server holds", _json("Indexes"))},
+        "/metrics": {"get": _get("metrics", "Prometheus metrics (text format 0.0.4)", _content("text/plain", {"type": "string"}))},
+        "/openapi.json": {"get": _get("docs", "This document", _content("application/json", {"type": "object"}), secured=False)},
+        "/demo/grammar": {"get": _get("demo", "The grammar correction page", _html(), secured=False)},
+        "/demo/rag": {"get": _get("demo", "The questions-over-your-documents page", _html(), secured=False)},
+        "/static/{filename}": {"get": _static()},
+    }
+    return {
+        "openapi": OPENAPI_VERSION,
+        "info": {
+            "title": "specdraft",
+            "version": _version(),
+            "description": f"Lossless speculative decoding behind an OpenAI-compatible API, grammar correction and RAG; serves {config.model!r}. "
+            + CONVENTIONS,
+        },
+        "paths": paths,
+        "components": {
+            "schemas": components,
+            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer", "description": "a key from --api-key-file (read or write scope)"}},
+            "responses": {str(status): _error(status) for status in ERRORS},
+        },
+    }
+
+
+@bp.get("/openapi.json")
+def openapi() -> Response:
+    """The document for this app's config (built once)."""
+    if CACHE not in current_app.extensions:
+        current_app.extensions[CACHE] = document(current_state().config)
+    return jsonify(current_app.extensions[CACHE])
+
+
+# --- building blocks ------------------------------------------------------------------------------
+def _get(tag: str, summary: str, ok: dict[str, Any], secured: bool = True) -> dict[str, Any]:
+    return _operation(tag, summary, ok, ANY if secured else tuple(s for s in ANY if s != 401), secured)
+
+
+def _post(tag: str, summary: str, request: str, ok: dict[str, Any], errors: tuple[int, ...]) -> dict[str, Any]:
+    operation = _operation(tag, summary, ok, (*ANY, *BODY, *errors), secured=True)
+    body = {"required": True, "content": {"application/json": {"schema": {"$ref": f"#/components/schemas/{request}"}}}}
+    return {**operation, "requestBody": body}
+
+
+def _operation(tag: str, summary: str, ok: dict[str, Any], errors: tuple[int, ...], secured: bool) -> dict[str, Any]:
+    responses = {"200": ok, **{str(s): {"$ref": f"#/components/responses/{s}"} for s in sorted(set(errors))}}
+    operation: dict[str, Any] = {"tags": [tag], "summary": summary, "responses": responses}
+    if secured:
+        operation["security"] = SECURITY
+    return operation
+
+
+def _error(status: int) -> dict[str, Any]:
+    response: dict[str, Any] = {"description": ERRORS[status], "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
+    if status in HEADERS:
+        response["headers"] = HEADERS[status]
+    return response
+
+
+def _json(name: str, stream: bool = False) -> dict[str, Any]:
+    content = {"application/json": {"schema": {"$ref": f"#/components/schemas/{name}"}}}
+    description = "the answer"
+    if stream:  # with "stream": true; the schema is each event's, as OpenAPI 3.1 reads it
+        content["text/event-stream"] = {"schema": {"$ref": f"#/components/schemas/{name}Event"}}
+        description += "; with stream: true, server-sent events (data: {json}, ending with data: [DONE])"
+    return {"description": description, "content": content}
+
+
+def _content(media_type: str, schema: dict[str, Any]) -> dict[str, Any]:
+    return {"description": "the answer", "content": {media_type: {"schema": schema}}}
+
+
+def _html() -> dict[str, Any]:
+    return _content("text/html", {"type": "string"})
+
+
+def _static() -> dict[str, Any]:
+    parameter = {"name": "filename", "in": "path", "required": True, "schema": {"type": "string"}}
+    ok = {"description": "a file of the demo pages", "content": {t: {"schema": {"type": "string"}} for t in ("text/css", "text/javascript")}}
+    return {**_operation("demo", "Scripts and styles of the demo pages", ok, (404, 405, 421), secured=False), "parameters": [parameter]}
+
+
+def _version() -> str:
+    try:
+        return version("specdraft")
+    except PackageNotFoundError:
+        return "0"
