@@ -76,6 +76,17 @@ class EdgeConnection:
         with self._lock:
             self._drop()
 
+    def __enter__(self) -> "EdgeConnection":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:  # a connection dropped without close() does not leak its socket
+        conn = getattr(self, "_conn", None)
+        if conn is not None:
+            conn.close()
+
     def _drop(self) -> None:
         if self._conn is not None:
             self._conn.close()
