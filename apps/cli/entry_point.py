@@ -75,6 +75,10 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--extra-model", action="append", default=list(service.extra_models), metavar="NAME", help="another model requests may name: as a drafter (model:NAME) or for grammar correction (repeatable)")
     serve.add_argument("--model-alias", action="append", default=list(service.model_aliases), metavar="NAME", help="another model name completion requests may send and the served model answers (an OpenAI client's default, e.g. gpt-3.5-turbo) (repeatable)")
     serve.add_argument("--serve-any-model-name", action="store_true", help="answer completion requests whatever model name they send, with the served model (default: a 400 naming the served model)")
+    serve.add_argument("--edge", action="store_true", help="also serve the edge verify API (/v1/edge/...: laptops draft with `specdraft edge`, this server verifies); needs --api-key-file")
+    from .edge import add_edge_parser
+
+    add_edge_parser(sub)
     serve.add_argument("--lazy", action="store_true", help="load the model on the first request instead of at start-up")
     serve.add_argument("--index-root", default=None, metavar="DIR", help="folder of the RAG API's named document indexes (default: $SPECDRAFT_INDEX_ROOT or ~/.local/share/specdraft/indexes)")
     serve.add_argument("--datastore", default=None, metavar="DIR", help="a REST datastore built with `specdraft datastore build` for this model, for the RAG drafters datastore and reference+datastore")
@@ -144,6 +148,7 @@ def _serve(args: argparse.Namespace) -> int:
         extra_models=tuple(args.extra_model),
         model_aliases=tuple(args.model_alias),
         serve_any_model_name=args.serve_any_model_name,
+        edge=args.edge,
         **{name: value for name, value in rag.items() if value is not None},
     )
     app = create_app(config)
@@ -159,6 +164,12 @@ def _serve(args: argparse.Namespace) -> int:
     )
     app.run(host=args.host, port=args.port, threaded=True)
     return 0
+
+
+def _edge(args: argparse.Namespace) -> int:
+    from .edge import run_edge
+
+    return run_edge(args)
 
 
 def _ask(args: argparse.Namespace) -> int:
@@ -200,6 +211,7 @@ HANDLERS = {
     "generate": _generate,
     "correct": _correct,
     "serve": _serve,
+    "edge": _edge,
     "bench": _bench,
     "index": _index,
     "ask": _ask,
