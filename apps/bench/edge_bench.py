@@ -1,0 +1,358 @@
+"""``specdraft bench edge``: a laptop client and a verify server as separate processes on this machine,
+behind a delaying TCP proxy (``delay_proxy``) adding 0, 20 and 80 ms round trip.
+
+The server is ``specdraft serve --edge`` started as a subprocess (this package never imports the
+service). For every prompt set, added delay and prompt, one run compares, all measured at the client:
+
+- ``server-only``: the server generating alone (``POST /v1/completions``, drafter none, streamed
+  through the proxy): what a laptop user runs today;
+- ``local-only``: the laptop's model alone (plain greedy decoding in this process; no network, so run
+  once per set, not per delay);
+- ``edge``, ``edge no-pipeline``, ``edge no-adaptive``, ``edge no-pipeline no-adaptive``: the
+  ``EdgeClient`` drafting on the laptop's model, the server verifying.
+
+Reported per (set, delay, method): tokens/s at the client (generated tokens / wall time from sending
+the request to the last token, prefill included), server forward passes per generated token (the
+server's cost: ``target_forward_passes`` of the completion, the edge sessions' ``forward_passes``),
+verified tokens per round trip (edge) and the identical-output rate: the share of prompts whose text
+equals the server-only greedy text. ``results.json`` (every measurement), ``results.md`` and
+``results.png`` go to the output folder.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import secrets
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any, Sequence
+
+from specdraft import GenerationConfig, ModelConfig, SpeculativeGenerator, load_model
+from specdraft.edge import EdgeConnection, TransportConfig
+from specdraft.edge.client import EdgeClient, EdgeClientConfig
+
+from .delay_proxy import DelayProxy, ProxyConfig
+
+EDGE_VARIANTS = {  # method name -> (pipeline, adaptive)
+    "edge": (True, True),
+    "edge no-pipeline": (False, True),
+    "edge no-adaptive": (True, False),
+    "edge no-pipeline no-adaptive": (False, False),
+}
+
+
+@dataclass(frozen=True)
+class EdgeBenchConfig:
+    """``server_model``/``server_backend``/``server_dtype``/``server_device``: what ``serve --edge``
+    runs; ``draft_model``/``draft_backend``: the laptop's model (sharing the server model's
+    tokenizer); ``delays_ms``: added round trips; ``max_draft_nodes``: per verification."""
+
+    server_model: str = "qwen2.5-coder-0.5b"
+    server_backend: str = "transformers"
+    server_dtype: str = "float32"
+    server_device: str = "cpu"
+    draft_model: str = "qwen2.5-coder-0.5b"
+    draft_backend: str = "llama-cpp"
+    sets: tuple[str, ...] = ("chat", "grammar-sentences")
+    limit: int = 6
+    seed: int = 0
+    max_new_tokens: int = 64
+    delays_ms: tuple[int, ...] = (0, 20, 80)
+    max_draft_nodes: int = 16
+    timeout_s: float = 300.0
+    server_start_s: float = 600.0
+
+    def __post_init__(self) -> None:
+        if self.limit < 1 or self.max_new_tokens < 1 or not self.delays_ms or min(self.delays_ms) < 0:
+            raise ValueError("need limit >= 1, max_new_tokens >= 1 and at least one delay >= 0")
+
+
+@dataclass(frozen=True)
+class EdgeCase:
+    set: str
+    id: str
+    prompt_ids: tuple[int, ...]
+    max_new_tokens: int
+
+
+@dataclass
+class EdgeMeasurement:
+    set: str
+    prompt_id: str
+    delay_ms: int
+    method: str
+    generated_tokens: int
+    wall_s: float
+    server_forward_passes: int
+    round_trips: int = 0
+    verified_tokens: int = 0
+    verify_steps: int = 0
+    unverified_tokens: int = 0
+    text: str = ""
+    identical: bool | None = None
+
+
+@dataclass
+class EdgeBenchResult:
+    config: dict
+    environment: dict
+    rows: list[dict]
+    measurements: list[EdgeMeasurement] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return {"config": self.config, "environment": self.environment, "rows": self.rows,
+                "measurements": [asdict(m) for m in self.measurements]}
+
+
+# --- the server process ------------------------------------------------------------------------------
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_server(config: EdgeBenchConfig, port: int, key_file: str, log_path: str | None = None) -> subprocess.Popen:
+    """``specdraft serve --edge`` in its own process, returned once ``/healthz`` answers."""
+    command = [sys.executable, "-m", "specdraft.apps.cli", "serve", "--edge", "--api-key-file", key_file,
+               "--model", config.server_model, "--backend", config.server_backend, "--dtype", config.server_dtype,
+               "--device", config.server_device, "--drafter", "none", "--port", str(port)]
+    if log_path:
+        with open(log_path, "ab") as log:  # the child keeps its own copy of the descriptor
+            process = subprocess.Popen(command, stdout=log, stderr=log)
+    else:
+        process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + config.server_start_s
+    while True:
+        try:
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=5).read()
+            return process
+        except OSError:
+            if process.poll() is not None or time.monotonic() > deadline:
+                process.kill()
+                raise RuntimeError(f"the edge server did not start: {' '.join(command)}" + (f" (log: {log_path})" if log_path else ""))
+            time.sleep(0.5)
+
+
+def stop_server(process: subprocess.Popen) -> None:
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+# --- the methods ---------------------------------------------------------------------------------------
+def server_only(url: str, key: str, model_name: str, case: EdgeCase, delay_ms: int, timeout_s: float) -> EdgeMeasurement:
+    """The server generating alone, streamed: ``POST /v1/completions`` with the prompt's token ids."""
+    host, port = url.split("//", 1)[1].split(":")
+    body = json.dumps({"model": model_name, "prompt": list(case.prompt_ids), "max_tokens": case.max_new_tokens,
+                       "temperature": 0, "stream": True, "drafter": "none"}).encode()
+    started = time.perf_counter()
+    conn = http.client.HTTPConnection(host, int(port), timeout=timeout_s)
+    conn.request("POST", "/v1/completions", body, {"Authorization": f"Bearer {key}", "Content-Type": "application/json"})
+    response = conn.getresponse()
+    if response.status != 200:
+        raise RuntimeError(f"server-only completion: HTTP {response.status}: {response.read()[:300]!r}")
+    text, tokens, passes = [], 0, 0
+    for raw in response:
+        line = raw.decode().strip()
+        if not line.startswith("data:") or line == "data: [DONE]":
+            continue
+        chunk = json.loads(line[5:])
+        if "error" in chunk:
+            raise RuntimeError(f"server-only completion failed: {chunk['error']}")
+        for choice in chunk.get("choices", ()):
+            text.append(choice.get("text", ""))
+        if "speculation" in chunk:
+            tokens = chunk["speculation"]["generated_tokens"]
+            passes = chunk["speculation"]["target_forward_passes"]
+    wall = time.perf_counter() - started
+    conn.close()
+    return EdgeMeasurement(case.set, case.id, delay_ms, "server-only", tokens, wall, passes, round_trips=1, text="".join(text))
+
+
+def local_only(model, case: EdgeCase) -> EdgeMeasurement:
+    started = time.perf_counter()
+    result = SpeculativeGenerator(model).generate(list(case.prompt_ids), None, GenerationConfig(max_new_tokens=case.max_new_tokens))
+    wall = time.perf_counter() - started
+    return EdgeMeasurement(case.set, case.id, -1, "local-only", len(result.token_ids), wall, 0, text=result.text)
+
+
+def edge(url: str, key: str, model, case: EdgeCase, delay_ms: int, method: str, config: EdgeBenchConfig) -> EdgeMeasurement:
+    pipeline, adaptive = EDGE_VARIANTS[method]
+    client_config = EdgeClientConfig(max_draft_nodes=config.max_draft_nodes, pipeline=pipeline, adaptive=adaptive)
+    with EdgeConnection(url, key, TransportConfig(timeout_s=config.timeout_s)) as connection:
+        started = time.perf_counter()
+        result = EdgeClient(connection, model, client_config).generate(list(case.prompt_ids), GenerationConfig(max_new_tokens=case.max_new_tokens))
+        wall = time.perf_counter() - started
+    s = result.stats
+    return EdgeMeasurement(case.set, case.id, delay_ms, method, len(result.token_ids), wall, s["server_forward_passes"],
+                           s["round_trips"], s["verified_tokens"], s["verify_steps"], s["unverified_tokens"], result.text)
+
+
+# --- the cases -----------------------------------------------------------------------------------------
+def load_cases(model, config: EdgeBenchConfig) -> list[EdgeCase]:
+    """``config.limit`` prompts of each set: prompt sets (``datasets``) as chat messages in the model's
+    template; grammar sets (``grammar_data``) as the grammar corrector's prompts. At most
+    ``max_new_tokens`` new tokens each."""
+    from .datasets import PROMPT_SETS, load_prompt_set
+    from .grammar_data import GRAMMAR_SETS
+
+    cases = []
+    for name in config.sets:
+        if name in GRAMMAR_SETS:
+            from specdraft.copydraft.corrector import INSTRUCTION
+            from specdraft.copydraft.editor import Editor
+
+            editor = Editor(model)
+            for item in GRAMMAR_SETS[name](limit=config.limit, seed=config.seed):
+                prompt_ids, _, max_new = editor.prepare(INSTRUCTION, item.source)
+                cases.append(EdgeCase(name, item.id, tuple(prompt_ids), min(max_new, config.max_new_tokens)))
+        elif name in PROMPT_SETS:
+            for prompt in load_prompt_set(name, limit=config.limit, seed=config.seed):
+                ids = model.encode_chat(prompt.messages) if model.has_chat_template else model.encode(prompt.messages[-1]["content"])
+                cases.append(EdgeCase(name, prompt.id, tuple(ids), config.max_new_tokens))
+        else:
+            raise ValueError(f"unknown prompt set {name!r}: one of {sorted(PROMPT_SETS) + sorted(GRAMMAR_SETS)}")
+    return cases
+
+
+# --- the run ---------------------------------------------------------------------------------------------
+def run_edge_bench(config: EdgeBenchConfig, cases: Sequence[EdgeCase] | None = None, log_path: str | None = None,
+                   progress=lambda message: print(message, file=sys.stderr, flush=True)) -> EdgeBenchResult:
+    """Start the server, run every method on every case at every delay, stop the server."""
+    model = load_model(ModelConfig(config.draft_model, "cpu", "auto", config.draft_backend, 0))
+    cases = list(cases) if cases is not None else load_cases(model, config)
+    key = "bench-" + secrets.token_hex(16)
+    with tempfile.TemporaryDirectory() as folder:
+        key_file = os.path.join(folder, "keys")
+        Path(key_file).write_text(key + "\n")
+        port = free_port()
+        progress(f"starting specdraft serve --edge --model {config.server_model} on port {port} ...")
+        server = start_server(config, port, key_file, log_path)
+        try:
+            measurements = _measure(config, cases, model, port, key, progress)
+        finally:
+            stop_server(server)
+    from .runner import environment
+
+    env = environment()
+    env["draft_backend"], env["server_backend"] = config.draft_backend, config.server_backend
+    return EdgeBenchResult(asdict(config), env, summarize(measurements), measurements)
+
+
+def _measure(config: EdgeBenchConfig, cases: list[EdgeCase], model, port: int, key: str, progress) -> list[EdgeMeasurement]:
+    warm = replace(cases[0], id="warm-up", max_new_tokens=min(8, cases[0].max_new_tokens))
+    with DelayProxy(port, ProxyConfig(0.0)) as proxy:  # one untimed run of each kind
+        server_only(proxy.url, key, config.server_model, warm, 0, config.timeout_s)
+        edge(proxy.url, key, model, warm, 0, "edge", config)
+    local_only(model, warm)
+    measurements: list[EdgeMeasurement] = []
+    reference: dict[tuple[str, str], str] = {}
+    for case in cases:
+        m = local_only(model, case)
+        measurements.append(m)
+    for delay in config.delays_ms:
+        with DelayProxy(port, ProxyConfig(delay / 1000.0)) as proxy:
+            for case in cases:
+                m = server_only(proxy.url, key, config.server_model, case, delay, config.timeout_s)
+                reference.setdefault((case.set, case.id), m.text)
+                measurements.append(m)
+                for method in EDGE_VARIANTS:
+                    measurements.append(edge(proxy.url, key, model, case, delay, method, config))
+                progress(f"  {delay} ms: {case.set} {case.id} done")
+    for m in measurements:
+        m.identical = m.text == reference[(m.set, m.prompt_id)]
+    return measurements
+
+
+def summarize(measurements: Sequence[EdgeMeasurement]) -> list[dict[str, Any]]:
+    groups: dict[tuple[str, int, str], list[EdgeMeasurement]] = {}
+    for m in measurements:
+        groups.setdefault((m.set, m.delay_ms, m.method), []).append(m)
+    rows = []
+    for (set_name, delay, method), ms in groups.items():
+        tokens = sum(m.generated_tokens for m in ms)
+        wall = sum(m.wall_s for m in ms)
+        steps = sum(m.verify_steps for m in ms)
+        rows.append({
+            "set": set_name, "delay_ms": delay, "method": method, "prompts": len(ms), "generated_tokens": tokens,
+            "wall_s": round(wall, 3), "tokens_per_s": round(tokens / wall, 3) if wall else 0.0,
+            "server_passes_per_token": round(sum(m.server_forward_passes for m in ms) / max(1, tokens), 4),
+            "verified_per_round_trip": round(sum(m.verified_tokens for m in ms) / steps, 3) if steps else None,
+            "round_trips": sum(m.round_trips for m in ms), "unverified_tokens": sum(m.unverified_tokens for m in ms),
+            "identical_rate": round(sum(bool(m.identical) for m in ms) / len(ms), 4),
+        })
+    return rows
+
+
+# --- the report -----------------------------------------------------------------------------------------
+def markdown(result: EdgeBenchResult) -> str:
+    c, env = result.config, result.environment
+    lines = [
+        f"# edge on {c['server_model']} ({c['server_backend']}, {c['server_dtype']}, {c['server_device']}) verifying "
+        f"{c['draft_model']} ({c['draft_backend']}) drafts",
+        "",
+        f"Server (`specdraft serve --edge`) and client in separate processes on one machine ({env['processor']}, "
+        f"{os.cpu_count()} CPU cores shared by both), a TCP proxy adding {', '.join(str(d) for d in c['delays_ms'])} ms "
+        f"round trip; {c['limit']} prompts per set ({', '.join(c['sets'])}), up to {c['max_new_tokens']} new tokens, greedy; "
+        f"{env['time']}. tokens/s at the client, prefill included. Server passes/token: the server's forward passes per "
+        "generated token. Identical: text equal to the server-only greedy text. local-only runs without the network (delay -).",
+        "",
+        "| set | delay (ms) | method | tokens/s | server passes / token | verified / round trip | round trips | unverified tokens | identical |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in sorted(result.rows, key=lambda r: (r["set"], r["delay_ms"], r["method"] != "server-only", r["method"])):
+        vpr = "-" if r["verified_per_round_trip"] is None else str(r["verified_per_round_trip"])
+        lines.append(f"| {r['set']} | {'-' if r['delay_ms'] < 0 else r['delay_ms']} | {r['method']} | {r['tokens_per_s']} | "
+                     f"{r['server_passes_per_token']} | {vpr} | {r['round_trips']} | {r['unverified_tokens']} | {r['identical_rate']:.0%} |")
+    return "\n".join(lines) + "\n"
+
+
+def plot(result: EdgeBenchResult, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    sets = sorted({r["set"] for r in result.rows})
+    fig, axes = plt.subplots(1, len(sets), figsize=(6 * len(sets), 4.5), squeeze=False)
+    delays = sorted(d for d in {r["delay_ms"] for r in result.rows} if d >= 0)
+    for ax, name in zip(axes[0], sets):
+        rows = [r for r in result.rows if r["set"] == name]
+        for method in ["server-only", *EDGE_VARIANTS]:
+            points = sorted((r["delay_ms"], r["tokens_per_s"]) for r in rows if r["method"] == method)
+            if points:
+                ax.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=method)
+        local = [r["tokens_per_s"] for r in rows if r["method"] == "local-only"]
+        if local:
+            ax.axhline(local[0], color="grey", linestyle="--", label="local-only (no network)")
+        ax.set_xticks(delays)
+        ax.set_xlabel("added round trip (ms)")
+        ax.set_ylabel("tokens/s at the client")
+        ax.set_title(name)
+        ax.legend(fontsize=8)
+    c = result.config
+    fig.suptitle(f"edge: {c['server_model']} ({c['server_backend']}) server, {c['draft_model']} ({c['draft_backend']}) client")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def write_edge_report(result: EdgeBenchResult, out_dir: Path) -> dict[str, Path]:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    paths = {"json": out_dir / "results.json", "markdown": out_dir / "results.md", "plot": out_dir / "results.png"}
+    paths["json"].write_text(json.dumps(result.to_dict(), indent=2) + "\n")
+    paths["markdown"].write_text(markdown(result))
+    plot(result, paths["plot"])
+    return paths
