@@ -13,7 +13,9 @@ Faults (``drop_next``): the next ``count`` calls lose their connection, both sid
 - ``when="answer"``: the request is forwarded, and the connection is closed when the server's answer
   starts (the server applied the call; the client never hears of it: the hard case for a retry).
 
-``dropped`` counts connections closed that way, ``connections`` those accepted. Stdlib only, threads.
+``dropped`` counts connections closed that way, ``connections`` those accepted, ``delivered_up`` /
+``delivered_down`` the chunks handed to the server / the client (so a test can act while a call is
+in flight). Stdlib only, threads.
 """
 
 from __future__ import annotations
@@ -52,7 +54,7 @@ class _Link:
         for source, sink, upward in ((self.client, self.upstream, True), (self.upstream, self.client, False)):
             lane: queue.Queue = queue.Queue()
             threading.Thread(target=self._read, args=(source, lane, upward), daemon=True).start()
-            threading.Thread(target=self._write, args=(sink, lane), daemon=True).start()
+            threading.Thread(target=self._write, args=(sink, lane, upward), daemon=True).start()
 
     def close(self) -> None:
         with self._lock:
@@ -90,7 +92,7 @@ class _Link:
             if not data:
                 return
 
-    def _write(self, sink: socket.socket, lane: queue.Queue) -> None:
+    def _write(self, sink: socket.socket, lane: queue.Queue, upward: bool) -> None:
         while True:
             due, data = lane.get()
             wait = due - time.monotonic()
@@ -101,6 +103,7 @@ class _Link:
             try:
                 if data:
                     sink.sendall(data)
+                    self.proxy._delivered(upward)
                 else:  # the other side finished sending: pass the half-close on
                     sink.shutdown(socket.SHUT_WR)
                     return
@@ -124,6 +127,8 @@ class DelayProxy:
         self._drops: list[str] = []
         self.connections = 0
         self.dropped = 0
+        self.delivered_up = 0  # chunks handed to the server (a request has reached it)
+        self.delivered_down = 0  # chunks handed to the client
         self._stopped = False
 
     @property
@@ -190,6 +195,13 @@ class DelayProxy:
     def _count_drop(self) -> None:
         with self._lock:
             self.dropped += 1
+
+    def _delivered(self, upward: bool) -> None:
+        with self._lock:
+            if upward:
+                self.delivered_up += 1
+            else:
+                self.delivered_down += 1
 
     def _forget(self, link: _Link) -> None:
         with self._lock:

@@ -257,11 +257,12 @@ def _measure(config: EdgeBenchConfig, cases: list[EdgeCase], model, port: int, k
         server_only(proxy.url, key, config.server_model, warm, 0, config.timeout_s)
         edge(proxy.url, key, model, warm, 0, "edge", config)
     local_only(model, warm)
+    progress("  warmed up")
     measurements: list[EdgeMeasurement] = []
     reference: dict[tuple[str, str], str] = {}
     for case in cases:
-        m = local_only(model, case)
-        measurements.append(m)
+        measurements.append(local_only(model, case))
+        progress(f"  local-only: {case.set} {case.id} done")
     for delay in config.delays_ms:
         with DelayProxy(port, ProxyConfig(delay / 1000.0)) as proxy:
             for case in cases:
