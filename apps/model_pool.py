@@ -2,8 +2,9 @@
 
 ``ModelPool`` loads each model once, on one backend, and shares it (models hold no request state).
 ``DrafterSpec`` names a general drafter: ``none`` (plain decoding), ``prompt-lookup`` (n-gram
-lookup in the context), or ``model:NAME`` (a draft model sharing the target's tokenizer, loaded
-once per pool; each request gets its own cache). A draft model runs on the pool's backend, or on
+lookup in the context), ``documents`` (the reference drafter over the passages in the request's own
+prompt, see ``specdraft.retrieval.prompt_passages``), or ``model:NAME`` (a draft model sharing the
+target's tokenizer, loaded once per pool; each request gets its own cache). A draft model runs on the pool's backend, or on
 llama.cpp when NAME is a ``.gguf`` path.
 """
 
@@ -12,14 +13,17 @@ from __future__ import annotations
 import secrets
 import threading
 from dataclasses import dataclass
+from typing import Sequence
 
 from specdraft import Drafter, Model, ModelConfig, SamplingParams, check_same_tokenizer, load_model
 from specdraft.drafters import DraftModelConfig, DraftModelDrafter, PromptLookupDrafter
 from specdraft.retrieval.pipeline import GENERAL_DRAFTERS, NO_DRAFTER, PROMPT_LOOKUP
+from specdraft.retrieval.prompt_passages import DOCUMENTS, documents_drafter
 from specdraft.sampling import PositionalRandom
 
-# The general drafters: those the RAG pipeline shares (named once, in retrieval.pipeline), and a draft model.
-DRAFTER_NAMES = (*GENERAL_DRAFTERS, "model:NAME")
+# The general drafters: those the RAG pipeline shares (named once, in retrieval.pipeline), the passages
+# of the prompt (retrieval.prompt_passages), and a draft model.
+DRAFTER_NAMES = (*GENERAL_DRAFTERS, DOCUMENTS, "model:NAME")
 
 
 class ModelPool:
@@ -51,14 +55,14 @@ class ModelPool:
 
 @dataclass(frozen=True)
 class DrafterSpec:
-    kind: str  # "none", "prompt-lookup" or "model"
+    kind: str  # "none", "prompt-lookup", "documents" or "model"
     model: str | None = None
     tree_width: int = 1
 
     @classmethod
     def parse(cls, text: str, tree_width: int = 1) -> "DrafterSpec":
         text = (text or "").strip()
-        if text in GENERAL_DRAFTERS:
+        if text in (*GENERAL_DRAFTERS, DOCUMENTS):
             return cls(text)
         if text.startswith("model:") and text[len("model:") :].strip():
             return cls("model", text[len("model:") :].strip(), tree_width)
@@ -72,11 +76,17 @@ class DrafterSpec:
         if self.kind == "model":
             check_same_tokenizer(pool.get(self.model), target)
 
-    def build(self, pool: ModelPool, target: Model, sampling: SamplingParams, seed: int | None = None) -> Drafter | None:
-        """A fresh drafter for one request (None for plain decoding)."""
+    def build(
+        self, pool: ModelPool, target: Model, sampling: SamplingParams, seed: int | None = None, prompt_texts: Sequence[str] = ()
+    ) -> Drafter | None:
+        """A fresh drafter for one request (None for plain decoding). ``prompt_texts``: the request's
+        texts the ``documents`` drafter takes its passages from (``prompt_passages.prompt_texts``);
+        with none it decodes plainly."""
         if self.kind == NO_DRAFTER:
             return None
         if self.kind == PROMPT_LOOKUP:
             return PromptLookupDrafter()
+        if self.kind == DOCUMENTS:
+            return documents_drafter(target.tokenizer, prompt_texts)
         rng = PositionalRandom(secrets.randbits(62) if seed is None else seed)
         return DraftModelDrafter(pool.get(self.model), target.vocab_size, sampling, rng, DraftModelConfig(self.tree_width))

@@ -23,7 +23,7 @@ Models: a registry name (smollm2-135m, qwen2.5-coder-0.5b, qwen2.5-coder-1.5b, g
 def _add_drafter_args(parser: argparse.ArgumentParser, default: str) -> None:
     from specdraft.drafters import DraftModelConfig
 
-    parser.add_argument("--drafter", default=default, help="none (plain decoding), prompt-lookup, or model:NAME (a draft model sharing the tokenizer) (default: %(default)s)")
+    parser.add_argument("--drafter", default=default, help="none (plain decoding), prompt-lookup, documents (the passages in the prompt: for RAG chains that put their retrieved documents in it), or model:NAME (a draft model sharing the tokenizer) (default: %(default)s)")
     parser.add_argument("--tree-width", type=int, default=DraftModelConfig().tree_width, help="for model:NAME under greedy decoding: candidates per draft depth (1 = chain) (default: %(default)s)")
 
 

@@ -31,7 +31,7 @@ def run_generate(request: GenerateRequest, pool: ModelPool, as_json: bool, out=N
     prompt_ids = prompt_ids_for(model, request.prompt, request.chat)
     if len(prompt_ids) >= model.max_length:
         raise ValueError(f"the prompt has {len(prompt_ids)} tokens; {request.model} accepts at most {model.max_length - 1}")
-    drafter = request.drafter.build(pool, model, request.config.sampling, request.config.seed)
+    drafter = request.drafter.build(pool, model, request.config.sampling, request.config.seed, [request.prompt])
     stream = SpeculativeGenerator(model).stream(prompt_ids, drafter, request.config)
     for piece in stream:
         if not as_json:

@@ -12,7 +12,8 @@ picks the shape of logprobs). The
 OpenAI fields (``n``, ``logprobs``, ``stream_options``, model names, refused fields) are described
 in ``openai_fields``, the prompt's shapes in ``messages``, the logprobs' in ``openai_logprobs``.
 
-Extensions to OpenAI's API: the request field ``drafter`` ("none", "prompt-lookup", "model:NAME")
+Extensions to OpenAI's API: the request field ``drafter`` ("none", "prompt-lookup", "documents":
+the passages in the prompt itself, see ``specdraft.retrieval.prompt_passages``, "model:NAME")
 and ``top_k``; a ``speculation`` object in the response (the drafter's name and ``Stats.to_dict()``);
 a ``source`` ("draft" or "target") on every streamed chunk that carries text, saying whether the
 target accepted the text from the drafter or generated it itself.
@@ -42,6 +43,7 @@ from specdraft import (
 )
 from specdraft.copydraft import CopyDrafter
 from specdraft.copydraft.editor import COPY_SPECULATION
+from specdraft.retrieval.prompt_passages import prompt_texts
 
 from . import metrics
 from .limits import RequestGuard, current_guard, drain
@@ -167,8 +169,9 @@ def _start(state: ServiceState, model: Model, req: CompletionRequest, choice: _C
     if prediction_ids is not None:  # predicted output: draft from it (the request's drafter is not used)
         drafter, speculation = CopyDrafter(prediction_ids, model.eos_token_ids), COPY_SPECULATION
     else:
-        drafter = state.drafter(req.drafter, generation.sampling, generation.seed)
-        speculation = state.config.speculation
+        texts = prompt_texts(choice.text, None if req.messages is None else [m.to_dict() for m in req.messages])
+        drafter = state.drafter(req.drafter, generation.sampling, generation.seed, texts)
+        speculation = state.speculation(req.drafter)
     try:
         stream = metrics.observe(SpeculativeGenerator(model, speculation).stream(choice.prompt_ids, drafter, generation), drafter_name)
     except LogprobsUnavailableError:

@@ -33,7 +33,7 @@ def default_index_root() -> str:
 class ServiceConfig:
     """``model``: the target every request is answered by (registry name, local path or hub id),
     loaded once, on first use, on ``backend`` with ``device``/``dtype``/``context`` (see ``ModelConfig``). ``drafter``: the
-    drafter for requests that do not name one ("none", "prompt-lookup" or "model:NAME").
+    drafter for requests that do not name one ("none", "prompt-lookup", "documents" or "model:NAME").
     ``max_tokens_limit``: the largest ``max_tokens`` a request may ask for; ``default_max_tokens``:
     what a request that omits it gets. ``max_request_bytes``: larger request bodies get a 413.
     ``extra_models``: other models a request may name (a ``model:NAME`` drafter, or the ``model`` of

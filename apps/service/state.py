@@ -12,15 +12,17 @@ from __future__ import annotations
 
 import threading
 import time
+from typing import Sequence
 
 from flask import current_app
 
-from specdraft import Drafter, Model, SamplingParams
+from specdraft import Drafter, Model, SamplingParams, SpeculationConfig
 from specdraft.copydraft import CorrectorConfig, EditorConfig, GrammarCorrector
 from specdraft.apps.model_pool import DrafterSpec, ModelPool
 from specdraft.models import ChecksumMismatchError, ModelNotInstalledError
 from specdraft.retrieval.datastore import Datastore
 from specdraft.retrieval.embedder import Embedder, EmbedderConfig, TextEmbedder
+from specdraft.retrieval.prompt_passages import DOCUMENTS
 
 from .config import ServiceConfig
 from .grammar_validation import check_model_allowed
@@ -105,8 +107,15 @@ class ServiceState:
                 self._datastore = Datastore.load(self.config.datastore)
             return self._datastore
 
-    def drafter(self, spec: DrafterSpec, sampling: SamplingParams, seed: int | None) -> Drafter | None:
-        """A fresh drafter for one request (None: plain decoding).
+    def speculation(self, spec: DrafterSpec) -> SpeculationConfig:
+        """The draft-length policy of a completion with drafter ``spec``: the RAG answers' one
+        (``rag_speculation``: long quoted drafts) for ``documents``, which is the RAG API's reference
+        drafter over the prompt's passages; ``speculation`` for the others."""
+        return self.config.rag_speculation if spec.kind == DOCUMENTS else self.config.speculation
+
+    def drafter(self, spec: DrafterSpec, sampling: SamplingParams, seed: int | None, prompt_texts: Sequence[str] = ()) -> Drafter | None:
+        """A fresh drafter for one request (None: plain decoding); ``prompt_texts`` are the request's
+        texts the ``documents`` drafter drafts from (``retrieval.prompt_passages.prompt_texts``).
 
         The first request that names a draft model loads it and checks that it shares the target's
         tokenizer; raises ``RequestError`` (param "drafter") when that fails.
@@ -122,7 +131,7 @@ class ServiceState:
                 raise RequestError(f"cannot use drafter {str(spec)!r}: {error}", "drafter") from None
             with self._lock:
                 self._prepared.add(spec)
-        return spec.build(self.pool, target, sampling, seed)
+        return spec.build(self.pool, target, sampling, seed, prompt_texts)
 
 
 def current_state() -> ServiceState:
