@@ -61,9 +61,9 @@ def build_parser() -> argparse.ArgumentParser:
     source = correct.add_mutually_exclusive_group()
     source.add_argument("text", nargs="?", metavar="TEXT", help="the text to correct; - or nothing reads standard input")
     source.add_argument("--file", metavar="PATH", help="read the text from a UTF-8 file")
-    add_model_args(correct, DEFAULT_MODEL)
+    add_model_args(correct, service.grammar_model)  # a model whose answers are corrections (see copydraft.corrector)
     correct.add_argument("--no-speculation", action="store_true", help="decode plainly (the same output, slower; for comparison)")
-    correct.add_argument("--json", action="store_true", help='print {"corrected", "edits", "token_ids", "stats"} instead of the text')
+    correct.add_argument("--json", action="store_true", help='print {"corrected", "edits", "token_ids", "stats", "quality"} instead of the text ("quality": whether the answer is a correction, see copydraft.answer_check)')
 
     serve = sub.add_parser("serve", help="start the HTTP service (OpenAI-compatible completions, grammar correction, health, demos)", description="Serve the target model over HTTP: GET /healthz, POST /v1/completions, POST /v1/chat/completions, POST /v1/grammar/correct, POST /v1/rag/documents, POST /v1/rag/query, and the demo pages GET /demo/grammar and GET /demo/rag.")
     add_model_args(serve, DEFAULT_MODEL)
@@ -72,6 +72,7 @@ def build_parser() -> argparse.ArgumentParser:
     # --embedding-model default to None, which leaves ServiceConfig's own default in place (see _serve).
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default: %(default)s)")
     serve.add_argument("--port", type=int, default=8000, help="port (default: %(default)s)")
+    serve.add_argument("--grammar-model", default=service.grammar_model, metavar="NAME", help="the model POST /v1/grammar/correct and the grammar demo use when a request names none; loaded on the first correction (default: %(default)s)")
     serve.add_argument("--extra-model", action="append", default=list(service.extra_models), metavar="NAME", help="another model requests may name: as a drafter (model:NAME) or for grammar correction (repeatable)")
     serve.add_argument("--model-alias", action="append", default=list(service.model_aliases), metavar="NAME", help="another model name completion requests may send and the served model answers (an OpenAI client's default, e.g. gpt-3.5-turbo) (repeatable)")
     serve.add_argument("--serve-any-model-name", action="store_true", help="answer completion requests whatever model name they send, with the served model (default: a 400 naming the served model)")
@@ -146,6 +147,7 @@ def _serve(args: argparse.Namespace) -> int:
         backend=args.backend,
         context=args.context,
         extra_models=tuple(args.extra_model),
+        grammar_model=args.grammar_model,
         model_aliases=tuple(args.model_alias),
         serve_any_model_name=args.serve_any_model_name,
         edge=args.edge,
@@ -158,6 +160,7 @@ def _serve(args: argparse.Namespace) -> int:
     print(
         f"specdraft serving {args.model} (backend {config.model_config.resolved_backend}) on http://{args.host}:{args.port}\n"
         f"  demos: http://{args.host}:{args.port}/demo/grammar  http://{args.host}:{args.port}/demo/rag\n"
+        f"  grammar corrections by {config.grammar_model} (loaded on the first one)\n"
         f"  APIs: POST /v1/completions, /v1/chat/completions, /v1/grammar/correct, /v1/rag/documents, /v1/rag/query; GET /healthz\n"
         f"  RAG indexes in {config.index_root}" + (f", datastore {config.datastore}" if config.datastore else ""),
         file=sys.stderr,

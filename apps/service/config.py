@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from specdraft import DEFAULT_MODEL, ModelConfig, SpeculationConfig
+from specdraft.copydraft.corrector import DEFAULT_GRAMMAR_MODEL
 from specdraft.copydraft.editor import COPY_SPECULATION
 from specdraft.apps.model_pool import DrafterSpec
 from specdraft.retrieval.embedder import DEFAULT_EMBEDDER
@@ -59,6 +60,8 @@ class ServiceConfig:
     max_request_bytes: int = 1_000_000
     extra_models: tuple[str, ...] = ()
     max_grammar_chars: int = 20_000
+    # the model a grammar correction that names none gets (always allowed there; loaded on first use)
+    grammar_model: str = DEFAULT_GRAMMAR_MODEL
     speculation: SpeculationConfig = SpeculationConfig()
     grammar_speculation: SpeculationConfig = COPY_SPECULATION
     rag_speculation: SpeculationConfig = RAG_SPECULATION

@@ -36,7 +36,7 @@ def grammar() -> str:
     return render_template(
         "grammar.html",
         example=EXAMPLE_TEXT,
-        model=state.config.model,
+        model=state.config.grammar_model,
         max_chars=state.config.max_grammar_chars,
         api_url=url_for("grammar.correct"),
     )

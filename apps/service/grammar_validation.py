@@ -21,7 +21,7 @@ class TextTooLong(RequestError):
 
 @dataclass(frozen=True)
 class GrammarRequest:
-    """A validated request: ``model`` is the request's (an allowed name) or the served model."""
+    """A validated request: ``model`` is the request's (an allowed name) or the grammar model."""
 
     text: str
     model: str
@@ -30,7 +30,8 @@ class GrammarRequest:
 
 
 def parse_grammar_request(body: Mapping[str, Any], config: ServiceConfig) -> GrammarRequest:
-    """Validate ``{"text", "model"?, "speculate"?, "compare"?}`` against ``config``'s limits and models."""
+    """Validate ``{"text", "model"?, "speculate"?, "compare"?}`` against ``config``'s limits and
+    models; without ``model`` the request gets ``config.grammar_model``."""
     speculate, compare = _boolean(body, "speculate"), _boolean(body, "compare")
     return GrammarRequest(
         text=_text(body, config.max_grammar_chars),
@@ -40,10 +41,17 @@ def parse_grammar_request(body: Mapping[str, Any], config: ServiceConfig) -> Gra
     )
 
 
+def grammar_models(config: ServiceConfig) -> tuple[str, ...]:
+    """The models a grammar request may name: the served model, the grammar model (the default) and
+    the extra models, each once (``ServiceConfig.allows_model`` also allows the default drafter's)."""
+    return tuple(dict.fromkeys((config.model, config.grammar_model, *config.extra_models)))
+
+
 def check_model_allowed(name: str, config: ServiceConfig) -> None:
-    """Raise ``RequestError`` unless a request may name ``name`` (see ``ServiceConfig.allows_model``)."""
-    if not config.allows_model(name):
-        allowed = ", ".join(repr(m) for m in (config.model, *config.extra_models))
+    """Raise ``RequestError`` unless a request may name ``name``: a name of ``grammar_models`` or
+    one ``ServiceConfig.allows_model`` allows."""
+    if name != config.grammar_model and not config.allows_model(name):
+        allowed = ", ".join(repr(m) for m in grammar_models(config))
         raise RequestError(f"model {name!r} is not served here (allowed: {allowed})", "model")
 
 
@@ -57,7 +65,7 @@ def _text(body: Mapping[str, Any], limit: int) -> str:
 def _model(body: Mapping[str, Any], config: ServiceConfig) -> str:
     model = body.get("model")
     if model is None:
-        return config.model
+        return config.grammar_model
     if not isinstance(model, str):
         raise RequestError(f"model must be a string, got {_describe(model)}", "model")
     check_model_allowed(model, config)

@@ -7,7 +7,9 @@ import sys
 import pytest
 
 from specdraft.apps.cli import main
+from specdraft.apps.cli.entry_point import build_parser
 from specdraft.copydraft import GrammarCorrector
+from specdraft.copydraft.corrector import DEFAULT_GRAMMAR_MODEL
 from specdraft.copydraft.edits import Edit, apply
 
 TEXT = "The dog sleep. the quick brown fox jump over the lazy dog."
@@ -39,7 +41,8 @@ def correct_json(capsys, checkpoint, *args):
 
 def test_json_contract(capsys, checkpoint, reference):
     out = correct_json(capsys, checkpoint, TEXT)
-    assert list(out) == ["corrected", "edits", "token_ids", "stats"]
+    assert list(out) == ["corrected", "edits", "token_ids", "stats", "quality"]
+    assert out["quality"] == reference.quality.to_dict()
     assert out["corrected"] == reference.corrected
     assert out["token_ids"] == reference.token_ids
     assert apply(TEXT, [Edit(**edit) for edit in out["edits"]]) == out["corrected"]
@@ -92,3 +95,37 @@ def test_text_and_file_together_are_a_usage_error(capsys, checkpoint, tmp_path):
         correct(capsys, checkpoint, "--file", str(tmp_path / "x.txt"), "some text")
     assert exit_info.value.code == 2
     assert "not allowed with argument" in capsys.readouterr().err
+
+
+def test_an_answer_that_fails_the_check_is_printed_and_the_reasons_told_on_stderr(capsys, checkpoint, reference):
+    assert not reference.quality.ok, "the tiny model runs to its token limit on TEXT"
+    code, out, err = correct(capsys, checkpoint, TEXT)
+    assert code == 0
+    assert out == reference.corrected + "\n"  # the model's answer, as it wrote it
+    assert f"specdraft: warning: {checkpoint[0]}'s answer is not a reliable correction: " in err  # after the loading bar
+    assert all(warning in err for warning in reference.quality.warnings)
+    out = correct_json(capsys, checkpoint, TEXT)
+    assert out["quality"]["ok"] is False and out["quality"]["warnings"] == list(reference.quality.warnings)
+
+
+def test_correct_and_serve_default_to_the_grammar_model(monkeypatch):
+    parser = build_parser()
+    assert parser.parse_args(["correct", "x"]).model == DEFAULT_GRAMMAR_MODEL
+    assert parser.parse_args(["serve"]).grammar_model == DEFAULT_GRAMMAR_MODEL
+    assert parser.parse_args(["serve", "--grammar-model", "smollm2-135m"]).grammar_model == "smollm2-135m"
+
+    import specdraft.apps.service as service
+
+    configs = []
+
+    class Stop(Exception):
+        pass
+
+    def fake_create_app(config, *args, **kwargs):
+        configs.append(config)
+        raise Stop
+
+    monkeypatch.setattr(service, "create_app", fake_create_app)
+    with pytest.raises(Stop):
+        main(["serve", "--lazy", "--grammar-model", "smollm2-135m"])
+    assert configs[0].grammar_model == "smollm2-135m" and configs[0].model != "qwen2.5-coder-0.5b"

@@ -3,7 +3,10 @@
 //     words struck through (<del>), built from the API's edits;
 //  2. where the words came from: the corrected text with the pieces the model accepted from the
 //     copy of the input shaded (source "draft") and the pieces it generated plain (source "target");
-//  3. the measured speedup of speculative over plain decoding on the same text.
+//  3. the measured speedup of speculative over plain decoding on the same text;
+//  4. when the API's check of the answer fails (quality.ok false: it leaves out sentences or many
+//     words, loops, ...), a warning with the reasons above all that, and the answer titled as the
+//     model's answer, not as corrections (the text is still shown).
 // User text is only ever inserted as text nodes, never as HTML (demo.js has the shared helpers).
 "use strict";
 
@@ -51,7 +54,17 @@
     document.getElementById("draft-share").textContent =
       `${stats.accepted_tokens} of ${stats.generated_tokens} tokens copied from your input`;
     renderSpeedup(document.getElementById("speedup"), body.comparison);
+    renderQuality(document.getElementById("quality"), body.quality);
     results.hidden = false;
+  }
+
+  // quality: {ok, warnings: [...], ...} (absent from an older server: treated as ok)
+  function renderQuality(box, quality) {
+    const ok = !quality || quality.ok;
+    box.hidden = ok;
+    document.getElementById("diff-title").textContent = ok ? "Corrections" : "The model's answer (not a correction)";
+    document.getElementById("quality-warnings").replaceChildren(
+      ...(ok ? [] : quality.warnings.map((warning) => element("li", warning))));
   }
 
   // Edits are {start, end, original, replacement} in code points of the original text.

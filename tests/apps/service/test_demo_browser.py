@@ -3,7 +3,8 @@
 The app (a tiny random-initialised model) runs on a free 127.0.0.1 port in a background thread;
 Chromium is driven through chromedriver with selenium. The test records the API answer the page
 itself received (by wrapping ``window.fetch``) and checks that the page shows exactly that: the
-corrected text, its edits, the spans drafted from the input, and the measured speedup.
+corrected text, its edits, the spans drafted from the input, and the measured speedup; and, when
+the API's check of the answer fails, a warning with its reasons instead of presenting corrections.
 
 Needs Debian's ``chromium`` and ``chromium-driver`` (``scripts/setup.sh`` installs them when it
 runs as root) and the ``selenium`` package (the ``test`` extra); without them the test fails and
@@ -85,3 +86,25 @@ def test_api_errors_are_shown_on_the_page(browser, server):
     results, error = submit(browser, server, "   ")
     assert error.text == "Error 400: text must not be empty"
     assert not results.is_displayed()
+
+
+def test_an_answer_that_fails_the_check_is_shown_with_a_warning_not_as_corrections(browser, server):
+    # the tiny model loops on TEXT until its token limit: the API flags it, and so must the page
+    results, error = submit(browser, server, TEXT)
+    assert not error.is_displayed(), error.text
+    [answer] = browser.execute_script("return window.answers;")
+    assert answer["quality"]["ok"] is False
+    warning = browser.find_element(By.ID, "quality")
+    assert warning.is_displayed()
+    assert "This is not a correction." in warning.text
+    assert texts(browser, "#quality-warnings li") == answer["quality"]["warnings"]
+    assert browser.find_element(By.ID, "diff-title").text == "The model's answer (not a correction)"
+    # the text is still shown, as the model wrote it
+    assert browser.execute_script(DIFF_WITHOUT_DELETIONS) == answer["corrected"]
+
+    # an answer that passes the check is shown as corrections, with no warning
+    results, error = submit(browser, server, "=vedae6")
+    [answer] = browser.execute_script("return window.answers;")
+    assert answer["quality"]["ok"] is True
+    assert not browser.find_element(By.ID, "quality").is_displayed()
+    assert browser.find_element(By.ID, "diff-title").text == "Corrections"

@@ -1,7 +1,9 @@
 """POST /v1/grammar/correct and GET /demo/grammar, on tiny random-initialised models.
 
 The answer must be ``GrammarCorrector``'s own, whether the request speculates or not; its edits must
-turn the input into the answer and its pieces must spell it.
+turn the input into the answer and its pieces must spell it; its ``quality`` is the answer check's
+verdict (the tiny model loops on ``TEXT``: flagged). A request without ``model`` gets the config's
+``grammar_model`` (the tiny app's is ``SERVED`` unless a test says otherwise).
 """
 
 import threading
@@ -10,7 +12,10 @@ import pytest
 from tiny_service import DRAFT, GRAMMAR_TEXT, SERVED, UNLOADABLE, make_app, make_chat_model
 
 from specdraft.copydraft import GrammarCorrector
+from specdraft.copydraft.answer_check import check_answer
+from specdraft.copydraft.corrector import DEFAULT_GRAMMAR_MODEL
 from specdraft.copydraft.edits import Edit, apply
+from specdraft.apps.service import ServiceConfig
 
 PATH = "/v1/grammar/correct"
 TEXT = GRAMMAR_TEXT
@@ -47,8 +52,9 @@ def post_ok(client, body):
 # --- the answer -----------------------------------------------------------------------------------
 def test_response_contract(client, reference):
     body = post_ok(client, {"text": TEXT})
-    assert list(body) == ["corrected", "edits", "token_ids", "stats", "pieces", "model"]
+    assert list(body) == ["corrected", "edits", "token_ids", "stats", "quality", "pieces", "model"]
     assert body["corrected"] == reference.corrected
+    assert body["quality"] == reference.quality.to_dict()
     assert body["token_ids"] == reference.token_ids
     assert body["model"] == SERVED
     assert all(set(edit) == {"start", "end", "original", "replacement"} for edit in body["edits"])
@@ -110,6 +116,67 @@ def test_an_extra_model_can_be_named(client, tiny_draft_model):
     assert body["model"] == DRAFT
     expected = GrammarCorrector(tiny_draft_model).correct(TEXT, speculate=False)
     assert body["token_ids"] == expected.token_ids and body["corrected"] == expected.corrected
+
+
+# --- the quality check -------------------------------------------------------------------------------
+def test_a_looping_answer_is_flagged_not_presented_as_a_correction(client, reference):
+    body = post_ok(client, {"text": TEXT})
+    quality = body["quality"]
+    assert quality["ok"] is False
+    assert quality["hit_token_limit"] is True  # the tiny model never ends its answer on TEXT
+    assert any(w.endswith("it loops") for w in quality["warnings"]), quality["warnings"]
+    assert any("cut off at the token limit" in w for w in quality["warnings"])
+    assert quality["repeated"]["extra_times"] >= 4
+    # the answer is still there, as the model wrote it
+    assert body["corrected"] == reference.corrected and body["edits"]
+    expected = check_answer(TEXT, body["corrected"], hit_token_limit=True).to_dict()
+    assert quality == expected
+
+
+@pytest.mark.parametrize("speculate", [True, False])
+def test_quality_does_not_depend_on_speculation(client, reference, speculate):
+    body = post_ok(client, {"text": TEXT, "speculate": speculate, "compare": True})
+    assert body["quality"] == reference.quality.to_dict()
+
+
+def test_an_answer_that_ends_by_itself_and_keeps_the_text_passes(client):
+    # the tiny model's answer to "=vedae6" starts with it and ends (EOS) within the limit
+    body = post_ok(client, {"text": "=vedae6"})
+    assert body["corrected"].startswith("=vedae6")
+    assert body["quality"]["ok"] is True and body["quality"]["warnings"] == []
+    assert body["quality"]["dropped_words"] == 0.0 and body["quality"]["hit_token_limit"] is False
+
+
+# --- the grammar model ------------------------------------------------------------------------------
+def test_the_grammar_model_answers_requests_that_name_none(model, tiny_draft_model):
+    client = make_app(model, tiny_draft_model, grammar_model=DRAFT, extra_models=()).test_client()
+    body = post_ok(client, {"text": TEXT})
+    assert body["model"] == DRAFT
+    expected = GrammarCorrector(tiny_draft_model).correct(TEXT, speculate=False)
+    assert body["token_ids"] == expected.token_ids
+    # the served model can still be named; the grammar model is allowed though not an extra model
+    assert post_ok(client, {"text": TEXT, "model": SERVED})["model"] == SERVED
+    assert post_ok(client, {"text": TEXT, "model": DRAFT})["model"] == DRAFT
+    response = client.post(PATH, json={"text": TEXT, "model": "gpt-4"})
+    assert response.status_code == 400
+    assert "allowed: 'tiny', 'tiny-draft')" in response.get_json()["error"]["message"]
+    # the page names the model that corrects
+    assert f"model <code>{DRAFT}</code>" in client.get("/demo/grammar").get_data(as_text=True)
+
+
+def test_the_grammar_model_is_loaded_on_the_first_correction_only(model):
+    client = make_app(model, grammar_model=UNLOADABLE, extra_models=()).test_client()
+    assert client.get("/demo/grammar").status_code == 200
+    assert client.get("/healthz").status_code == 200
+    response = client.post(PATH, json={"text": TEXT})
+    assert response.status_code == 400
+    assert f"cannot load model '{UNLOADABLE}'" in response.get_json()["error"]["message"]
+    assert post_ok(client, {"text": TEXT, "model": SERVED})["model"] == SERVED
+
+
+def test_the_default_grammar_model_is_one_that_corrects():
+    assert ServiceConfig().grammar_model == DEFAULT_GRAMMAR_MODEL == "qwen2.5-coder-0.5b"
+    assert ServiceConfig().model != DEFAULT_GRAMMAR_MODEL  # the served model stays the small default
 
 
 def test_one_corrector_per_model_is_kept(app):
@@ -194,3 +261,34 @@ def test_demo_page_and_its_assets_are_served_without_loading_the_model(model):
         assert response.status_code == 200 and response.mimetype == mimetype
         response.close()
     assert client.get("/healthz").get_json()["loaded"] is False
+
+
+# --- real models (slow) ---------------------------------------------------------------------------
+ISSUE_SENTENCE = "She go to school every days and she like it."
+
+
+@pytest.mark.slow
+def test_the_real_default_grammar_model_corrects_without_dropping_the_second_clause(tmp_path):
+    from specdraft.apps.service import create_app
+
+    client = create_app(ServiceConfig(device="cpu", index_root=str(tmp_path))).test_client()
+    body = post_ok(client, {"text": ISSUE_SENTENCE})
+    assert body["model"] == DEFAULT_GRAMMAR_MODEL
+    assert body["corrected"].startswith("She goes to school every day")
+    assert "and she likes it" in body["corrected"]
+    assert body["quality"]["ok"] is True and body["quality"]["dropped_word_count"] == 0
+    assert client.get("/healthz").get_json()["loaded"] is False  # the served model was never needed
+
+
+@pytest.mark.slow
+def test_the_small_models_dropped_clause_and_loop_are_flagged(tmp_path):
+    from specdraft.apps.service import create_app
+
+    client = create_app(ServiceConfig(device="cpu", index_root=str(tmp_path), grammar_model="smollm2-135m")).test_client()
+    dropped = post_ok(client, {"text": ISSUE_SENTENCE})  # the issue: "She go to school every day."
+    assert dropped["quality"]["ok"] is False
+    assert dropped["quality"]["dropped_passages"] == ["and she like it"]
+    looping = post_ok(client, {"text": "bla " * 20})  # smollm2-135m answers "The corrected text is:" over and over
+    assert looping["quality"]["ok"] is False
+    assert any(w.endswith("it loops") for w in looping["quality"]["warnings"]), looping["quality"]
+    assert looping["quality"]["hit_token_limit"] is True

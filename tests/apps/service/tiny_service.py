@@ -46,6 +46,8 @@ def make_app(model: TransformersModel, draft_model: TransformersModel | None = N
     config.setdefault("speculation", SpeculationConfig(initial_draft_len=4, adaptive=False))
     config.setdefault("grammar_speculation", SpeculationConfig(initial_draft_len=32, max_draft_len=512, adaptive=False))
     config.setdefault("rag_speculation", SpeculationConfig(initial_draft_len=4, adaptive=False))
-    app = create_app(ServiceConfig(model=SERVED, extra_models=(DRAFT, UNLOADABLE), **config), pool, embedder)
+    config.setdefault("grammar_model", SERVED)  # the tiny model corrects too (the real default loads a 0.5B)
+    config.setdefault("extra_models", (DRAFT, UNLOADABLE))
+    app = create_app(ServiceConfig(model=SERVED, **config), pool, embedder)
     app.testing = True
     return app
