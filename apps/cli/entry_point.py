@@ -32,6 +32,7 @@ def build_parser() -> argparse.ArgumentParser:
     from specdraft.apps.service.config import ServiceConfig
 
     from .model_args import add_model_args
+    from .serve_args import add_access_args
 
     generation, service = GenerationConfig(), ServiceConfig()
 
@@ -76,14 +77,15 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--extra-model", action="append", default=list(service.extra_models), metavar="NAME", help="another model requests may name: as a drafter (model:NAME) or for grammar correction (repeatable)")
     serve.add_argument("--model-alias", action="append", default=list(service.model_aliases), metavar="NAME", help="another model name completion requests may send and the served model answers (an OpenAI client's default, e.g. gpt-3.5-turbo) (repeatable)")
     serve.add_argument("--serve-any-model-name", action="store_true", help="answer completion requests whatever model name they send, with the served model (default: a 400 naming the served model)")
-    serve.add_argument("--edge", action="store_true", help="also serve the edge verify API (/v1/edge/...: laptops draft with `specdraft edge`, this server verifies); needs --api-key-file")
-    from .edge import add_edge_parser
-
-    add_edge_parser(sub)
     serve.add_argument("--lazy", action="store_true", help="load the model on the first request instead of at start-up")
     serve.add_argument("--index-root", default=None, metavar="DIR", help="folder of the RAG API's named document indexes (default: $SPECDRAFT_INDEX_ROOT or ~/.local/share/specdraft/indexes)")
     serve.add_argument("--datastore", default=None, metavar="DIR", help="a REST datastore built with `specdraft datastore build` for this model, for the RAG drafters datastore and reference+datastore")
     serve.add_argument("--embedding-model", default=None, metavar="MODEL", help="sentence-transformers model embedding the RAG documents (default: the packaged all-MiniLM-L6-v2)")
+    add_access_args(serve)
+    serve.add_argument("--edge", action="store_true", help="also serve the edge verify API (/v1/edge/...: laptops draft with `specdraft edge`, this server verifies); needs --api-key-file")
+    from .edge import add_edge_parser
+
+    add_edge_parser(sub)
 
     from .ask import add_ask_parser
     from .bench import add_bench_parser
@@ -137,6 +139,9 @@ def _correct(args: argparse.Namespace) -> int:
 def _serve(args: argparse.Namespace) -> int:
     from specdraft.apps.service import create_app
     from specdraft.apps.service.config import ServiceConfig
+    from specdraft.apps.service.server import check_bind, serve
+
+    from .serve_args import access_config
 
     rag = {"index_root": args.index_root, "datastore": args.datastore, "embedding_model": args.embedding_model}
     config = ServiceConfig(
@@ -147,12 +152,14 @@ def _serve(args: argparse.Namespace) -> int:
         backend=args.backend,
         context=args.context,
         extra_models=tuple(args.extra_model),
-        grammar_model=args.grammar_model,
         model_aliases=tuple(args.model_alias),
         serve_any_model_name=args.serve_any_model_name,
+        grammar_model=args.grammar_model,
         edge=args.edge,
         **{name: value for name, value in rag.items() if value is not None},
+        **access_config(args),
     )
+    check_bind(args.host, config)  # before loading anything
     app = create_app(config)
     if not args.lazy:
         print(f"loading {args.model} ...", file=sys.stderr)
@@ -162,10 +169,12 @@ def _serve(args: argparse.Namespace) -> int:
         f"  demos: http://{args.host}:{args.port}/demo/grammar  http://{args.host}:{args.port}/demo/rag\n"
         f"  grammar corrections by {config.grammar_model} (loaded on the first one)\n"
         f"  APIs: POST /v1/completions, /v1/chat/completions, /v1/grammar/correct, /v1/rag/documents, /v1/rag/query; GET /healthz\n"
-        f"  RAG indexes in {config.index_root}" + (f", datastore {config.datastore}" if config.datastore else ""),
+        f"  RAG indexes in {config.index_root}" + (f", datastore {config.datastore}" if config.datastore else "") + "\n"
+        + (f"  API keys required ({args.api_key_file})" if config.api_key_file else "  no API keys: answering this machine only (loopback); --api-key-file FILE to serve others")
+        + f"\n  limits: {config.limits.max_concurrent} generations at once, {config.limits.max_queue} queued, {config.limits.request_timeout_s:g} s each",
         file=sys.stderr,
     )
-    app.run(host=args.host, port=args.port, threaded=True)
+    serve(app, config, args.host, args.port)
     return 0
 
 

@@ -18,7 +18,10 @@ from specdraft.apps.model_pool import ModelPool
 from specdraft.retrieval.embedder import TextEmbedder
 
 from . import completions, demo, grammar, health, metrics, openapi, rag
+from .access import AccessPolicy, install_access_control
+from .api_keys import KeyRing
 from .config import ServiceConfig
+from .limits import GenerationGate
 from .errors import register_error_handlers
 from .state import EXTENSION, ServiceState, current_state
 
@@ -31,7 +34,8 @@ def create_app(config: ServiceConfig | None = None, pool: ModelPool | None = Non
     ``pool`` supplies the models; by default a new ``ModelPool`` on ``config``'s backend, device,
     dtype and context. Tests pass a pool that already holds a model under ``config.model``.
     ``embedder`` embeds the RAG indexes' documents and questions; by default ``config.embedding_model``.
-    Creating the app loads nothing.
+    Creating the app loads no model; it reads ``config.api_key_file`` (``KeyFileError`` when it is
+    unusable). Every request passes ``access``'s checks; generating routes pass ``limits``' gate.
     """
     config = config if config is not None else ServiceConfig()
     pool = pool if pool is not None else ModelPool(config.device, config.dtype, config.backend, config.context)
@@ -40,7 +44,11 @@ def create_app(config: ServiceConfig | None = None, pool: ModelPool | None = Non
     app.json.sort_keys = False  # keep OpenAI's field order
     app.extensions[EXTENSION] = ServiceState(config, pool, embedder)
     register_error_handlers(app)
-    metrics.init_app(app)  # first, so that its clock starts before any other check
+    service_metrics = metrics.init_app(app)  # first, so that its clock starts before any other check
+    keys = KeyRing.load(config.api_key_file) if config.api_key_file is not None else None
+    install_access_control(app, AccessPolicy(keys, config.allowed_origins, config.allowed_hosts))
+    app.extensions["specdraft.gate"] = gate = GenerationGate(config.limits)
+    service_metrics.set_load_readers(queued=lambda: gate.waiting, in_flight=lambda: gate.running)
     app.register_blueprint(health.bp)
     app.register_blueprint(completions.bp)
     app.register_blueprint(grammar.bp)

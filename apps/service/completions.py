@@ -46,7 +46,7 @@ from specdraft.copydraft.editor import COPY_SPECULATION
 from specdraft.retrieval.prompt_passages import prompt_texts
 
 from . import metrics
-from .limits import RequestGuard, current_guard, drain
+from .limits import RequestGuard, current_guard, drain, generating
 from .errors import INTERNAL_ERROR_MESSAGE, SERVER_ERROR, error_body
 from .openai_logprobs import LogprobWriter
 from .sse import DONE_EVENT, event
@@ -117,12 +117,14 @@ TEXT, CHAT = _TextFormat(), _ChatFormat()
 
 
 @bp.post("/completions")
+@generating
 def completions() -> Response:
     """Text completion: ``prompt`` (a string, or a list: one choice per prompt) in, ``choices[i].text`` out."""
     return _complete(TEXT)
 
 
 @bp.post("/chat/completions")
+@generating
 def chat_completions() -> Response:
     """Chat completion: ``messages`` in (through the model's chat template), ``choices[i].message`` out."""
     return _complete(CHAT)
@@ -173,10 +175,10 @@ def _start(state: ServiceState, model: Model, req: CompletionRequest, choice: _C
         drafter = state.drafter(req.drafter, generation.sampling, generation.seed, texts)
         speculation = state.speculation(req.drafter)
     try:
-        stream = metrics.observe(SpeculativeGenerator(model, speculation).stream(choice.prompt_ids, drafter, generation), drafter_name)
+        stream = SpeculativeGenerator(model, speculation).stream(choice.prompt_ids, drafter, generation)
     except LogprobsUnavailableError:
         raise RequestError("logprobs are not available on this backend (its verification returns no logits)", "logprobs") from None
-    return choice.index, stream
+    return choice.index, metrics.observe(stream, drafter_name)
 
 
 def _results(streams: Iterable[tuple[int, GenerationStream]], guard: RequestGuard) -> list[tuple[int, GenerationResult]]:

@@ -19,6 +19,7 @@ from specdraft.retrieval.embedder import DEFAULT_EMBEDDER
 from specdraft.retrieval.pipeline import DRAFTERS, RAG_SPECULATION
 
 from .edge_sessions import EdgeConfig
+from .limits import LimitConfig
 
 
 def default_index_root() -> str:
@@ -47,7 +48,10 @@ class ServiceConfig:
     RAG: ``index_root`` holds the named document indexes (one folder each); ``embedding_model`` embeds
     them (an index built with another model is refused); ``datastore``: a REST datastore folder for
     the datastore drafters (None: those drafters are refused); ``rag_drafter`` and ``rag_top_k``: a
-    query's defaults; ``max_rag_top_k``, ``max_rag_documents``: per-request limits."""
+    query's defaults; ``max_rag_top_k``, ``max_rag_documents``: per-request limits.
+    Access: ``api_key_file`` lists the API keys and their scopes (None: no keys, loopback only);
+    ``allowed_origins``/``allowed_hosts``: other origins whose pages may send requests, other Host
+    names accepted without keys (see ``access``). ``limits``: concurrency, queue and time limits."""
 
     model: str = DEFAULT_MODEL
     drafter: str = "prompt-lookup"
@@ -77,6 +81,11 @@ class ServiceConfig:
     # ``serve_any_model_name``; the answer always comes from ``model`` and names it (see ``openai_fields``)
     model_aliases: tuple[str, ...] = ()
     serve_any_model_name: bool = False
+    # access and load (see ``access``, ``api_keys``, ``limits``)
+    api_key_file: str | None = None
+    allowed_origins: tuple[str, ...] = ()
+    allowed_hosts: tuple[str, ...] = ()
+    limits: LimitConfig = LimitConfig()
     # the edge verify server (``specdraft serve --edge``, see ``edge``): needs API keys
     edge: bool = False
     edge_config: EdgeConfig = EdgeConfig()

@@ -31,6 +31,7 @@ from specdraft.text_stream import merge_pieces
 
 from . import metrics
 from .errors import INVALID_REQUEST, error_body
+from .limits import generating
 from .grammar_validation import TextTooLong, parse_grammar_request
 from .state import current_state
 from .validation import RequestError, parse_json_body
@@ -40,6 +41,7 @@ COPY_DRAFTER, NO_DRAFTER = "copy", "none"  # the drafter label of a correction i
 
 
 @bp.post("/correct")
+@generating
 def correct() -> Response:
     state = current_state()
     req = parse_grammar_request(parse_json_body(request.get_data()), state.config)

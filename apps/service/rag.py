@@ -30,6 +30,7 @@ from specdraft.retrieval.index import CorruptIndexError, DocumentIndex, Embedder
 from specdraft.retrieval.pipeline import RAGConfig, RAGPipeline, RAGStream, passage_dict
 
 from . import metrics
+from .limits import RequestGuard, current_guard, drain, generating
 from .errors import INTERNAL_ERROR_MESSAGE, INVALID_REQUEST, SERVER_ERROR, error_body
 from .rag_validation import QueryRequest, parse_documents_request, parse_query_request
 from .sse import DONE_EVENT, event
@@ -62,14 +63,17 @@ def add_documents() -> Response:
 
 
 @bp.post("/query")
+@generating
 def query() -> Response:
     state = current_state()
     req = parse_query_request(parse_json_body(request.get_data()), state.config)
     stream = metrics.observe(_start(state, req, _index(state, req.index)), req.drafter)
+    guard = current_guard()
     if req.stream:
-        return Response(_events(stream, _about(req, state), current_app.logger), mimetype="text/event-stream", headers={"Cache-Control": "no-cache"})
-    answer = stream.consume()
-    return jsonify({**answer.to_dict(), **_about(req, state)})
+        events = _events(stream, _about(req, state), guard, current_app.logger)
+        return Response(events, mimetype="text/event-stream", headers={"Cache-Control": "no-cache"})
+    answer = drain(stream, guard)
+    return jsonify({**answer.to_dict(), **_about(req, state), **_limit_reached(guard)})
 
 
 @bp.get("/indexes")
@@ -115,14 +119,23 @@ def _about(req: QueryRequest, state: ServiceState) -> dict[str, Any]:
     return {"index": req.index, "model": state.config.model, "drafter": req.drafter}
 
 
-def _events(stream: RAGStream, about: dict[str, Any], logger: logging.Logger) -> Iterator[str]:
-    """The streamed answer (see the module docstring); runs after the request handler has returned."""
+def _limit_reached(guard: RequestGuard) -> dict[str, Any]:
+    return {"time_limit_reached": True} if guard.timed_out else {}
+
+
+def _events(stream: RAGStream, about: dict[str, Any], guard: RequestGuard, logger: logging.Logger) -> Iterator[str]:
+    """The streamed answer (see the module docstring); runs after the request handler has returned.
+    Stops early when the client has gone or the time limit is reached (see ``limits``)."""
     yield event({"passages": [passage_dict(hit) for hit in stream.hits]})
     try:
         for piece in stream:
             yield event({"text": piece.text, "source": piece.source})
-        assert stream.answer is not None
-        yield event({"answer": {**stream.answer.to_dict(), **about}})
+            if guard.should_stop():
+                break
+        answer = stream.stop()
+        if guard.client_gone:
+            return
+        yield event({"answer": {**answer.to_dict(), **about, **_limit_reached(guard)}})
     except Exception:
         logger.exception("RAG answer failed while streaming")
         yield event(error_body(INTERNAL_ERROR_MESSAGE, SERVER_ERROR))

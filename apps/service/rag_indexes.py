@@ -29,12 +29,38 @@ from specdraft.retrieval.index import DocumentIndex, IndexNotFoundError
 NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9_.-]{0,63}")
 
 
+class TicketLock:
+    """A first-come, first-served lock: a thread that releases it and asks again queues behind the
+    threads already waiting (``threading.Lock`` lets it barge back in, starving them)."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._next = 0  # the next ticket to hand out
+        self._serving = 0  # the ticket that holds the lock
+
+    def __enter__(self) -> None:
+        with self._cond:
+            ticket = self._next
+            self._next += 1
+            self._cond.wait_for(lambda: self._serving == ticket)
+
+    def __exit__(self, *exc: object) -> None:
+        with self._cond:
+            self._serving += 1
+            self._cond.notify_all()
+
+
 class SerializedEmbedder:
-    """An embedder whose ``encode`` runs one call at a time (requests share one embedding model)."""
+    """An embedder shared by every request: one batch of at most ``BATCH`` texts is encoded at a
+    time (the model's tokenizer may not be used by two threads at once), and a long call (adding
+    many documents) takes the lock per batch, so a question's embedding waits for one batch at most,
+    not for the whole add."""
+
+    BATCH = 32
 
     def __init__(self, embedder: TextEmbedder) -> None:
         self.inner = embedder
-        self._lock = threading.Lock()
+        self._lock = TicketLock()
 
     @property
     def name(self) -> str:
@@ -45,8 +71,14 @@ class SerializedEmbedder:
         return self.inner.dim
 
     def encode(self, texts: Sequence[str], progress: bool = False) -> np.ndarray:
-        with self._lock:
-            return self.inner.encode(texts, progress=progress)
+        if len(texts) <= self.BATCH:
+            with self._lock:
+                return self.inner.encode(texts, progress=progress)
+        parts = []
+        for start in range(0, len(texts), self.BATCH):
+            with self._lock:
+                parts.append(self.inner.encode(texts[start : start + self.BATCH], progress=False))
+        return np.concatenate(parts, axis=0)
 
 
 @dataclass(frozen=True)
