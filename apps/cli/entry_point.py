@@ -237,7 +237,7 @@ def main(argv: list[str] | None = None) -> int:
     handler = HANDLERS[args.command]
     try:
         return handler(args)
-    except (ValueError, RuntimeError) as error:  # bad input or a missing model: say what, no traceback
+    except (ValueError, RuntimeError, OSError) as error:  # bad input, a missing model or file: say what, no traceback
         print(f"specdraft: error: {error}", file=sys.stderr)
         return 2
 

@@ -76,3 +76,8 @@ def test_serve_runs_waitress_and_requires_keys_when_given(tiny_checkpoint, tmp_p
         _, err = process.communicate(timeout=30)
     assert KEY not in err  # keys are never logged
     assert "API keys required" in err
+
+
+def test_a_model_that_cannot_be_loaded_is_a_clear_error_not_a_traceback():
+    done = subprocess.run([sys.executable, "-m", "specdraft.apps.cli", "serve", "--model", "/nonexistent", "--port", str(free_port())], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and "specdraft: error:" in done.stderr and "Traceback" not in done.stderr
