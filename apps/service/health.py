@@ -21,7 +21,7 @@ def healthz() -> Response:
 
 @bp.get("/v1/models")
 def models() -> Response:
-    """OpenAI's model list, holding the one served model."""
+    """OpenAI's model list: the served model, then each of its aliases (answered by the same model)."""
     state = current_state()
-    model = {"id": state.config.model, "object": "model", "created": state.started, "owned_by": "specdraft"}
-    return jsonify({"object": "list", "data": [model]})
+    names = (state.config.model, *state.config.model_aliases)
+    return jsonify({"object": "list", "data": [{"id": name, "object": "model", "created": state.started, "owned_by": "specdraft"} for name in names]})

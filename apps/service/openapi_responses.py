@@ -80,6 +80,19 @@ COMPARISON = record(
         "speculative_forward_passes": INT,
     }
 )
+QUALITY = record(
+    {
+        "ok": {**BOOL, "description": "false: the answer is not a correction (see warnings)"},
+        "warnings": {"type": "array", "items": STR},
+        "dropped_words": {**NUM, "description": "share of the input's words the answer has nothing for"},
+        "dropped_word_count": INT,
+        "dropped_sentences": {"type": "array", "items": STR},
+        "dropped_passages": {"type": "array", "items": STR},
+        "added_words": {**NUM, "description": "words added, as a share of the input's"},
+        "repeated": {"anyOf": [record({"text": STR, "extra_times": INT}), {"type": "null"}]},
+        "hit_token_limit": BOOL,
+    }
+)
 GRAMMAR = record(
     {
         "corrected": STR,
@@ -88,9 +101,10 @@ GRAMMAR = record(
         "stats": STATS,
         "pieces": {"type": "array", "items": PIECE},
         "model": STR,
+        "quality": QUALITY,
         "comparison": COMPARISON,
     },
-    ("corrected", "edits", "token_ids", "stats", "pieces", "model"),
+    ("corrected", "edits", "token_ids", "stats", "quality", "pieces", "model"),
 )
 DOCUMENTS_ADDED = record(
     {"index": STR, "created": BOOL, "added": record({"documents": INT, "chunks": INT}), "documents": INT, "chunks": INT}

@@ -131,6 +131,7 @@ def test_sdk_logprobs_are_the_targets_own(client, model, chat_reference, complet
 def test_sdk_model_alias_and_a_clear_400(client, chat_reference):
     response = client.chat.completions.create(model="gpt-3.5-turbo", messages=MESSAGES, max_tokens=MAX_TOKENS)
     assert response.choices[0].message.content == chat_reference.text and response.model == SERVED
+    assert [m.id for m in client.models.list()] == [SERVED, "gpt-3.5-turbo"]  # the alias is listed too
     with pytest.raises(BadRequestError, match="this server serves 'tiny'"):
         client.chat.completions.create(model="gpt-4o", messages=MESSAGES, max_tokens=MAX_TOKENS)
     with pytest.raises(BadRequestError, match="runs no tools"):
