@@ -11,6 +11,7 @@ import time
 import urllib.request
 
 import pytest
+from server_process import start_server_process
 from edge_support import KEY
 from tiny_service import make_chat_model
 
@@ -28,18 +29,7 @@ def free_port() -> int:
 
 
 def start_server(port: int, keys: str) -> subprocess.Popen:
-    process = subprocess.Popen([sys.executable, os.path.join(HERE, "edge_server_main.py"), str(port), keys],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 120
-    while True:
-        try:
-            urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=2).read()
-            return process
-        except OSError:
-            if process.poll() is not None or time.monotonic() > deadline:
-                process.kill()
-                raise RuntimeError("the edge server process did not start")
-            time.sleep(0.2)
+    return start_server_process("edge_server_main.py", port, keys)
 
 
 @pytest.fixture
