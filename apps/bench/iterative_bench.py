@@ -60,6 +60,7 @@ class IterativeBenchConfig:
     query_tokens: int = 32
     max_strides: int = 4
     probe_queries: int = 50
+    collection_size: int = 0  # the first this many chunks of the knowledge base (0: all)
     device: str = "cpu"
     dtype: str = "auto"
     kb: KBConfig = KBConfig()
@@ -68,6 +69,8 @@ class IterativeBenchConfig:
     def __post_init__(self) -> None:
         if self.limit < 1 or self.max_new_tokens < 1 or self.probe_queries < 1:
             raise ValueError("limit, max_new_tokens and probe_queries must be >= 1")
+        if self.collection_size < 0:
+            raise ValueError(f"collection_size must be >= 0, got {self.collection_size}")
         unknown = set(self.retrievers) - {"dense", "hnsw", "bm25"}
         if unknown or not self.retrievers:
             raise ValueError(f"retrievers must be among dense, hnsw, bm25, got {self.retrievers}")
@@ -147,7 +150,7 @@ def run_iterative_bench(config: IterativeBenchConfig, progress: Callable[[str], 
     from specdraft.retrieval.iterative import Collection, IterativeRAG, IterativeRAGConfig, make_retriever
 
     say = progress or (lambda message: print(f"specdraft: {message}", file=sys.stderr, flush=True))
-    chunks = chunks if chunks is not None else load_chunks(config.kb)
+    chunks = (chunks if chunks is not None else load_chunks(config.kb)).prefix(config.collection_size)
     embedder = embedder if embedder is not None else capped_embedder(config.embedding)
     needs_vectors = any(kind in ("dense", "hnsw") for kind in config.retrievers)
     if vectors is None and needs_vectors:

@@ -90,6 +90,12 @@ class KBChunks:
             out[source] = out.get(source, 0) + 1
         return out
 
+    def prefix(self, n: int) -> "KBChunks":
+        """The first ``n`` chunks (all when ``n`` is 0 or larger than the collection)."""
+        if not n or n >= len(self):
+            return self
+        return KBChunks(self.ids[:n], self.texts[:n], self.sources[:n])
+
     def words(self) -> int:
         return sum(len(text.split()) for text in self.texts)
 

@@ -1,15 +1,15 @@
 """Embeddings of the knowledge base, computed once and cached by content digest.
 
 ``kb_vectors(texts, embedder, config)`` returns the unit vectors ``float32 (len(texts), dim)`` of
-``texts`` under ``embedder`` (the project's ``Embedder``, all-MiniLM-L6-v2 by default). They are kept
-in ``data_cache_dir() / "kb-vectors-<key>"`` where ``key`` digests the chunk texts
-(``kb_corpus.chunks_digest``), the embedder's ``name`` and ``max_seq_length``; a later call with the
-same texts reads ``vectors.npy`` back (memory-mapped) instead of embedding again.
-
-Embedding is the long one-off cost (about 50 chunks/s on one busy CPU core), so it is written in
-shards of ``shard_size`` chunks (``shard-<n>.npy``, each written atomically) and an interrupted run
-resumes at the first missing shard; the shards are joined into ``vectors.npy`` at the end and
-removed. A tqdm bar on stderr shows progress.
+``texts`` under ``embedder`` (the project's ``Embedder``, all-MiniLM-L6-v2 by default), computed once
+and cached by content: the texts are cut into shards of ``shard_size`` (from the first text on) and
+each shard's vectors are kept as ``shard-<key>.npy`` in ``data_cache_dir() /
+"kb-vectors-<embedder>-s<max_seq_length>"``, where ``key`` digests the shard's texts
+(``kb_corpus.chunks_digest``). So a later call reads every shard back instead of embedding again,
+an interrupted run resumes at the first shard it had not written, and a knowledge base that is a
+prefix of another (``KBConfig.max_chunks``) reuses its whole shards. Each shard is written
+atomically; a tqdm bar on stderr shows progress. Embedding is the long one-off cost (about 50
+chunks/s on one quiet CPU core at ``max_seq_length`` 64, a third of that on a busy shared one).
 
 ``max_seq_length`` caps the word pieces the embedder reads per chunk (sentence-transformers'
 ``max_seq_length``; all-MiniLM-L6-v2's own is 256): a longer chunk is embedded from its first
@@ -22,25 +22,22 @@ vectors ahead of the benchmark (with ``OMP_NUM_THREADS=1`` to leave other cores 
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 import re
 import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
-from specdraft.files import atomic_write_text
 from specdraft.retrieval.embedder import Embedder, EmbedderConfig
 
 from .archive_cache import data_cache_dir, say
 from .kb_corpus import chunks_digest
 
-__all__ = ["EmbeddingCacheConfig", "capped_embedder", "kb_vectors", "vectors_dir"]
+__all__ = ["EmbeddingCacheConfig", "capped_embedder", "kb_vectors", "vectors_dir", "embedded_prefix"]
 
 
 @dataclass(frozen=True)
@@ -48,8 +45,8 @@ class EmbeddingCacheConfig:
     """max_seq_length: word pieces read per text (module docstring); shard_size: chunks per shard;
     batch_size: texts per forward pass."""
 
-    max_seq_length: int = 64
-    shard_size: int = 8192
+    max_seq_length: int = 32
+    shard_size: int = 4096
     batch_size: int = 64
 
     def __post_init__(self) -> None:
@@ -66,51 +63,57 @@ def capped_embedder(config: EmbeddingCacheConfig = EmbeddingCacheConfig(), model
     return embedder
 
 
-def vectors_dir(texts: Sequence[str], embedder: Embedder, config: EmbeddingCacheConfig) -> Path:
-    """The cache folder of these texts' vectors under this embedder and cap."""
-    blob = f"{chunks_digest(list(texts))}|{embedder.name}|{config.max_seq_length}"
-    key = hashlib.sha256(blob.encode()).hexdigest()[:16]
+def vectors_dir(embedder: Any, config: EmbeddingCacheConfig) -> Path:
+    """The cache folder of vectors under this embedder and cap."""
     slug = re.sub(r"[^A-Za-z0-9]+", "-", embedder.name).strip("-")[-40:]
-    return data_cache_dir() / f"kb-vectors-{slug}-s{config.max_seq_length}-{key}"
+    return data_cache_dir() / f"kb-vectors-{slug}-s{config.max_seq_length}"
 
 
-def kb_vectors(texts: Sequence[str], embedder: Embedder, config: EmbeddingCacheConfig = EmbeddingCacheConfig()) -> np.ndarray:
-    """Unit vectors ``float32 (len(texts), dim)`` of ``texts``: cached, or embedded (resumably) and cached."""
-    folder = vectors_dir(texts, embedder, config)
-    final = folder / "vectors.npy"
-    if final.is_file():
-        vectors = np.load(final, mmap_mode="r")
-        if vectors.shape[0] == len(texts):
-            return vectors
-        say(f"{final} has {vectors.shape[0]} rows for {len(texts)} texts; embedding again")
-    folder.mkdir(parents=True, exist_ok=True)
+def shard_path(folder: Path, texts: Sequence[str]) -> Path:
+    return folder / f"shard-{chunks_digest(list(texts))[:24]}.npy"
+
+
+def kb_vectors(texts: Sequence[str], embedder: Any, config: EmbeddingCacheConfig = EmbeddingCacheConfig()) -> np.ndarray:
+    """Unit vectors ``float32 (len(texts), dim)`` of ``texts``: each shard cached, or embedded and cached."""
     from tqdm import tqdm
 
-    n_shards = (len(texts) + config.shard_size - 1) // config.shard_size
-    done = sum((folder / f"shard-{i:05d}.npy").is_file() for i in range(n_shards))
-    say(f"embedding {len(texts)} chunks into {folder} ({done}/{n_shards} shards already there) ...")
+    folder = vectors_dir(embedder, config)
+    folder.mkdir(parents=True, exist_ok=True)
+    shards = [texts[start : start + config.shard_size] for start in range(0, len(texts), config.shard_size)]
+    paths = [shard_path(folder, shard) for shard in shards]
+    missing = sum(not path.is_file() for path in paths)
+    if missing:
+        say(f"embedding {missing} of {len(shards)} shards of {config.shard_size} chunks into {folder} ...")
     started = time.perf_counter()
-    with tqdm(total=len(texts), desc="embedding", unit="chunk", file=sys.stderr, mininterval=10) as bar:
-        for i in range(n_shards):
-            shard = folder / f"shard-{i:05d}.npy"
-            part = texts[i * config.shard_size : (i + 1) * config.shard_size]
-            if not shard.is_file():
-                vectors = embedder.encode(part)
-                tmp = shard.with_name(f"{shard.name}.{os.getpid()}.tmp.npy")
+    parts = []
+    with tqdm(total=len(texts), desc="embedding", unit="chunk", file=sys.stderr, disable=not missing) as bar:
+        for shard, path in zip(shards, paths):
+            if path.is_file():
+                parts.append(np.load(path))
+            else:
+                vectors = np.ascontiguousarray(embedder.encode(list(shard)), dtype=np.float32)
+                tmp = path.with_name(f"{path.stem}.{os.getpid()}.tmp.npy")
                 np.save(tmp, vectors)
-                os.replace(tmp, shard)
-            bar.update(len(part))
-    joined = np.concatenate([np.load(folder / f"shard-{i:05d}.npy") for i in range(n_shards)])
-    tmp = folder / f"vectors.{os.getpid()}.tmp.npy"
-    np.save(tmp, np.ascontiguousarray(joined, dtype=np.float32))
-    os.replace(tmp, final)
-    manifest = {"texts": len(texts), "embedder": embedder.name, "max_seq_length": config.max_seq_length,
-                "dim": int(joined.shape[1]), "seconds_this_run": round(time.perf_counter() - started, 1)}
-    atomic_write_text(folder / "manifest.json", json.dumps(manifest, indent=2))
-    for i in range(n_shards):
-        (folder / f"shard-{i:05d}.npy").unlink(missing_ok=True)
-    say(f"embedded {len(texts)} chunks in {time.perf_counter() - started:.0f} s")
-    return np.load(final, mmap_mode="r")
+                os.replace(tmp, path)
+                parts.append(vectors)
+            bar.update(len(shard))
+    if missing:
+        say(f"embedded {missing} shards in {time.perf_counter() - started:.0f} s")
+    if not parts:
+        return np.zeros((0, embedder.dim), dtype=np.float32)
+    return np.concatenate(parts)
+
+
+def embedded_prefix(texts: Sequence[str], embedder: Any, config: EmbeddingCacheConfig = EmbeddingCacheConfig()) -> int:
+    """How many of the first ``texts`` already have cached vectors (whole shards from the start)."""
+    folder = vectors_dir(embedder, config)
+    done = 0
+    for start in range(0, len(texts), config.shard_size):
+        shard = texts[start : start + config.shard_size]
+        if not shard_path(folder, shard).is_file():
+            break
+        done += len(shard)
+    return done
 
 
 def main() -> None:

