@@ -1,0 +1,55 @@
+"""The two frozen configurations of iterative RAG.
+
+``IterativeRAGConfig``: how often to retrieve (``stride`` generated tokens), with which query (the
+last ``query_tokens`` tokens of question + answer, decoded to text), how many documents go into
+the prompt (``docs_in_prompt``), the answer's length limit and the instruction that heads the prompt.
+
+``SpeculativeRetrievalConfig`` (RaLMSpec): ``enabled``; ``max_strides``, the most strides answered
+from the cache before a verification (``os3`` on: the OS^3 scheduler picks the stride count from 1
+to ``max_strides``; off: always ``max_strides``); ``async_verify``: verify on a worker thread while
+the model keeps generating; ``prefetch_k``: each verified query's top ``prefetch_k`` documents enter
+the cache; ``os3_window``: verification rounds the acceptance estimate looks back over;
+``prior_acceptance``: the estimate before any round.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["INSTRUCTION", "IterativeRAGConfig", "SpeculativeRetrievalConfig"]
+
+INSTRUCTION = "Answer the question using the document below. Keep the answer short."
+
+
+@dataclass(frozen=True)
+class IterativeRAGConfig:
+    stride: int = 4
+    query_tokens: int = 32
+    docs_in_prompt: int = 1
+    max_new_tokens: int = 64
+    instruction: str = INSTRUCTION
+
+    def __post_init__(self) -> None:
+        for name in ("stride", "query_tokens", "docs_in_prompt", "max_new_tokens"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
+
+
+@dataclass(frozen=True)
+class SpeculativeRetrievalConfig:
+    enabled: bool = True
+    max_strides: int = 4
+    os3: bool = True
+    async_verify: bool = True
+    prefetch_k: int = 4
+    os3_window: int = 5
+    prior_acceptance: float = 0.5
+
+    def __post_init__(self) -> None:
+        for name in ("max_strides", "prefetch_k", "os3_window"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
+        if not 0.0 <= self.prior_acceptance <= 1.0:
+            raise ValueError(f"prior_acceptance must lie in [0, 1], got {self.prior_acceptance!r}")

@@ -1,0 +1,168 @@
+"""Dense retrievers over FAISS: exact (``IndexFlatIP``) and approximate (``IndexHNSWFlat``).
+
+Documents are embedded once (or their unit vectors passed in, e.g. a benchmark's cached
+embeddings); a query's score for a document is the inner product of their unit vectors (cosine),
+computed in float64 by ``score``. ``search`` asks FAISS for a fixed number of candidates per query
+(``candidates``, or ``k`` when larger: the FAISS call, and so its answer, does not depend on a
+smaller ``k``), rescores them with ``score``'s function and ranks them canonically
+(``retriever.rank``). The exact retriever also checks the boundary: when the ``k``-th best score
+lies within ``boundary_tolerance`` of the weakest candidate's, FAISS's float32 order may have cut a
+tie, and that query is scored against every document instead.
+
+Batch invariance: each query is embedded on its own (a padded batch would round differently), so a
+query's vector, and its results, do not depend on the other queries of a batched verification.
+FAISS searches each query of a batch independently (HNSW's graph walk depends only on the vector).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import numpy as np
+
+from ..embedder import TextEmbedder
+from ..faiss_index import import_faiss, unit_rows
+from .retriever import Collection, ScoredDoc, check_docs, check_search, rank
+
+__all__ = ["DenseConfig", "HNSWConfig", "DenseFlatRetriever", "DenseHNSWRetriever"]
+
+_EXHAUSTIVE_BLOCK = 65536  # rows scored at a time by the exhaustive fallback
+
+
+@dataclass(frozen=True)
+class DenseConfig:
+    """candidates: FAISS results rescored per query (the most ``k`` may be without changing answers).
+    boundary_tolerance: a k-th score this close to the weakest candidate's triggers an exhaustive
+    rescoring (exact retriever only)."""
+
+    candidates: int = 32
+    boundary_tolerance: float = 1e-5
+
+    def __post_init__(self) -> None:
+        if self.candidates < 1 or self.boundary_tolerance < 0:
+            raise ValueError("candidates must be >= 1 and boundary_tolerance >= 0")
+
+
+@dataclass(frozen=True)
+class HNSWConfig:
+    """FAISS HNSW: ``m`` links per node, ``ef_construction`` / ``ef_search`` beam widths
+    (``ef_search`` is raised to the candidate count when smaller)."""
+
+    m: int = 32
+    ef_construction: int = 80
+    ef_search: int = 64
+    dense: DenseConfig = DenseConfig()
+
+    def __post_init__(self) -> None:
+        if min(self.m, self.ef_construction, self.ef_search) < 1:
+            raise ValueError("m, ef_construction and ef_search must be >= 1")
+
+
+def _dot64(rows: np.ndarray, query: np.ndarray) -> np.ndarray:
+    """float64 inner products of each row with ``query``, row by row (the same value whatever
+    other rows are scored with it)."""
+    return (rows.astype(np.float64) * query.astype(np.float64)).sum(axis=1)
+
+
+class _DenseRetriever:
+    """What both dense retrievers share: the vectors, query embedding, ``score`` and rescoring."""
+
+    name = "dense"
+    exact = True
+
+    def __init__(self, collection: Collection, embedder: TextEmbedder, vectors: np.ndarray | None, config: DenseConfig) -> None:
+        self.collection = collection
+        self.embedder = embedder
+        self.config = config
+        if vectors is None:
+            vectors = embedder.encode(list(collection.texts))
+        vectors = unit_rows(np.asarray(vectors))
+        if vectors.ndim != 2 or vectors.shape[0] != len(collection):
+            raise ValueError(f"vectors must have shape ({len(collection)}, dim), got {vectors.shape}")
+        self.vectors = vectors  # [n, dim] float32, unit rows
+        self.faiss = import_faiss()
+        self.index: Any = None
+
+    def embed(self, queries: Sequence[str]) -> np.ndarray:
+        """``[len(queries), dim]`` float32 unit vectors, each query embedded alone (batch invariant)."""
+        dim = self.vectors.shape[1]
+        if not queries:
+            return np.zeros((0, dim), dtype=np.float32)
+        rows = [np.asarray(self.embedder.encode([query]), dtype=np.float32).reshape(-1) for query in queries]
+        out = np.ascontiguousarray(np.stack(rows), dtype=np.float32)
+        if out.shape[1] != dim:
+            raise ValueError(f"the embedder gives {out.shape[1]} dimensions, the document vectors have {dim}")
+        return out
+
+    def score(self, query: str, docs: Sequence[int]) -> np.ndarray:
+        rows = check_docs(docs, len(self.collection))
+        return _dot64(self.vectors[rows], self.embed([query])[0])
+
+    def search(self, queries: Sequence[str], k: int) -> list[list[ScoredDoc]]:
+        queries = check_search(queries, k)
+        if not queries:
+            return []
+        vectors = self.embed(queries)
+        wanted = min(max(self.config.candidates, k), len(self.collection))
+        _, found = self.index.search(vectors, wanted)  # [nq, wanted], -1 where HNSW found fewer
+        return [self._ranked(found[i][found[i] >= 0], vectors[i], k) for i in range(len(queries))]
+
+    def _ranked(self, candidates: np.ndarray, query: np.ndarray, k: int) -> list[ScoredDoc]:
+        candidates = np.unique(candidates)
+        scores = _dot64(self.vectors[candidates], query)
+        best = rank(candidates, scores, k)
+        if self.exact and self._at_boundary(best, scores, k):
+            return rank(np.arange(len(self.collection)), self._all_scores(query), k)
+        return best
+
+    def _at_boundary(self, best: list[ScoredDoc], scores: np.ndarray, k: int) -> bool:
+        if len(scores) >= len(self.collection):
+            return False  # every document was a candidate
+        if len(best) < k:
+            return True
+        return best[-1].score - float(scores.min()) <= self.config.boundary_tolerance
+
+    def _all_scores(self, query: np.ndarray) -> np.ndarray:
+        n = len(self.collection)
+        return np.concatenate([_dot64(self.vectors[i : i + _EXHAUSTIVE_BLOCK], query) for i in range(0, n, _EXHAUSTIVE_BLOCK)])
+
+
+class DenseFlatRetriever(_DenseRetriever):
+    """Exact dense retrieval: FAISS ``IndexFlatIP`` over every document's unit vector."""
+
+    name = "dense"
+    exact = True
+
+    def __init__(self, collection: Collection, embedder: TextEmbedder, vectors: np.ndarray | None = None,
+                 config: DenseConfig = DenseConfig()) -> None:
+        super().__init__(collection, embedder, vectors, config)
+        self.index = self.faiss.IndexFlatIP(self.vectors.shape[1])
+        self.index.add(self.vectors)
+
+
+class DenseHNSWRetriever(_DenseRetriever):
+    """Approximate dense retrieval: FAISS ``IndexHNSWFlat`` (inner product). ``index``: a prebuilt
+    HNSW index over ``vectors`` (e.g. read back with ``faiss.read_index``) instead of building one."""
+
+    name = "hnsw"
+    exact = False
+
+    def __init__(self, collection: Collection, embedder: TextEmbedder, vectors: np.ndarray | None = None,
+                 config: HNSWConfig = HNSWConfig(), index: Any = None) -> None:
+        super().__init__(collection, embedder, vectors, config.dense)
+        self.hnsw_config = config
+        if index is None:
+            index = self.faiss.IndexHNSWFlat(self.vectors.shape[1], config.m, self.faiss.METRIC_INNER_PRODUCT)
+            index.hnsw.efConstruction = config.ef_construction
+            index.add(self.vectors)
+        elif index.ntotal != len(collection) or index.d != self.vectors.shape[1]:
+            raise ValueError(f"the HNSW index holds {index.ntotal} vectors of {index.d} dimensions; expected "
+                             f"{len(collection)} of {self.vectors.shape[1]}")
+        index.hnsw.efSearch = max(config.ef_search, config.dense.candidates)
+        self.index = index
+
+    def search(self, queries: Sequence[str], k: int) -> list[list[ScoredDoc]]:
+        if k > self.config.candidates and self.index.hnsw.efSearch < k:
+            self.index.hnsw.efSearch = k  # faiss would raise it for this call anyway
+        return super().search(queries, k)

@@ -1,0 +1,97 @@
+"""IterativeRAG: the Python entry point of iterative RAG, plain or with speculative retrieval.
+
+``IterativeRAG(model, retriever, collection, config, speculative=None)``;
+``generate(question, generation=None) -> IterativeAnswer``; ``stream(question, generation=None) ->
+IterativeStream``, which yields ``RetrievalRecord``s (one per stride, before that stride's text)
+and ``TextPiece``s (confirmed text only, never taken back), holds the ``IterativeAnswer`` in
+``answer`` once iterated, and ``stop()``s early like ``RAGStream``.
+
+``generation`` (``GenerationConfig``): sampling, seed, stop strings, ``ignore_eos`` and the length
+limit; None means greedy with ``config.max_new_tokens``. Speculation (``SpeculativeRetrievalConfig``
+with ``enabled``) changes how fast the answer comes, never what it is: tokens and per-stride
+documents equal plain iterative RAG's (greedy and seeded sampling).
+
+``stats``: ``retrieval_seconds`` (inside retriever calls, on any thread), ``retrieval_wait_seconds``
+(the answering thread blocked on a search), ``cache_seconds``, ``generation_seconds`` (model
+passes), ``wall_seconds`` (the wall clock, from the question to the answer), ``searches`` /
+``searched_queries``, ``model_passes``, ``prefill_tokens``, ``replayed_tokens``, ``strides``,
+``generated_tokens``; with speculation also ``speculated_strides``, ``cache_hits``, ``rollbacks``,
+``verifications``, ``discarded_tokens``, ``stride_counts`` (the s of each verification), ``async``.
+"""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from specdraft import GenerationConfig, Model
+
+from .answering import Answering, Event
+from .config import IterativeRAGConfig, SpeculativeRetrievalConfig
+from .plain import answer_plainly
+from .records import IterativeAnswer
+from .retriever import Collection, Retriever
+
+__all__ = ["IterativeRAG", "IterativeStream"]
+
+
+class IterativeStream:
+    """Iterate for the events; ``answer`` is set once the iteration ends (``consume()`` does both)."""
+
+    def __init__(self, state: Answering, events: Iterator[Event]) -> None:
+        self._state = state
+        self._events = events
+        self.answer: IterativeAnswer | None = None
+
+    def __iter__(self) -> Iterator[Event]:
+        try:
+            yield from self._events
+        finally:
+            self._state.close()
+        self.answer = self._state.answer()
+
+    def consume(self) -> IterativeAnswer:
+        for _ in self:
+            pass
+        assert self.answer is not None
+        return self.answer
+
+    def stop(self) -> IterativeAnswer:
+        """End now with the confirmed answer so far (the session and any worker are released)."""
+        if self.answer is None:
+            close = getattr(self._events, "close", None)
+            if close is not None:
+                close()
+            self._state.close()
+            self.answer = self._state.answer()
+        return self.answer
+
+
+class IterativeRAG:
+    def __init__(self, model: Model, retriever: Retriever, collection: Collection,
+                 config: IterativeRAGConfig = IterativeRAGConfig(),
+                 speculative: SpeculativeRetrievalConfig | None = None) -> None:
+        self.model = model
+        self.retriever = retriever
+        self.collection = collection
+        self.config = config
+        self.speculative = speculative
+
+    @property
+    def speculating(self) -> bool:
+        return self.speculative is not None and self.speculative.enabled
+
+    def stream(self, question: str, generation: GenerationConfig | None = None) -> IterativeStream:
+        """Start answering (ValueError for an empty question); the work runs as the stream is iterated."""
+        generation = generation or GenerationConfig(max_new_tokens=self.config.max_new_tokens)
+        state = Answering(self.model, self.retriever, self.collection, self.config, question, generation)
+        if self.speculating:
+            from .speculative import answer_speculatively
+
+            events = answer_speculatively(state, self.speculative)
+        else:
+            events = answer_plainly(state)
+        return IterativeStream(state, events)
+
+    def generate(self, question: str, generation: GenerationConfig | None = None) -> IterativeAnswer:
+        """The whole answer (see ``stream``)."""
+        return self.stream(question, generation).consume()
