@@ -3,19 +3,29 @@ the laptop keeps writing when the server is gone.
 
 Online (a session open on ``specdraft serve --edge``):
 
-- **draft**: the local model extends the main chain one token at a time (``LocalDrafter``) until the
-  chain's cumulative draft probability falls below ``threshold`` or the node budget is spent; at
-  depths where it is unsure (top probability below ``alt_below``) its runner-up joins as a sibling
-  branch, while the server's branch limit allows (a chain with confidence-weighted alternatives).
-- **adaptive trigger** (LLMCad's self-adaptive fall-back): a verification that keeps the whole chain
-  lowers the threshold (longer drafts next), one that keeps less than half raises it.
+- **draft**: a token tree (``tree``). Greedy: best-first by path probability over the local model's
+  ``tree_width`` likeliest children per node, within the node budget and the server's branch limit
+  (the better alternative to LLMCad's max-min budget split, see ``tree``). Sampling: the local
+  model's own draws from its draft distribution ``q`` down the main chain, with independent sibling
+  draws where it is unsure; each node's ``q`` (a short (token, probability) list) goes with the tree
+  and the server accepts by speculative sampling's rejection rule (exact: ``q`` is what was drawn
+  from, see ``local_drafter``). A server without that support gets argmax drafts and
+  sample-and-compare.
+- **trigger**: the tree is sent when the best remaining branch's cumulative draft probability falls
+  below ``threshold``, or the budget is spent. **Adaptive** (LLMCad's self-adaptive fall-back): a
+  verification that keeps the whole main chain lowers the threshold (longer drafts next), one that
+  keeps less than half raises it.
 - **pipeline**: the verification runs in a worker thread (one HTTP round trip, the server follows
-  its own choices and commits); meanwhile the local model keeps drafting past the end of the draft
-  in flight, as if it were all accepted. What the answer confirms (accepted tokens + the server's
-  next token equal to the drafted ones) is kept, the rest thrown away.
+  its own choices and commits); meanwhile the local model keeps drafting past the end of the main
+  chain in flight, as if it were all accepted. What the answer confirms (accepted tokens + the
+  server's next token equal to the main chain's) is kept, the rest thrown away. Measured, not
+  simulated: ``overlap_s`` (seconds drafted while a verification was in flight), ``in_flight_s``,
+  ``overlap_drafted_tokens`` (tokens drafted then), ``overlap_kept_tokens`` (of those, the ones on a
+  branch the answer confirmed) and ``overlap_emitted_tokens`` (the ones that became verified output).
 
-Every emitted token online is the server's own choice, so greedy output equals the server model's
-greedy output, and seeded sampling its sampling (sample-and-compare under the positional chooser).
+Every emitted token online is the server's choice or accepted by the server's lossless rule, so
+greedy output equals the server model's greedy output, and sampling keeps its distribution
+(seeded sample-and-compare repeats the server's own sampling exactly).
 
 Offline (timeout, connection refused, 5xx, or a session the server no longer has): the client does
 not stop. It generates on the local model, emits those tokens flagged unverified (``TextPiece``
@@ -30,13 +40,14 @@ from __future__ import annotations
 import secrets
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Iterator, Sequence
 
 from specdraft.generator import GenerationConfig
 from specdraft.text_stream import TextAssembler, TextPiece
 
 from .local_drafter import Guess, LocalDrafter
+from .tree import Calibration, Tree, greedy_tree, sampled_tree
 from .transport import EdgeConnection, EdgeRefused, ServerUnavailable
 
 VERIFIED, UNVERIFIED = "verified", "unverified"
@@ -46,8 +57,11 @@ VERIFIED, UNVERIFIED = "verified", "unverified"
 class EdgeClientConfig:
     """``max_draft_nodes``: nodes per verification (capped by the server's limit); ``threshold``: the
     initial confidence below which drafting stops (``adaptive``: moved by acceptance within
-    [``min_threshold``, ``max_threshold``]; not adaptive: drafts are always ``max_draft_nodes`` long);
-    ``alt_below``: add the runner-up as a branch where the top token is less likely than this;
+    [``min_threshold``, ``max_threshold``]; not adaptive: drafts always fill ``max_draft_nodes``);
+    ``tree_width``: children considered per node of a greedy tree (1: a chain), and 1 + the most
+    sibling draws per level of a sampled tree; ``alt_below``: a sampled level gets siblings where
+    the draft's top probability is below this; ``draft_probs``: under sampling, send the draft
+    distributions (``q_top_k`` tokens wide) for the rejection rule (False: sample-and-compare);
     ``pipeline``: keep drafting while a verification is in flight, at most ``lookahead`` tokens past
     it; ``retry_initial_s``/``retry_max_s``: back-off between attempts to reach a lost server."""
 
@@ -56,15 +70,18 @@ class EdgeClientConfig:
     adaptive: bool = True
     min_threshold: float = 0.02
     max_threshold: float = 0.9
+    tree_width: int = 3
     alt_below: float = 0.5
+    draft_probs: bool = True
+    q_top_k: int = 16
     pipeline: bool = True
     lookahead: int = 16
     retry_initial_s: float = 0.25
     retry_max_s: float = 4.0
 
     def __post_init__(self) -> None:
-        if self.max_draft_nodes < 1 or self.lookahead < 0:
-            raise ValueError("max_draft_nodes must be >= 1 and lookahead >= 0")
+        if self.max_draft_nodes < 1 or self.lookahead < 0 or self.tree_width < 1 or self.q_top_k < 1:
+            raise ValueError("max_draft_nodes, tree_width and q_top_k must be >= 1 and lookahead >= 0")
         if not 0 < self.min_threshold <= self.threshold <= self.max_threshold < 1:
             raise ValueError("need 0 < min_threshold <= threshold <= max_threshold < 1")
         if not 0 < self.retry_initial_s <= self.retry_max_s:
@@ -87,6 +104,7 @@ class EdgeClient:
         self.connection = connection
         self.draft_model = draft_model
         self.config = config
+        self.calibration = Calibration()  # learnt across this client's runs (tree shapes only, never the text)
 
     def generate(self, prompt_ids: Sequence[int], generation: GenerationConfig = GenerationConfig()) -> EdgeResult:
         run = _Run(self, list(prompt_ids), generation)
@@ -109,7 +127,7 @@ class _Run:
         self.conn = client.connection
         self.prompt = prompt
         self.seed = generation.seed if generation.seed is not None else secrets.randbits(62)
-        self.drafter = LocalDrafter(client.draft_model, self.seed)
+        self.drafter = LocalDrafter(client.draft_model, self.seed, None, client.config.q_top_k)
         self.tokenizer = client.draft_model.tokenizer
         self.assembler = TextAssembler(self.tokenizer, generation.stop)
         self.eos = frozenset() if generation.ignore_eos else frozenset(client.draft_model.eos_token_ids)
@@ -126,7 +144,11 @@ class _Run:
         self.finish_reason = "length"
         self.done = False
         self.stats = {"round_trips": 0, "verify_steps": 0, "drafted_tokens": 0, "accepted_tokens": 0,
-                      "verified_tokens": 0, "unverified_tokens": 0, "reconnects": 0, "server_losses": 0}
+                      "verified_tokens": 0, "unverified_tokens": 0, "reconnects": 0, "server_losses": 0,
+                      "side_passes": 0, "sampled_verifications": 0, "overlap_s": 0.0, "in_flight_s": 0.0,
+                      "overlap_drafted_tokens": 0, "overlap_kept_tokens": 0, "overlap_emitted_tokens": 0}
+        self.flight = 0  # verifications sent so far (the pipeline marks what it drafts with this number)
+        self._emitted_from: dict[int, int] = {}  # flight -> its in-flight guesses emitted verified
         self.retry_at, self.backoff = 0.0, self.config.retry_initial_s  # offline: when to try the server next
         self._reconnect: Future | None = None  # a session being opened in the worker
         self._reconnect_from = 0  # len(out) when it was asked for
@@ -145,10 +167,16 @@ class _Run:
         self.session, self.server_len, self.passes = answer["id"], answer["context_length"], answer["forward_passes"]
         self.limits = {k: answer[k] for k in ("max_draft_nodes", "max_branches", "max_length")}
         self.stats["round_trips"] += 1
+        entries = int(answer.get("draft_probs_max_entries", 0))  # 0: a server that only compares tokens
+        params = self.generation.sampling
+        sampling = params if self.config.draft_probs and not params.greedy and entries > 0 else None
+        if sampling != self.drafter.sampling:  # guesses drawn another way are of no use now
+            self.drafter.sampling, self.ahead = sampling, []
+        self.drafter.q_top_k = min(self.config.q_top_k, max(1, entries))
 
-    def _verify(self, tokens: list[int], parents: list[int], session: str, length: int) -> dict:
-        return self.conn.request("POST", f"/v1/edge/sessions/{session}/verify",
-                                 {"tokens": tokens, "parents": parents, "context_length": length})
+    def _verify(self, tree: Tree, session: str, length: int) -> tuple[dict, float]:
+        answer = self.conn.request("POST", f"/v1/edge/sessions/{session}/verify", {**tree.wire(), "context_length": length})
+        return answer, time.perf_counter()
 
     def _lose_server(self) -> None:
         if self.session is not None:
@@ -176,14 +204,19 @@ class _Run:
             self._shutdown()
 
     def _online_step(self) -> Iterator[TextPiece]:
-        draft = self._next_draft()
-        tokens, parents, n_main = draft
-        future: Future = self.pool.submit(self._verify, tokens, parents, self.session, self.server_len)
+        tree = self._next_draft()
+        n_main = tree.n_main
+        self.flight += 1
+        sent = time.perf_counter()
+        future: Future = self.pool.submit(self._verify, tree, self.session, self.server_len)
         # the pipeline: keep drafting past the draft in flight while the server works
+        drafted = 0
         while not future.done() and self.config.pipeline and len(self.ahead) < n_main + self.config.lookahead and self._wants_more(len(self.ahead)):
-            self._extend()
+            self._extend(self.flight)
+            drafted += 1
+        drafting_ended = time.perf_counter()
         try:
-            answer = future.result()
+            answer, answered = future.result()
         except ServerUnavailable:
             self._lose_server()
             return
@@ -194,8 +227,15 @@ class _Run:
             return
         self.stats["round_trips"] += 1
         self.stats["verify_steps"] += 1
-        self.stats["drafted_tokens"] += len(tokens)
+        self.stats["drafted_tokens"] += len(tree)
+        self.stats["side_passes"] += tree.side_passes
+        self.stats["sampled_verifications"] += bool(tree.qs)
+        self.stats["in_flight_s"] += answered - sent
+        if drafted:
+            self.stats["overlap_s"] += min(drafting_ended, answered) - sent
+            self.stats["overlap_drafted_tokens"] += drafted
         accepted = [int(t) for t in answer["accepted_tokens"]]
+        self.client.calibration.observe(tree, [int(n) for n in answer["accepted_path"]])
         self.stats["accepted_tokens"] += len(accepted)
         self.server_len, self.passes = answer["context_length"], answer["forward_passes"]
         if self.config.adaptive:
@@ -204,6 +244,9 @@ class _Run:
             elif 2 * len(accepted) < n_main:
                 self.threshold = min(self.config.max_threshold, self.threshold / 0.7)
         yield from self._emit(accepted + [int(answer["next_token"])], True)
+        if drafted:  # what this flight drafted and its answer confirmed: emitted now or still ahead
+            kept = self._emitted_from.pop(self.flight, 0) + sum(1 for g in self.ahead if g.in_flight == self.flight)
+            self.stats["overlap_kept_tokens"] += kept
 
     def _offline_step(self) -> Iterator[TextPiece]:
         now = time.monotonic()
@@ -233,45 +276,46 @@ class _Run:
         yield from self._emit([token], False)
 
     # --- drafting --------------------------------------------------------------------------------
-    def _extend(self) -> None:
-        self.ahead.append(self.drafter.next(self.prompt + self.out + [g.token for g in self.ahead]))
+    def _extend(self, flight: int = 0) -> None:
+        guess = self.drafter.next(self.prompt + self.out + [g.token for g in self.ahead])
+        self.ahead.append(replace(guess, in_flight=flight) if flight else guess)
+
+    def _main_guess(self, depth: int) -> Guess:
+        while len(self.ahead) <= depth:
+            self._extend()
+        return self.ahead[depth]
+
+    def _side_guess(self, path: list[int]) -> Guess:
+        return self.drafter.next(self.prompt + self.out + path)
 
     def _wants_more(self, drafted: int) -> bool:
         """Whether a token at draft depth ``drafted`` could still be emitted (max_new_tokens)."""
         return len(self.out) + drafted + 1 < self.generation.max_new_tokens
 
-    def _next_draft(self) -> tuple[list[int], list[int], int]:
-        """(tokens, parents, main chain length) of the next verification."""
+    def _next_draft(self) -> Tree:
+        """The next verification's tree (see ``tree``): greedy best-first, or sampled from ``q``."""
         room = self.limits["max_length"] - self.server_len - 1
         budget = max(0, min(self.config.max_draft_nodes, self.limits["max_draft_nodes"], room,
                             self.generation.max_new_tokens - len(self.out) - 1))
-        n, confidence = 0, 1.0
-        while n < budget:
-            if n >= len(self.ahead):
-                self._extend()
-            confidence *= self.ahead[n].prob
-            n += 1
-            if self.config.adaptive and confidence < self.threshold:
-                break
-        tokens: list[int] = []
-        parents: list[int] = []
-        alternatives = self.limits["max_branches"] - 1
-        previous = -1
-        for i, guess in enumerate(self.ahead[:n]):
-            tokens.append(guess.token)
-            parents.append(previous)
-            node = len(tokens) - 1
-            if alternatives > 0 and guess.prob < self.config.alt_below and len(tokens) + (n - i - 1) < budget:
-                tokens.append(guess.alt)
-                parents.append(previous)
-                alternatives -= 1
-            previous = node
-        return tokens, parents, n
+        threshold = self.threshold if self.config.adaptive else None
+        branches = max(1, self.limits["max_branches"])
+        if self.drafter.sampling is not None:
+            return sampled_tree(self._main_guess, budget, threshold, self.config.alt_below, self.config.tree_width - 1,
+                                branches, self.seed)
+        return greedy_tree(self._main_guess, self._side_guess, budget, threshold, self.config.tree_width, branches,
+                           self.client.calibration)
 
     # --- output ----------------------------------------------------------------------------------
     def _emit(self, tokens: list[int], verified: bool) -> Iterator[TextPiece]:
         if verified:  # keep the guesses the server confirmed
-            drafted = [g.token for g in self.ahead[: len(tokens)]]
+            guesses = self.ahead[: len(tokens)]
+            for guess, token in zip(guesses, tokens):
+                if guess.token != token:
+                    break
+                if guess.in_flight:  # drafted while an earlier verification was in flight, now verified
+                    self.stats["overlap_emitted_tokens"] += 1
+                    self._emitted_from[guess.in_flight] = self._emitted_from.get(guess.in_flight, 0) + 1
+            drafted = [g.token for g in guesses]
             self.ahead = self.ahead[len(tokens):] if drafted == tokens else []
         for token in tokens:
             if self.done:
@@ -317,5 +361,6 @@ class _Run:
             "verified_per_round_trip": round(stats["verified_tokens"] / max(1, stats["verify_steps"]), 3),
             "server_passes_per_token": round((self.passes_closed + self.passes) / max(1, n), 4),
             "final_threshold": round(self.threshold, 4),
+            "overlap_s": round(stats["overlap_s"], 4), "in_flight_s": round(stats["in_flight_s"], 4),
         })
         return EdgeResult(self.assembler.text, list(self.out), list(self.prompt), list(self.flags), self.finish_reason, stats, list(self.pieces))

@@ -14,9 +14,14 @@ Routes (every one needs an API key, see ``access``; ``g.principal.key_id`` owns 
   first, when it was made with ``commit: false``) -> ``{"accepted_path", "accepted_tokens",
   "next_token", "choices", "context_length", "forward_passes", "committed"}``; an optional
   ``"context_length"`` (the length the client believes the session holds) makes a call that was
-  already applied a 409 instead of a second application (safe retries). Draft nodes carry no
-  probabilities: under sampling the server compares the drafted tokens with its own positional draws
-  (sample-and-compare), which keeps the target's distribution exactly.
+  already applied a 409 instead of a second application (safe retries). Under sampling a draft may
+  carry ``"draft_probs"``: per node ``{"tokens": [...], "probs": [...]}``, the whole draft
+  distribution ``q`` the node was drawn from (at most ``draft_probs_max_entries`` tokens, probability
+  0 elsewhere; siblings drawn from the same ``q`` carry the same list and may repeat a token); the
+  server then accepts by speculative sampling's rejection rule (``edge_sessions``), which keeps the
+  target's distribution exactly and accepts more than comparing tokens. Without them (or under greedy
+  decoding) the server compares the drafted tokens with its own positional draws (sample-and-compare),
+  exact for any draft. Never vocabulary-sized rows.
 - ``POST .../commit`` ``{"path", "next_token"}``; ``POST .../append`` ``{"tokens": [...]}`` (the
   next user turn); ``DELETE .../<id>`` closes the session and frees its cache.
 
@@ -28,6 +33,7 @@ generation gate.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from flask import Blueprint, Response, current_app, g, jsonify, request
@@ -35,7 +41,7 @@ from jinja2 import TemplateError
 
 from specdraft import Draft, SamplingParams
 
-from .edge_sessions import EdgeConfig, EdgeError, EdgeSession, EdgeSessionStore
+from .edge_sessions import DraftRows, EdgeConfig, EdgeError, EdgeSession, EdgeSessionStore
 from .fields import ABSENT, RequestError, boolean, describe, integer, number
 from .limits import generating
 from .messages import parse_messages
@@ -118,6 +124,7 @@ def info() -> Response:
         "eos_token_ids": sorted(model.eos_token_ids), "has_chat_template": model.has_chat_template,
         "max_draft_nodes": config.max_draft_nodes, "max_branches": _branches_limit(model),
         "max_sessions_per_key": config.max_sessions_per_key, "idle_timeout_s": config.idle_timeout_s,
+        "draft_probs_max_entries": config.max_draft_prob_entries,
     })
 
 
@@ -180,22 +187,61 @@ def open_session() -> tuple[Response, int]:
         "prompt_tokens": len(prompt), "context_length": session.context_length, "max_length": session.max_length,
         "eos_token_ids": sorted(model.eos_token_ids), "seed": session.seed, "forward_passes": session.forward_passes,
         "max_draft_nodes": _store().config.max_draft_nodes, "max_branches": _branches_limit(model),
-        "idle_timeout_s": _store().config.idle_timeout_s,
+        "idle_timeout_s": _store().config.idle_timeout_s, "draft_probs_max_entries": _store().config.max_draft_prob_entries,
     }
     if from_messages:
         answer["prompt_token_ids"] = prompt
     return jsonify(answer), 201
 
 
-def _draft(body: dict) -> Draft:
+def _draft(body: dict, model) -> Draft:
     tokens = _token_list(body, "tokens", allow_empty=True)
     parents = _token_list(body, "parents", allow_empty=True)
     if len(tokens) != len(parents):
         raise RequestError(f"tokens has {len(tokens)} entries but parents {len(parents)}: one parent per token", "parents")
+    probs = None
+    if body.get("draft_probs") is not None:
+        rows = draft_probs(body["draft_probs"], tokens, parents, model.tokenizer.vocab_size, _store().config.max_draft_prob_entries)
+        probs = DraftRows(rows, model.vocab_size)
     try:
-        return Draft(tuple(tokens), tuple(parents))
+        return Draft(tuple(tokens), tuple(parents), probs)
     except ValueError as error:  # a parent after its child, or a repeated sibling
         raise RequestError(f"the draft is not a valid tree: {error}", "parents") from None
+
+
+def draft_probs(value: Any, tokens: list[int], parents: list[int], vocabulary: int, limit: int) -> list[tuple[list[int], list[float]]]:
+    """The verify call's ``draft_probs`` validated (``RequestError`` otherwise): one (tokens,
+    probabilities) per node, at most ``limit`` tokens each, renormalised to sum to 1."""
+    param = "draft_probs"
+    if not isinstance(value, list) or len(value) != len(tokens):
+        raise RequestError(f"draft_probs must be a list with one entry per token ({len(tokens)}), got {describe(value)}", param)
+    rows: list[tuple[list[int], list[float]]] = []
+    for i, entry in enumerate(value):
+        where = f"draft_probs[{i}]"
+        if not isinstance(entry, dict):
+            raise RequestError(f"{where} must be an object with tokens and probs, got {describe(entry)}", param)
+        ids = _token_list(entry, "tokens")
+        probs = entry.get("probs")
+        if not isinstance(probs, list) or len(probs) != len(ids):
+            raise RequestError(f"{where}.probs must be a list of {len(ids)} numbers, one per token", param)
+        if len(ids) > limit:
+            raise RequestError(f"{where} lists {len(ids)} tokens; this server takes at most {limit}", param)
+        if len(set(ids)) != len(ids) or not all(0 <= t < vocabulary for t in ids):
+            raise RequestError(f"{where}.tokens must be distinct token ids below {vocabulary}", param)
+        if not all(not isinstance(p, bool) and isinstance(p, (int, float)) and math.isfinite(p) and 0 < p <= 1 for p in probs):
+            raise RequestError(f"{where}.probs must be numbers in (0, 1]", param)
+        total = math.fsum(probs)
+        if abs(total - 1.0) > 1e-4:
+            raise RequestError(f"{where}.probs sum to {total:.6g}, not 1: send the whole distribution the token was drawn from", param)
+        if tokens[i] not in ids:
+            raise RequestError(f"{where} gives token {tokens[i]} (node {i}) no probability: it was not drawn from it", param)
+        rows.append((ids, [float(p) / total for p in probs]))
+    first: dict[int, int] = {}
+    for i, parent in enumerate(parents):
+        j = first.setdefault(parent, i)
+        if rows[j] != rows[i]:
+            raise RequestError(f"draft_probs[{i}] differs from draft_probs[{j}]: siblings must be draws from the same distribution", param)
+    return rows
 
 
 def _commit_fields(body: Any, param: str) -> tuple[list[int], int]:
@@ -213,7 +259,7 @@ def _commit_fields(body: Any, param: str) -> tuple[list[int], int]:
 def verify(session_id: str) -> Response:
     session = _session(session_id)
     body = _body()
-    draft = _draft(body)
+    draft = _draft(body, session.model)
     commit = boolean(body, "commit")
     previous = None if body.get("previous") is None else _commit_fields(body["previous"], "previous")
     expected = integer(body, "context_length", 1)

@@ -7,7 +7,12 @@ every argument validated first, so that a refused call leaves the session exactl
 - ``verify(draft, commit=True)``: one forward pass over the pending token and the draft tree; the
   target's own choice per row; with ``commit`` the session follows those choices
   (``follow_choices``: greedy, or sample-and-compare under the positional chooser, exact for a
-  deterministic draft) and commits the accepted path and the target's next token itself. With
+  deterministic draft) and commits the accepted path and the target's next token itself. A
+  sampling session given a draft whose nodes carry their draft distributions (``DraftRows``: the
+  short (token, probability) lists the client drew from) accepts by speculative sampling instead
+  (``speculative_accept``: SpecInfer's multi-candidate rejection rule over the target's warped
+  rows, uniforms keyed by the session's seed and the position), exact because each ``q`` is the
+  whole distribution its node was drawn from (0 outside the list). With
   ``commit=False`` it answers the choices and waits for ``commit(path, next_token)`` (or a next
   ``verify`` carrying that commit as ``previous``), which is how a generic ``Target`` client
   (``specdraft.edge.RemoteTarget``) commits a path of its own choosing in the same round trip.
@@ -29,8 +34,11 @@ import time
 from dataclasses import dataclass, field
 from typing import Sequence
 
+import numpy as np
+
 from specdraft import ROOT, Draft, Model, SamplingParams, TokenChooser
-from specdraft.acceptance import follow_choices
+from specdraft.acceptance import follow_choices, speculative_accept
+from specdraft.sampling import PositionalRandom, warp
 
 
 @dataclass(frozen=True)
@@ -38,16 +46,18 @@ class EdgeConfig:
     """``max_sessions_per_key``: open sessions one API key may hold; ``idle_timeout_s``: a session
     unused this long is closed; ``max_length``: the longest context of a session (0: the model's);
     ``max_draft_nodes``: the most nodes one verification takes; ``max_branches``: the most
-    root-to-leaf branches one verification takes (capped by the target's own limit)."""
+    root-to-leaf branches one verification takes (capped by the target's own limit);
+    ``max_draft_prob_entries``: the longest (token, probability) list a draft node may carry."""
 
     max_sessions_per_key: int = 8
     idle_timeout_s: float = 300.0
     max_length: int = 0
     max_draft_nodes: int = 256
     max_branches: int = 64
+    max_draft_prob_entries: int = 64
 
     def __post_init__(self) -> None:
-        for name in ("max_sessions_per_key", "max_draft_nodes", "max_branches"):
+        for name in ("max_sessions_per_key", "max_draft_nodes", "max_branches", "max_draft_prob_entries"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
         if self.max_length < 0:
@@ -62,6 +72,45 @@ class EdgeError(Exception):
     def __init__(self, status: int, message: str, param: str | None = None, code: str | None = None) -> None:
         super().__init__(message)
         self.status, self.message, self.param, self.code = status, message, param, code
+
+
+def _merge_repeats(draft: Draft) -> tuple[Draft, list[int]]:
+    """The tree without draft distributions, repeated siblings (independent draws of one token)
+    merged into the first, and each node's index in it (``Draft.deterministic``, with the map)."""
+    node_of: list[int] = []
+    merged: dict[tuple[int, int], int] = {}
+    tokens: list[int] = []
+    parents: list[int] = []
+    for token, parent in zip(draft.tokens, draft.parents):
+        new_parent = ROOT if parent == ROOT else node_of[parent]
+        node = merged.get((new_parent, token))
+        if node is None:
+            node = merged[(new_parent, token)] = len(tokens)
+            tokens.append(token)
+            parents.append(new_parent)
+        node_of.append(node)
+    return Draft(tuple(tokens), tuple(parents)), node_of
+
+
+class DraftRows:
+    """Draft distributions sent as (tokens, probabilities) per node, seen as the dense
+    ``[num_nodes, vocab]`` rows ``Draft.probs`` holds (a row is built when it is read)."""
+
+    def __init__(self, rows: Sequence[tuple[Sequence[int], Sequence[float]]], vocab: int) -> None:
+        self.rows = list(rows)
+        self.vocab = vocab
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return (len(self.rows), self.vocab)
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            return DraftRows(self.rows[index], self.vocab)
+        tokens, probs = self.rows[index]
+        row = np.zeros(self.vocab, dtype=np.float64)
+        row[list(tokens)] = probs
+        return row
 
 
 @dataclass
@@ -87,6 +136,7 @@ class EdgeSession:
     lock: threading.Lock = field(default_factory=threading.Lock)
     pending: Draft | None = None  # a verified draft waiting for its commit
     closed: bool = False
+    sampling: SamplingParams = SamplingParams()
 
     @property
     def context_length(self) -> int:
@@ -128,6 +178,8 @@ class EdgeSession:
             raise EdgeError(409, "this session awaits the commit of its last verification: send it as previous (or POST .../commit)", "previous", "commit_pending")
         if previous is not None and self.pending is None:
             raise EdgeError(409, "previous commits a verification, but this session has none waiting", "previous", "no_commit_pending")
+        if draft.probs is not None and not commit:
+            raise EdgeError(400, "draft_probs need commit: true (the server accepts by rejection sampling and commits itself)", "commit", "invalid_request")
         self.check_tokens(draft.tokens, "tokens")
         extra = 0
         if previous is not None:
@@ -138,12 +190,21 @@ class EdgeSession:
         self.check_room(draft, extra, config, branches_limit)
         if previous is not None:
             self._commit(*previous)
-        verification = self.target.verify(draft)
-        choices = [verification.choice(row) for row in range(len(verification))]
-        accepted = follow_choices(draft, choices.__getitem__)
-        self.pending = draft
+        position = self.context_length  # of the token after the context
+        merged, node_of = _merge_repeats(draft)  # the target verifies each distinct branch once
+        verification = self.target.verify(merged)
+        if draft.probs is not None and not self.sampling.greedy and verification.logits is not None:
+            choices: list[int] = []
+            rows = [0] + [1 + node_of[i] for i in range(len(draft))]  # the merged node's row for every node
+            target_probs = warp(verification.logits, self.sampling).cpu()[rows]
+            accepted = speculative_accept(draft, target_probs, PositionalRandom(self.seed), position)
+        else:
+            own = [verification.choice(row) for row in range(len(verification))]
+            choices = [own[0]] + [own[1 + node_of[i]] for i in range(len(draft))]  # per node of the draft sent
+            accepted = follow_choices(draft, choices.__getitem__)
+        self.pending = merged
         if commit:
-            self._commit(list(accepted.path), accepted.next_token)
+            self._commit([node_of[i] for i in accepted.path], accepted.next_token)
         return VerifyOutcome(choices, list(accepted.path), accepted.next_token, commit)
 
     def commit(self, path: list[int], next_token: int) -> None:
@@ -202,7 +263,7 @@ class EdgeSessionStore:
                 raise EdgeError(429, f"this API key holds {held} open edge sessions, the most it may; close one (DELETE) first", None, "too_many_sessions")
             seed = secrets.randbits(62) if seed is None else seed
             session = EdgeSession("edge-" + secrets.token_hex(12), owner, model, model.new_target(TokenChooser(sampling, seed)),
-                                  list(prompt), max_length, seed, self._clock())
+                                  list(prompt), max_length, seed, self._clock(), sampling=sampling)
             self._sessions[session.id] = session  # counted at once, so concurrent opens keep the limit
         try:
             with session.lock:

@@ -49,7 +49,10 @@ def test_greedy_output_is_the_servers_greedy_output(model, tiny_draft_model, url
 
 
 def test_seeded_sampling_is_the_servers_sampling(model, url):
-    client = EdgeClient(EdgeConnection(url, KEY), model)
+    """Sample-and-compare (``draft_probs=False``): the text is exactly the server's own seeded
+    sampling. (With draft distributions the server accepts by rejection sampling: the same
+    distribution, not the same draws; see test_sampling.py.)"""
+    client = EdgeClient(EdgeConnection(url, KEY), model, EdgeClientConfig(draft_probs=False))
     prompt = model.encode("The quick brown fox")
     for seed in (0, 1):
         config = dict(temperature=0.8, seed=seed)
@@ -83,3 +86,48 @@ def test_a_wrong_key_is_refused_at_once(model, url):
     with EdgeConnection(url, "not-a-key-0123456789abcdef") as connection, pytest.raises(EdgeRefused) as error:
         EdgeClient(connection, model).generate(model.encode("hello"), GenerationConfig(max_new_tokens=4))
     assert error.value.status == 401
+
+
+def test_sampling_with_draft_distributions_accepts_more_than_comparing_tokens(model, url):
+    """The same model drafting under top-k 16: its q is the target's own warped row, so rejection
+    sampling keeps nearly every main-chain token, where comparing two draws keeps few."""
+    prompt = model.encode("The quick brown fox")
+    config = GenerationConfig(max_new_tokens=N_NEW, ignore_eos=True, temperature=0.8, top_k=16, seed=3)
+    stats = {}
+    for probs in (True, False):
+        with EdgeConnection(url, KEY) as connection:
+            result = EdgeClient(connection, model, EdgeClientConfig(draft_probs=probs, adaptive=False, max_draft_nodes=6)).generate(prompt, config)
+        assert len(result.token_ids) == N_NEW and all(result.verified)
+        assert result.stats["sampled_verifications"] == (result.stats["verify_steps"] if probs else 0)
+        stats[probs] = result.stats
+    assert stats[True]["accepted_tokens"] > 2 * stats[False]["accepted_tokens"]
+    assert stats[True]["server_passes_per_token"] < 0.5
+
+
+def test_overlap_is_measured(model, url):
+    """Real overlap: seconds drafted while a verification was in flight, tokens drafted then, and
+    the ones kept and emitted; none without the pipeline."""
+    prompt = model.encode("The quick brown fox")
+    config = GenerationConfig(max_new_tokens=N_NEW, ignore_eos=True)
+    for pipeline in (True, False):
+        with EdgeConnection(url, KEY) as connection:
+            s = EdgeClient(connection, model, EdgeClientConfig(pipeline=pipeline, adaptive=False, max_draft_nodes=4)).generate(prompt, config).stats
+        assert s["in_flight_s"] > 0
+        assert s["overlap_emitted_tokens"] <= s["overlap_kept_tokens"] + s["overlap_drafted_tokens"]
+        assert s["overlap_kept_tokens"] <= s["overlap_drafted_tokens"]
+        if pipeline:
+            assert s["overlap_drafted_tokens"] > 0 and 0 < s["overlap_s"] <= s["in_flight_s"] + 0.05
+            assert s["overlap_emitted_tokens"] > 0  # the same model: what it drafts ahead is the server's text
+        else:
+            assert s["overlap_drafted_tokens"] == s["overlap_kept_tokens"] == s["overlap_emitted_tokens"] == 0 and s["overlap_s"] == 0
+
+
+def test_trees_branch_where_the_draft_is_unsure(model, tiny_draft_model, url):
+    """Another model drafting greedy trees: the output is still the server's, and trees carry
+    side branches (nodes beyond the main chain) computed by extra local passes."""
+    prompt = model.encode("def add(a, b):\n")
+    with EdgeConnection(url, KEY) as connection:
+        got = EdgeClient(connection, tiny_draft_model, EdgeClientConfig(tree_width=3, adaptive=False, max_draft_nodes=8)).generate(
+            prompt, GenerationConfig(max_new_tokens=N_NEW, ignore_eos=True))
+    assert got.token_ids == plain(model, prompt).token_ids
+    assert got.stats["side_passes"] > 0
