@@ -5,6 +5,11 @@ drafts only through the ``Drafter`` protocol; nothing here needs torch unless a 
 distributions is verified by rejection sampling; with no drafter it is plain autoregressive decoding (one token per target
 pass), the baseline every speed-up is measured against. Output is the target's own: greedy
 decoding gives its greedy tokens exactly, sampling gives its distribution exactly.
+
+Every generator uses the model's prefix cache (``specdraft.prefix_cache``) unless built with
+``prefix_cache=False`` or the model's cache is switched off: the prefill starts from the longest
+prefix an earlier request left there, and the request leaves its own sequence for later ones
+(``Stats.cached_prompt_tokens``). The output is unchanged.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from .drafter import Drafter, NoDrafter
 from .logprobs import LogprobsUnavailableError, TokenLogprob, predicting_rows, token_logprobs
 from .model import Model
 from .policy import SpeculationConfig, SpeculationPolicy
+from .prefix_cache import prefix_cache_for
 from .sampling import PositionalRandom, SamplingParams, TokenChooser, warp
 from .stats import Stats
 from .text_stream import TextAssembler, TextPiece
@@ -110,9 +116,12 @@ class GenerationStream:
 
 
 class SpeculativeGenerator:
-    def __init__(self, model: Model, speculation: SpeculationConfig = SpeculationConfig()) -> None:
+    """Generates with ``model``; ``prefix_cache`` (default True) uses the model's prefix cache."""
+
+    def __init__(self, model: Model, speculation: SpeculationConfig = SpeculationConfig(), prefix_cache: bool = True) -> None:
         self.model = model
         self.speculation = speculation
+        self.prefix_cache = prefix_cache
 
     def generate(
         self, prompt_ids: Sequence[int], drafter: Drafter | None = None, config: GenerationConfig = GenerationConfig()
@@ -127,15 +136,17 @@ class SpeculativeGenerator:
             raise ValueError("the prompt must hold at least one token")
         if len(prompt_ids) >= self.model.max_length:
             raise ValueError(f"prompt of {len(prompt_ids)} tokens exceeds the model's {self.model.max_length}")
-        run = _Run(self.model, self.speculation, prompt_ids, drafter or NoDrafter(), config)
+        run = _Run(self.model, self.speculation, prompt_ids, drafter or NoDrafter(), config, self.prefix_cache)
         return GenerationStream(run.steps(), run.result, run.logprobs)
 
 
 class _Run:
     """The state of one generation: the target's session, the policy, the text assembled so far."""
 
-    def __init__(self, model: Model, speculation: SpeculationConfig, prompt_ids: list[int], drafter: Drafter, config: GenerationConfig) -> None:
+    def __init__(self, model: Model, speculation: SpeculationConfig, prompt_ids: list[int], drafter: Drafter, config: GenerationConfig,
+                 prefix_cache: bool = True) -> None:
         self.model = model
+        self.use_prefix_cache = prefix_cache
         self.drafter = drafter
         self.config = config
         self.sampling = config.sampling
@@ -166,7 +177,7 @@ class _Run:
 
     def _steps(self) -> Iterator[TextPiece]:
         start = self._started = time.perf_counter()
-        self.target.prefill(self.prompt_ids)
+        self._prefill()
         self.stats.prefill_s = time.perf_counter() - start
         done = False
         while not done:
@@ -195,6 +206,15 @@ class _Run:
                 if done:
                     break
         yield from self._emit(self.assembler.finish())
+
+    def _prefill(self) -> None:
+        """The target's prefill, from the model's prefix cache where the target can use one."""
+        prefill_cached = getattr(self.target, "prefill_cached", None)
+        cache = prefix_cache_for(self.model) if self.use_prefix_cache and prefill_cached is not None else None
+        if cache is None:
+            self.target.prefill(self.prompt_ids)
+        else:
+            self.stats.cached_prompt_tokens = prefill_cached(self.prompt_ids, cache)
 
     def _budget(self) -> int:
         remaining = self.config.max_new_tokens - len(self.generated) - 1  # the bonus token is free

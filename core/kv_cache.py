@@ -3,6 +3,11 @@
 Each layer holds keys and values of shape ``[batch=1, kv_heads, seq_len, head_dim]``. specdraft
 only ever appends (a forward pass), truncates (a rejected chain) or keeps a selection of the last
 positions (the accepted path of a tree). Nothing else touches the tensors.
+
+For the prefix cache (``specdraft.prefix_cache``): ``snapshot`` hands out the first positions as
+tensors no session writes to again, ``restore`` starts an empty cache from a copy of such a
+snapshot's first positions. Both need plain full-attention layers (``supports_snapshots``): a
+sliding-window layer keeps only its last positions, whose prefix is not a prefix of the sequence.
 """
 
 from __future__ import annotations
@@ -11,6 +16,9 @@ from typing import Sequence
 
 import torch
 from transformers import DynamicCache
+from transformers.cache_utils import DynamicLayer
+
+LayerState = tuple[torch.Tensor, torch.Tensor]  # keys, values: [1, kv_heads, positions, head_dim]
 
 
 class KVCache:
@@ -45,3 +53,37 @@ class KVCache:
             index = torch.tensor(offsets, device=layer.keys.device) + start
             layer.keys = torch.cat([layer.keys[:, :, :start], layer.keys.index_select(2, index)], dim=2)
             layer.values = torch.cat([layer.values[:, :, :start], layer.values.index_select(2, index)], dim=2)
+
+    # --- prefix cache -------------------------------------------------------------------------
+    @property
+    def supports_snapshots(self) -> bool:
+        return all(type(layer) is DynamicLayer for layer in self.cache.layers)
+
+    def snapshot(self, length: int) -> tuple[tuple[LayerState, ...], int]:
+        """(per layer (keys, values) of the first ``length`` positions, their bytes). Call it only
+        on a cache that is dropped afterwards (a closing request's): the tensors are handed over,
+        compacted into their own storage where they are views of a larger one, never copied twice."""
+        if not self.supports_snapshots or not 0 < length <= len(self):
+            raise ValueError(f"cannot snapshot {length} positions of this cache")
+        layers = tuple((_owned(layer.keys[:, :, :length]), _owned(layer.values[:, :, :length])) for layer in self.cache.layers)
+        return layers, sum(k.nbytes + v.nbytes for k, v in layers)
+
+    def restore(self, layers: Sequence[LayerState], length: int) -> None:
+        """Fill this empty cache with a copy of the first ``length`` positions of ``layers``
+        (``snapshot``'s); the snapshot itself is never written to."""
+        if len(self) or not self.supports_snapshots or len(layers) != len(self.cache.layers):
+            raise ValueError("restore() needs an empty cache with the snapshot's layers")
+        for layer, (keys, values) in zip(self.cache.layers, layers):
+            if not 0 < length <= keys.shape[2]:
+                raise ValueError(f"a snapshot of {keys.shape[2]} positions has no prefix of {length}")
+            layer.update(keys[:, :, :length], values[:, :, :length])  # torch.cat: a copy
+            if layer.keys.untyped_storage().data_ptr() == keys.untyped_storage().data_ptr():  # pragma: no cover
+                layer.keys, layer.values = layer.keys.clone(), layer.values.clone()  # never share a snapshot
+
+
+def _owned(tensor: torch.Tensor) -> torch.Tensor:
+    """``tensor`` itself when it is contiguous and alone in its storage, else a compact copy (so
+    that a stored snapshot's bytes are what it holds, not a larger buffer it is a view of)."""
+    if tensor.is_contiguous() and tensor.untyped_storage().nbytes() == tensor.nbytes:
+        return tensor
+    return tensor.clone(memory_format=torch.contiguous_format)

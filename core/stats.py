@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 @dataclass
 class Stats:
     prompt_tokens: int = 0
+    cached_prompt_tokens: int = 0  # prompt tokens restored from the prefix cache, not computed
     generated_tokens: int = 0
     verify_steps: int = 0  # draft -> verify -> accept rounds (one target pass each, but the first
     #                        round after the prefill needs none when its draft is empty)
@@ -69,6 +70,7 @@ class Stats:
     def to_dict(self) -> dict:
         return {
             "prompt_tokens": self.prompt_tokens,
+            "cached_prompt_tokens": self.cached_prompt_tokens,
             "generated_tokens": self.generated_tokens,
             "verify_steps": self.verify_steps,
             "drafted_tokens": self.drafted_tokens,

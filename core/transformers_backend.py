@@ -3,12 +3,15 @@
 ``TransformersModel`` (the ``Model`` protocol) holds the weights and tokenizer, loaded once and
 shared by every request; it never holds sequence state. ``TransformersSession`` is one sequence's
 KV cache with a forward pass that accepts a token tree (tree attention mask + tree positions).
-``TransformersTarget`` implements the ``Target`` protocol on a session. Draft models use sessions
-too. In float32 (the default) it is the exact reference backend.
+``TransformersTarget`` implements the ``Target`` protocol on a session, and ``prefill_cached``
+(``specdraft.prefix_cache``): it starts from a copy of the longest cached prefix and, when closed,
+stores its sequence's keys and values. Draft models use sessions too. In float32 (the default) it
+is the exact reference backend.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from typing import Sequence
@@ -20,8 +23,11 @@ from .draft import ROOT, Draft
 from .hf_tokenizer import HFTokenizer
 from .kv_cache import KVCache
 from .model_config import ModelConfig
+from .prefix_cache import PrefixCache
 from .sampling import TokenChooser
 from .verification import Verification
+
+log = logging.getLogger(__name__)
 
 _DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
@@ -206,6 +212,11 @@ class TransformersTarget:
         self._next_logits: torch.Tensor | None = None  # [vocab] after the prefill, before any verify
         self._verified_at: int | None = None  # cache index of the first draft node being verified
         self.forward_passes = 0
+        self.cached_prompt_tokens = 0  # prompt tokens restored from a prefix cache
+        self._tokens: list[int] = []  # the tokens whose keys/values the session holds, in order
+        self._draft_tokens: tuple[int, ...] = ()  # the draft awaiting commit
+        self._dirty = False  # a forward pass failed half-way: the cache may be inconsistent
+        self._prefix_cache: PrefixCache | None = None  # offered the sequence on close
 
     @property
     def context_length(self) -> int:
@@ -217,14 +228,36 @@ class TransformersTarget:
 
     def _feed(self, tokens: Sequence[int], parents: Sequence[int] | None = None, all_logits: bool = True) -> torch.Tensor:
         self.forward_passes += 1
-        return self.session.feed(tokens, parents, all_logits)
+        self._dirty = True  # until the pass has appended every layer's keys/values
+        logits = self.session.feed(tokens, parents, all_logits)
+        self._dirty = False
+        return logits
 
     def prefill(self, context_ids: Sequence[int]) -> None:
+        self._prefill(context_ids, None)
+
+    def prefill_cached(self, context_ids: Sequence[int], cache: PrefixCache) -> int:
+        """``prefill`` from a copy of the longest prefix ``cache`` holds; on ``close`` the sequence
+        is offered to ``cache`` (see ``specdraft.prefix_cache``). Returns the tokens restored."""
+        return self._prefill(context_ids, cache)
+
+    def _prefill(self, context_ids: Sequence[int], cache: PrefixCache | None) -> int:
         if not context_ids:
             raise ValueError("the context must hold at least one token")
         if len(self.session) or self._pending is not None:
             raise RuntimeError("prefill() starts a sequence; this target already holds one")
-        self._next_logits = self._feed(context_ids, all_logits=False)[-1]
+        ids = [int(t) for t in context_ids]
+        cached = 0
+        if cache is not None and self.session.cache.supports_snapshots:
+            self._prefix_cache = cache
+            hit = cache.lookup(ids, limit=len(ids) - 1)  # the last token runs: its logits come next
+            if hit is not None:
+                self.session.cache.restore(hit.entry.state, hit.length)
+                cached = hit.length
+        self._tokens = ids
+        self._next_logits = self._feed(ids[cached:], all_logits=False)[-1]
+        self.cached_prompt_tokens = cached
+        return cached
 
     def verify(self, draft: Draft) -> Verification:
         position = self.context_length  # where row 0's token goes
@@ -236,24 +269,45 @@ class TransformersTarget:
             raise RuntimeError("verify() twice without commit()")
         if self._next_logits is not None:  # first step: the prefill already predicted the next token
             self._verified_at = len(self.session)
+            self._draft_tokens = draft.tokens
             if not len(draft):
                 return self._next_logits[None]
             return torch.cat([self._next_logits[None], self._feed(draft.tokens, draft.parents)])
         if self._pending is None:
             raise RuntimeError("verify() before prefill()")
-        self._verified_at = len(self.session) + 1  # the pending token goes first
         tokens = (self._pending, *draft.tokens)
         parents = (ROOT, *(p + 1 for p in draft.parents))  # draft roots hang off the pending token
-        return self._feed(tokens, parents)
+        logits = self._feed(tokens, parents)
+        self._verified_at = len(self._tokens) + 1  # the pending token went first
+        self._tokens.append(self._pending)
+        self._draft_tokens = draft.tokens
+        return logits
 
     def commit(self, path: Sequence[int], next_token: int) -> None:
         if self._verified_at is None:
             raise RuntimeError("commit() without verify()")
         # The cache holds [..., (pending), node_0, ..., node_{n-1}]: keep what precedes the nodes + the path.
         self.session.keep(self._verified_at, path)
+        self._tokens.extend(self._draft_tokens[i] for i in path)
         self._verified_at = None
         self._next_logits = None
         self._pending = int(next_token)
 
     def close(self) -> None:
+        cache, self._prefix_cache = self._prefix_cache, None
+        if cache is not None:
+            self._offer(cache)
         self.session = self.model.new_session()  # drops the cache's tensors
+        self._tokens = []
+
+    def _offer(self, cache: PrefixCache) -> None:
+        """Store the committed sequence in ``cache`` when it is consistent (nothing half-run, no
+        verification awaiting its commit). A failure to store never fails the request."""
+        length = len(self._tokens)
+        if self._dirty or self._verified_at is not None or length != len(self.session) or not cache.wants(self._tokens):
+            return
+        try:
+            layers, nbytes = self.session.cache.snapshot(length)
+            cache.insert(self._tokens, layers, nbytes)
+        except Exception:  # pragma: no cover - e.g. out of memory while compacting
+            log.warning("could not store a prefix of %d tokens", length, exc_info=True)

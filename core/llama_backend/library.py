@@ -138,6 +138,21 @@ class LlamaContext:
     def clear(self) -> None:
         self.ll.llama_memory_clear(self.memory, True)
 
+    # --- a sequence's state (its cells' positions, keys and values), for the prefix cache -------
+    def seq_state(self, seq: int):
+        """A copy of sequence ``seq``'s cells, as llama.cpp serialises them (a ctypes byte array)."""
+        size = self.ll.llama_state_seq_get_size(self.ptr, seq)
+        data = (ctypes.c_uint8 * size)()
+        written = self.ll.llama_state_seq_get_data(self.ptr, data, size, seq)
+        if written != size:
+            raise RuntimeError(f"llama.cpp wrote {written} of {size} bytes of sequence {seq}'s state")
+        return data
+
+    def set_seq_state(self, seq: int, data) -> None:
+        """Make sequence ``seq`` hold the cells of ``seq_state``'s ``data`` (read, not kept)."""
+        if not self.ll.llama_state_seq_set_data(self.ptr, data, len(data), seq):
+            raise RuntimeError(f"llama.cpp could not restore sequence {seq} from {len(data)} bytes")
+
     def close(self) -> None:
         if self.ptr:
             self.ll.llama_batch_free(self.batch)

@@ -9,16 +9,23 @@ sees exactly the context and its ancestors (``library``), so each row equals wha
 branch would give. Commit keeps the accepted path's sequence (``seq_keep``), cuts what lies past the
 path (``seq_rm``) and renames it to sequence 0; the path's cells are already at consecutive
 positions, so nothing moves.
+
+Prefix cache (``specdraft.prefix_cache``): a closing target stores sequence 0's state (llama.cpp's
+serialised cells: positions, keys, values, copied out of the context); a new target restores the
+longest cached prefix into its own empty context (the cells land in position order at its start)
+and cuts what lies past the shared prefix, then prefills the rest.
 """
 
 from __future__ import annotations
 
+import logging
 import time
 from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 
 from ..draft import ROOT, Draft
+from ..prefix_cache import PrefixCache
 from ..sampling import TokenChooser
 from ..verification import Verification
 
@@ -26,6 +33,7 @@ if TYPE_CHECKING:
     from .model import LlamaCppModel
 
 MAIN = 0  # the sequence id of the committed context
+log = logging.getLogger(__name__)
 
 
 class LlamaSession:
@@ -70,6 +78,23 @@ class LlamaSession:
         if not 0 <= length <= self.length:
             raise ValueError(f"cannot truncate a sequence of {self.length} tokens to {length}")
         if length < self.length:
+            self.context.seq_rm(MAIN, length, -1)
+        self.length = length
+
+    def snapshot(self) -> tuple[object, int]:
+        """(a copy of the sequence's state, its bytes), for ``PrefixCache.insert``."""
+        state = self.context.seq_state(MAIN)
+        return state, len(state)
+
+    def restore(self, state, stored: int, length: int) -> None:
+        """Start this empty session from the first ``length`` of the ``stored`` tokens ``state``
+        (``snapshot``'s) holds; ``state`` is only read."""
+        if self.length:
+            raise RuntimeError("restore() needs an empty session")
+        if not 0 < length <= stored <= self.context.n_ctx:
+            raise ValueError(f"cannot restore {length} of {stored} tokens into a context of {self.context.n_ctx}")
+        self.context.set_seq_state(MAIN, state)
+        if length < stored:
             self.context.seq_rm(MAIN, length, -1)
         self.length = length
 
@@ -133,6 +158,10 @@ class LlamaCppTarget:
         self._refeed: list[int] = []  # accepted tokens not in the cache yet (they precede the pending one)
         self._next_logits: np.ndarray | None = None  # [vocab] after the prefill
         self._verified: Draft | None = None  # the draft awaiting commit
+        self.cached_prompt_tokens = 0  # prompt tokens restored from a prefix cache
+        self._tokens: list[int] = []  # the tokens the session's cells hold, in order
+        self._dirty = False  # a batch failed: the cells may be inconsistent
+        self._prefix_cache: PrefixCache | None = None  # offered the sequence on close
 
     @property
     def context_length(self) -> int:
@@ -147,12 +176,35 @@ class LlamaCppTarget:
         return self.session.context.n_seq
 
     def prefill(self, context_ids: Sequence[int]) -> None:
+        self._prefill(context_ids, None)
+
+    def prefill_cached(self, context_ids: Sequence[int], cache: PrefixCache) -> int:
+        """``prefill`` from the longest prefix ``cache`` holds; on ``close`` the sequence is
+        offered to ``cache`` (see ``specdraft.prefix_cache``). Returns the tokens restored."""
+        return self._prefill(context_ids, cache)
+
+    def _prefill(self, context_ids: Sequence[int], cache: PrefixCache | None) -> int:
         if not context_ids:
             raise ValueError("the context must hold at least one token")
         if len(self.session) or self._pending is not None:
             raise RuntimeError("prefill() starts a sequence; this target already holds one")
+        ids = [int(t) for t in context_ids]
+        cached = 0
+        self._prefix_cache = cache
+        if cache is not None:
+            hit = cache.lookup(ids, limit=len(ids) - 1)  # the last token runs: its logits come next
+            if hit is not None:
+                self._dirty = True
+                self.session.restore(hit.entry.state, len(hit.entry), hit.length)
+                self._dirty = False
+                cached = hit.length
         self.forward_passes += 1
-        self._next_logits = self.session.feed(context_ids, all_logits=False)[-1]
+        self._tokens = ids
+        self._dirty = True
+        self._next_logits = self.session.feed(ids[cached:], all_logits=False)[-1]
+        self._dirty = False
+        self.cached_prompt_tokens = cached
+        return cached
 
     def verify(self, draft: Draft) -> Verification:
         if self._verified is not None:
@@ -189,7 +241,9 @@ class LlamaCppTarget:
         seq_ids = [everyone] * len(leading) + [node_seqs[i] for i in order]
         wanted = [i == len(leading) - 1 for i in range(len(leading))] + [True] * len(order)
         self.forward_passes += 1
+        self._dirty = True
         rows = session.run_batch(tokens, positions, seq_ids, wanted, timed=True)
+        self._dirty = False
         out = np.empty_like(rows)
         head = 1 if leading else 0
         out[:head] = rows[:head]
@@ -204,6 +258,7 @@ class LlamaCppTarget:
         session = self.session
         if self._pending is not None:
             session.length += len(self._refeed) + 1  # they are in the cache now
+            self._tokens += [*self._refeed, self._pending]
         self._refeed = []
         first_node = len(session)
         kept = 0
@@ -215,9 +270,25 @@ class LlamaCppTarget:
             context.seq_rm(MAIN, first_node + kept, -1)  # and what lies past the kept prefix
             if not in_order:
                 self._refeed = [draft.tokens[i] for i in path]
+            self._tokens += [draft.tokens[i] for i in path[:kept]]
         session.length = first_node + kept
         self._next_logits = None
         self._pending = int(next_token)
 
     def close(self) -> None:
+        cache, self._prefix_cache = self._prefix_cache, None
+        if cache is not None and self.session.context is not None:
+            self._offer(cache)
         self.session.close()
+
+    def _offer(self, cache: PrefixCache) -> None:
+        """Store the committed cells in ``cache`` when they are consistent (no batch failed, no
+        verification awaiting its commit). A failure to store never fails the request."""
+        length = len(self._tokens)
+        if self._dirty or self._verified is not None or length != len(self.session) or not cache.wants(self._tokens):
+            return
+        try:
+            state, nbytes = self.session.snapshot()
+            cache.insert(self._tokens, state, nbytes)
+        except Exception:  # pragma: no cover
+            log.warning("could not store a prefix of %d tokens", length, exc_info=True)
