@@ -11,7 +11,7 @@ import specdraft.apps
 
 APPS_ROOT = Path(specdraft.apps.__file__).parent
 PACKAGE = "specdraft.apps"
-DELIVERABLES = ("cli", "service", "bench")
+DELIVERABLES = ("cli", "service", "bench", "edge_local")
 
 
 def _module_name(path: Path) -> str:
@@ -111,6 +111,14 @@ def test_the_service_imports_neither_the_command_line_nor_the_benchmark():
 
 def test_the_benchmark_imports_neither_the_command_line_nor_the_service():
     assert crossings(import_graph(), "bench", ("cli", "service")) == []
+
+
+def test_the_laptop_endpoint_imports_only_the_services_pure_modules():
+    """``edge_local`` (``specdraft edge serve``) reuses the service's validators, errors and access
+    checks, never the command line or the benchmark; neither the service nor the benchmark imports it."""
+    graph = import_graph()
+    assert crossings(graph, "edge_local", ("cli", "bench")) == []
+    assert crossings(graph, "service", ("edge_local",)) == [] and crossings(graph, "bench", ("edge_local",)) == []
 
 
 def test_shared_modules_import_no_deliverable():
