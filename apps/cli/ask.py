@@ -6,6 +6,15 @@ of the speculation (tokens, drafted share, target passes, seconds) goes to stand
 "drafter"}`` (``RAGAnswer.to_dict()``; ``stats`` holds ``wall_s``). Bad input (an empty question, no
 index at the folder, an index or datastore that cannot be used) is a ``ValueError``: the command
 line prints it and exits with 2.
+
+``--iterative`` answers with iterative RAG instead (``specdraft.retrieval.iterative``): a retrieval
+every 4 generated tokens with the last 32 tokens of question + answer as the query, the top chunk in
+the prompt, from ``--retriever`` (dense: exact FAISS flat over the index's vectors, hnsw, bm25);
+``--speculative-retrieval`` answers those retrievals from a per-request cache and verifies them in
+batches on a worker thread (RaLMSpec): the same answer and the same chunk at every stride, faster
+when retrieval is slow. Text output: the answer, then one line per retrieval (stride, chunk id,
+from the cache or the retriever, exact/confirmed/rolled back); with ``--json``
+``IterativeAnswer.to_dict()`` plus ``model``, ``retriever``, ``speculative_retrieval``.
 """
 
 from __future__ import annotations
@@ -46,6 +55,9 @@ def add_ask_parser(sub: Any) -> None:
     ask.add_argument("--datastore", type=Path, default=None, metavar="DIR", help="a datastore built with `specdraft datastore build` for the same model (drafters datastore, reference+datastore)")
     ask.add_argument("--max-new-tokens", type=int, default=defaults.max_new_tokens, metavar="N", help="longest answer in tokens (default: %(default)s)")
     ask.add_argument("--json", action="store_true", help='print {"answer", "citations", "token_ids", "stats", ...} instead of the text')
+    ask.add_argument("--iterative", action="store_true", help="iterative RAG: retrieve again every 4 generated tokens with the latest text as the query (--drafter does not apply)")
+    ask.add_argument("--retriever", choices=("dense", "hnsw", "bm25"), default=None, help="--iterative: dense (exact FAISS flat, the default), hnsw or bm25")
+    ask.add_argument("--speculative-retrieval", action="store_true", help="--iterative: answer retrievals from a per-request cache, verify them in batches on a worker thread (same answer)")
 
 
 @dataclass(frozen=True)
@@ -57,6 +69,9 @@ class AskRequest:
     top_k: int
     max_new_tokens: int
     datastore: Path | None = None
+    iterative: bool = False
+    retriever: str = "dense"
+    speculative_retrieval: bool = False
 
 
 def request_from_args(args: argparse.Namespace, stdin: TextIO) -> AskRequest:
@@ -65,7 +80,13 @@ def request_from_args(args: argparse.Namespace, stdin: TextIO) -> AskRequest:
         raise ValueError("the question is empty")
     if args.top_k < 1 or args.max_new_tokens < 1:
         raise ValueError("--top-k and --max-new-tokens must be >= 1")
-    return AskRequest(question.strip(), args.index, args.model, args.drafter, args.top_k, args.max_new_tokens, args.datastore)
+    iterative = getattr(args, "iterative", False)
+    retriever = getattr(args, "retriever", None)
+    speculative = getattr(args, "speculative_retrieval", False)
+    if not iterative and (retriever is not None or speculative):
+        raise ValueError("--retriever and --speculative-retrieval need --iterative")
+    return AskRequest(question.strip(), args.index, args.model, args.drafter, args.top_k, args.max_new_tokens, args.datastore,
+                      iterative, retriever or "dense", speculative)
 
 
 def load_index(folder: Path):
@@ -84,6 +105,8 @@ def run_ask(request: AskRequest, pool: Any, as_json: bool, out: TextIO | None = 
     from specdraft.retrieval.pipeline import RAGConfig, RAGPipeline
 
     out, err = out or sys.stdout, err or sys.stderr
+    if request.iterative:
+        return run_iterative(request, pool, as_json, out, err)
     index = load_index(request.index)
     datastore = Datastore.load(request.datastore) if request.datastore is not None else None
     target = pool.get(request.model)
@@ -110,6 +133,38 @@ def run_ask(request: AskRequest, pool: Any, as_json: bool, out: TextIO | None = 
         f"{stats.target_forward_passes} target passes, {stats.wall_s:.2f} s",
         file=err,
     )
+    return payload
+
+
+def run_iterative(request: AskRequest, pool: Any, as_json: bool, out: TextIO, err: TextIO) -> dict:
+    """``--iterative``: answer with iterative RAG over the index's chunks (module docstring)."""
+    from specdraft.apps.iterative_rag import IterativeRetrievers, iterative_rag
+    from specdraft.retrieval.iterative import RetrievalRecord
+
+    index = load_index(request.index)
+    retriever, collection = IterativeRetrievers().get(index, request.retriever)
+    rag = iterative_rag(pool.get(request.model), retriever, collection, request.max_new_tokens, request.speculative_retrieval)
+    stream = rag.stream(request.question)
+    for event in stream:
+        if not as_json and not isinstance(event, RetrievalRecord):
+            out.write(event.text)
+            out.flush()
+    answer = stream.answer
+    payload = {**answer.to_dict(), "model": request.model, "retriever": request.retriever,
+               "speculative_retrieval": request.speculative_retrieval}
+    if as_json:
+        out.write(json.dumps(payload, ensure_ascii=False) + "\n")
+        return payload
+    out.write("\nRetrievals:\n")
+    for record in answer.retrievals:
+        out.write(f"  stride {record.stride}: [{collection.ids[record.doc]}] {record.source}, {record.status} "
+                  f"{_preview(collection.texts[record.doc], 60)}\n")
+    stats = answer.stats
+    spec = (f", {stats.get('cache_hits', 0)} cache hits, {stats.get('rollbacks', 0)} rollbacks"
+            if request.speculative_retrieval else "")
+    print(f"{len(answer.token_ids)} tokens, {len(answer.retrievals)} retrievals ({request.retriever}{spec}), "
+          f"retrieval {stats.get('retrieval_seconds', 0):.2f} s, generation {stats.get('generation_seconds', 0):.2f} s, "
+          f"{stats.get('wall_seconds', 0):.2f} s", file=err)
     return payload
 
 

@@ -13,6 +13,17 @@
   first ``{"passages": [...]}``, then one ``{"text", "source"}`` per piece of the answer, then
   ``{"answer": {...the whole object...}}`` and ``[DONE]`` (an error once streaming has begun: an
   ``{"error": ...}`` event and no ``[DONE]``).
+- ``POST /v1/rag/query`` with ``"iterative": true`` (``"retriever"?: "dense"|"hnsw"|"bm25"``,
+  ``"speculative_retrieval"?: bool``; ``drafter`` and ``top_k`` are a 400 there): iterative RAG over
+  the index's chunks (``specdraft.apps.iterative_rag``): a retrieval every 4 tokens, the top chunk in
+  the prompt; with speculative retrieval the same answer and chunks, faster. Answer:
+  ``IterativeAnswer.to_dict()`` (``answer``, ``token_ids``, ``finish_reason``, ``retrievals``: one
+  record per stride with ``source`` "retriever"|"cache" and ``status``
+  "exact"|"confirmed"|"rolled_back", ``stats``: retrieval/generation/wall seconds, cache hits,
+  rollbacks, ...) plus ``index``, ``model``, ``retriever``, ``speculative_retrieval``. Streamed:
+  ``{"retrieval": {...record, "doc_id", "text"}}`` before each stride's text, ``{"text"}`` pieces
+  (confirmed text only), then ``{"answer": {...}}`` and ``[DONE]``. A retriever that fails mid-answer
+  is a 502 naming it (streamed: an ``{"error"}`` event), never a different answer.
 - ``GET /v1/rag/indexes``: ``{"indexes": [names], "embedding_model", "datastore"}``.
 
 Errors: an unknown index is a 404; an index built with another embedding model, or one whose files
@@ -67,6 +78,8 @@ def add_documents() -> Response:
 def query() -> Response:
     state = current_state()
     req = parse_query_request(parse_json_body(request.get_data()), state.config)
+    if req.iterative:
+        return _iterative(state, req)
     stream = metrics.observe(_start(state, req, _index(state, req.index)), req.drafter)
     guard = current_guard()
     if req.stream:
@@ -74,6 +87,55 @@ def query() -> Response:
         return Response(events, mimetype="text/event-stream", headers={"Cache-Control": "no-cache"})
     answer = drain(stream, guard)
     return jsonify({**answer.to_dict(), **_about(req, state), **_limit_reached(guard)})
+
+
+def _iterative(state: ServiceState, req: QueryRequest) -> Response:
+    """An iterative answer (module docstring): retrievers cached per app and index version."""
+    from specdraft.apps.iterative_rag import IterativeRetrievers, iterative_rag
+    from specdraft.retrieval.iterative import RetrieverError
+
+    index = _index(state, req.index)
+    retrievers = current_app.extensions.setdefault("specdraft_iterative_retrievers", IterativeRetrievers())
+    try:
+        retriever, collection = retrievers.get(index, req.retriever)
+        stream = iterative_rag(state.target(), retriever, collection, req.max_tokens, req.speculative_retrieval).stream(req.question)
+    except ValueError as error:  # an empty index, a question that does not fit the context
+        raise RequestError(str(error), "question") from None
+    about = {"index": req.index, "model": state.config.model, "retriever": req.retriever,
+             "speculative_retrieval": req.speculative_retrieval}
+    guard = current_guard()
+    if req.stream:
+        return Response(_iterative_events(stream, collection, about, guard, current_app.logger),
+                        mimetype="text/event-stream", headers={"Cache-Control": "no-cache"})
+    try:
+        answer = drain(stream, guard)
+    except RetrieverError as error:
+        return jsonify(error_body(str(error), SERVER_ERROR, "retriever")), 502
+    return jsonify({**answer.to_dict(), **about, **_limit_reached(guard)})
+
+
+def _iterative_events(stream: Any, collection: Any, about: dict[str, Any], guard: RequestGuard, logger: logging.Logger) -> Iterator[str]:
+    """The streamed iterative answer (module docstring); runs after the request handler has returned."""
+    from specdraft.apps.iterative_rag import event_dict
+    from specdraft.retrieval.iterative import RetrieverError
+
+    try:
+        for item in stream:
+            yield event(event_dict(item, collection))
+            if guard.should_stop():
+                break
+        answer = stream.stop()
+        if guard.client_gone:
+            return
+        yield event({"answer": {**answer.to_dict(), **about, **_limit_reached(guard)}})
+    except RetrieverError as error:
+        yield event(error_body(str(error), SERVER_ERROR, "retriever"))
+        return
+    except Exception:
+        logger.exception("iterative RAG answer failed while streaming")
+        yield event(error_body(INTERNAL_ERROR_MESSAGE, SERVER_ERROR))
+        return
+    yield DONE_EVENT
 
 
 @bp.get("/indexes")

@@ -19,6 +19,7 @@ from .rag_indexes import IndexStore
 from .validation import _ABSENT, RequestError, _boolean, _describe, _integer, required_string
 
 DEFAULT_INDEX = "default"
+ITERATIVE_RETRIEVERS = ("dense", "hnsw", "bm25")
 MAX_QUESTION_CHARS = 4000
 
 
@@ -36,6 +37,9 @@ class QueryRequest:
     drafter: str
     max_tokens: int
     stream: bool = False
+    iterative: bool = False  # iterative RAG (specdraft.apps.iterative_rag); drafter and top_k do not apply
+    retriever: str = "dense"
+    speculative_retrieval: bool = False
 
 
 def parse_documents_request(body: Mapping[str, Any], config: ServiceConfig) -> DocumentsRequest:
@@ -55,10 +59,18 @@ def parse_documents_request(body: Mapping[str, Any], config: ServiceConfig) -> D
 
 
 def parse_query_request(body: Mapping[str, Any], config: ServiceConfig) -> QueryRequest:
-    """Validate ``{"index"?, "question", "top_k"?, "drafter"?, "max_tokens"?, "stream"?}``."""
+    """Validate ``{"index"?, "question", "top_k"?, "drafter"?, "max_tokens"?, "stream"?, "iterative"?,
+    "retriever"?, "speculative_retrieval"?}``. ``retriever`` and ``speculative_retrieval`` need
+    ``"iterative": true``, which takes neither ``drafter`` nor ``top_k`` (one chunk per stride)."""
     top_k = _integer(body, "top_k", 1, config.max_rag_top_k)
     max_tokens = _integer(body, "max_tokens", 1, config.max_tokens_limit)
     stream = _boolean(body, "stream")
+    iterative = _boolean(body, "iterative")
+    if iterative is True:
+        return _iterative_request(body, config, max_tokens, stream)
+    for name in ("retriever", "speculative_retrieval"):
+        if body.get(name) is not None:
+            raise RequestError(f"{name} applies to iterative answers only: add \"iterative\": true", name)
     return QueryRequest(
         index=_index(body),
         question=_question(body),
@@ -66,6 +78,27 @@ def parse_query_request(body: Mapping[str, Any], config: ServiceConfig) -> Query
         drafter=_drafter(body, config),
         max_tokens=config.default_max_tokens if max_tokens is _ABSENT else max_tokens,
         stream=False if stream is _ABSENT else stream,
+    )
+
+
+def _iterative_request(body: Mapping[str, Any], config: ServiceConfig, max_tokens: Any, stream: Any) -> QueryRequest:
+    for name, why in (("drafter", "iterative answers draft nothing"), ("top_k", "iterative answers put one chunk per stride in the prompt")):
+        if body.get(name) is not None:
+            raise RequestError(f"{name} does not apply with \"iterative\": true ({why})", name)
+    retriever = body.get("retriever")
+    if retriever is not None and retriever not in ITERATIVE_RETRIEVERS:
+        raise RequestError(f"retriever must be one of {', '.join(ITERATIVE_RETRIEVERS)}; got {_describe(retriever)}", "retriever")
+    speculative = _boolean(body, "speculative_retrieval")
+    return QueryRequest(
+        index=_index(body),
+        question=_question(body),
+        top_k=1,
+        drafter="none",
+        max_tokens=config.default_max_tokens if max_tokens is _ABSENT else max_tokens,
+        stream=False if stream is _ABSENT else stream,
+        iterative=True,
+        retriever=retriever or ITERATIVE_RETRIEVERS[0],
+        speculative_retrieval=speculative is True,
     )
 
 

@@ -1,0 +1,86 @@
+"""Iterative RAG over a saved ``DocumentIndex``, for ``specdraft ask --iterative`` and the RAG HTTP API.
+
+``IterativeRetrievers`` turns an index into the ``Collection`` of its chunks (row ``i`` = the index's
+chunk ``i``; ids ``"<document id>#<n>"``) and builds one retriever per kind over it (``dense``:
+exact FAISS flat, ``hnsw``: FAISS HNSW, ``bm25``: bm25s; ``specdraft.retrieval.iterative``). The
+dense kinds reuse the index's own vectors (read back from its FAISS index when it stores them,
+else embedded again) and embed queries with the index's embedder. Retrievers are cached per
+(index object, its chunk count, kind): an index that gains documents, or is replaced by a newer
+one, gets new retrievers; an answer in progress keeps the retriever it started with, so it never
+mixes two versions of an index.
+
+``event_dict`` is the JSON shape of one streamed event: ``{"retrieval": RetrievalRecord.to_dict()
++ "doc_id"}`` or ``{"text": ...}``.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import numpy as np
+
+from specdraft.retrieval.iterative import Collection, IterativeRAG, IterativeRAGConfig, RetrievalRecord, SpeculativeRetrievalConfig, make_retriever
+
+__all__ = ["RETRIEVER_CHOICES", "IterativeRetrievers", "collection_of", "iterative_rag", "event_dict"]
+
+RETRIEVER_CHOICES = ("dense", "hnsw", "bm25")
+
+
+def collection_of(index: Any) -> tuple[Collection, np.ndarray | None]:
+    """The index's chunks as a ``Collection``, and their unit vectors when FAISS can give them back."""
+    chunks = list(index._chunks)  # the chunk store, row-aligned with the FAISS index
+    if not chunks:
+        raise ValueError("the index holds no documents")
+    collection = Collection([chunk.text for chunk in chunks], [chunk.id for chunk in chunks])
+    vectors = None
+    cpu_index = getattr(index, "_cpu_index", None)
+    if cpu_index is not None and cpu_index.ntotal == len(chunks):
+        try:
+            vectors = np.ascontiguousarray(cpu_index.reconstruct_n(0, len(chunks)), dtype=np.float32)
+        except RuntimeError:  # an index kind that keeps no vectors (IVF without a direct map)
+            vectors = None
+    return collection, vectors
+
+
+class IterativeRetrievers:
+    """Retrievers over indexes, built once per (index, chunk count, kind); thread-safe."""
+
+    def __init__(self, capacity: int = 8) -> None:
+        self._cache: dict[tuple[int, int, str], tuple[Any, Collection, Any]] = {}
+        self._lock = threading.Lock()
+        self._capacity = capacity
+
+    def get(self, index: Any, kind: str) -> tuple[Any, Collection]:
+        if kind not in RETRIEVER_CHOICES:
+            raise ValueError(f"retriever must be one of {', '.join(RETRIEVER_CHOICES)}, got {kind!r}")
+        key = (id(index), len(index), kind)
+        with self._lock:
+            hit = self._cache.get(key)
+            if hit is not None and hit[2] is index:
+                return hit[0], hit[1]
+            collection, vectors = collection_of(index)
+            embedder = None if kind == "bm25" else index.embedder
+            retriever = make_retriever(kind, collection, embedder, vectors if kind != "bm25" else None)
+            if len(self._cache) >= self._capacity:
+                self._cache.pop(next(iter(self._cache)))
+            self._cache[key] = (retriever, collection, index)  # the index is held so its id is not reused
+            return retriever, collection
+
+
+def iterative_rag(model: Any, retriever: Any, collection: Collection, max_new_tokens: int, speculative: bool) -> IterativeRAG:
+    """Iterative RAG with the default stride and query length; speculative retrieval (async
+    verification, OS^3) when ``speculative``."""
+    config = IterativeRAGConfig(max_new_tokens=max_new_tokens)
+    spec = SpeculativeRetrievalConfig() if speculative else None
+    return IterativeRAG(model, retriever, collection, config, speculative=spec)
+
+
+def event_dict(event: Any, collection: Collection) -> dict[str, Any]:
+    """One streamed event as JSON (module docstring)."""
+    if isinstance(event, RetrievalRecord):
+        record = event.to_dict()
+        record["doc_id"] = collection.ids[event.doc]
+        record["text"] = collection.texts[event.doc]
+        return {"retrieval": record}
+    return {"text": event.text}
