@@ -13,13 +13,18 @@ from __future__ import annotations
 import secrets
 import threading
 from dataclasses import dataclass
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 from specdraft import Drafter, Model, ModelConfig, SamplingParams, check_same_tokenizer, load_model
 from specdraft.drafters import DraftModelConfig, DraftModelDrafter, PromptLookupDrafter
 from specdraft.retrieval.pipeline import GENERAL_DRAFTERS, NO_DRAFTER, PROMPT_LOOKUP
 from specdraft.retrieval.prompt_passages import DOCUMENTS, documents_drafter
 from specdraft.sampling import PositionalRandom
+
+if TYPE_CHECKING:
+    from specdraft.engine_backend import EngineConfig
+
+ENGINE = "engine"  # the --backend that verifies on a serving engine (specdraft.engine_backend)
 
 # The general drafters: those the RAG pipeline shares (named once, in retrieval.pipeline), the passages
 # of the prompt (retrieval.prompt_passages), and a draft model.
@@ -28,25 +33,52 @@ DRAFTER_NAMES = (*GENERAL_DRAFTERS, DOCUMENTS, "model:NAME")
 
 class ModelPool:
     """Loads each model once (thread-safe) and hands out the shared instance. ``backend``,
-    ``device``, ``dtype`` and ``context`` are ``ModelConfig``'s, for every model of the pool."""
+    ``device``, ``dtype`` and ``context`` are ``ModelConfig``'s, for every model of the pool.
 
-    def __init__(self, device: str = "auto", dtype: str = "auto", backend: str = "auto", context: int = 0) -> None:
-        ModelConfig(device=device, dtype=dtype, backend=backend, context=context)  # validates them
+    ``backend="engine"`` (with ``engine``, an ``EngineConfig``): ``get(name)`` is the serving engine's
+    model (``specdraft.engine_backend.EngineModel``) with ``name`` loaded here only for its tokenizer
+    (the GGUF file through llama.cpp for the llama-cpp-python server, else ``auto``); draft models
+    (``get_local``) still run here."""
+
+    def __init__(self, device: str = "auto", dtype: str = "auto", backend: str = "auto", context: int = 0,
+                 engine: "EngineConfig | None" = None) -> None:
+        if (backend == ENGINE) != (engine is not None):
+            raise ValueError("the engine backend needs an engine (--engine-url), and an engine needs --backend engine")
+        local = backend if engine is None else ("llama-cpp" if engine.api == "llama-cpp-server" else "auto")
+        ModelConfig(device=device, dtype=dtype, backend=local, context=context)  # validates them
         self.device = device
         self.dtype = dtype
         self.backend = backend
+        self.local_backend = local
         self.context = context
+        self.engine = engine
         self._models: dict[str, Model] = {}
+        self._local: dict[str, Model] = {}
         self._lock = threading.Lock()
 
     def config(self, name: str) -> ModelConfig:
-        return ModelConfig(name, self.device, self.dtype, self.backend, self.context)
+        return ModelConfig(name, self.device, self.dtype, self.local_backend, self.context)
 
     def get(self, name: str) -> Model:
+        local = self.get_local(name) if self.engine is not None else None
         with self._lock:
             if name not in self._models:
-                self._models[name] = load_model(self.config(name))
+                if local is None:
+                    self._models[name] = load_model(self.config(name))
+                else:
+                    from specdraft.engine_backend import EngineModel
+
+                    self._models[name] = EngineModel(self.engine, local)
             return self._models[name]
+
+    def get_local(self, name: str) -> Model:
+        """``name`` run on this machine (the same as ``get`` unless the pool's backend is an engine)."""
+        if self.engine is None:
+            return self.get(name)
+        with self._lock:
+            if name not in self._local:
+                self._local[name] = load_model(self.config(name))
+            return self._local[name]
 
     def add(self, name: str, model: Model) -> None:
         with self._lock:
@@ -74,7 +106,7 @@ class DrafterSpec:
     def prepare(self, pool: ModelPool, target: Model) -> None:
         """Load what the drafter needs ahead of the first request (and check tokenizers)."""
         if self.kind == "model":
-            check_same_tokenizer(pool.get(self.model), target)
+            check_same_tokenizer(pool.get_local(self.model), target)
 
     def build(
         self, pool: ModelPool, target: Model, sampling: SamplingParams, seed: int | None = None, prompt_texts: Sequence[str] = ()
@@ -89,4 +121,4 @@ class DrafterSpec:
         if self.kind == DOCUMENTS:
             return documents_drafter(target.tokenizer, prompt_texts)
         rng = PositionalRandom(secrets.randbits(62) if seed is None else seed)
-        return DraftModelDrafter(pool.get(self.model), target.vocab_size, sampling, rng, DraftModelConfig(self.tree_width))
+        return DraftModelDrafter(pool.get_local(self.model), target.vocab_size, sampling, rng, DraftModelConfig(self.tree_width))

@@ -1,0 +1,188 @@
+"""EngineModel and EngineTarget: the ``Model`` and ``Target`` protocols over a serving engine's HTTP API.
+
+``EngineModel(EngineConfig(url, api), local)`` is a model that an existing serving engine (vLLM,
+SGLang, the llama-cpp-python server) runs: ``SpeculativeGenerator(EngineModel(...), drafter)`` drafts
+on this machine (copies, passages, a datastore, a small draft model) and has the engine verify, one
+HTTP request per draft branch. ``local`` is a model on this machine with the engine's tokenizer
+(compared with the engine's at start-up where the engine can tokenize): it encodes prompts and
+decodes text; nothing of it runs as the target.
+
+What the engine returns is each prompt position's top-1 log-probability, so an ``EngineTarget``
+returns only the target's choices (``returns_logits`` False) and is **greedy only**:
+
+- greedy verification is exact from the top-1: a draft token is kept while it is the engine's
+  argmax after the tokens before it, and the first row that differs gives the engine's own token.
+  Ties (two tokens with the same log-probability) are read as the engine reports them: vLLM's rank
+  1, SGLang's first top entry, llama-cpp-python's first top entry (its greedy sampler picks the
+  lowest id among equal logits; in float32 an exact tie of distinct tokens is all but unseen).
+- sampling is refused (``new_target`` raises ``ValueError``): lossless sampling needs either the
+  whole distribution per row (rejection sampling) or the engine drawing each position's token with
+  specdraft's positional randomness (sample-and-compare); these APIs give neither (top-k only, and
+  the engine's own seeded sampler draws by request order, not by position).
+- trees: each root-to-leaf branch is one request (context + branch); ``EngineConfig.branches``
+  (default 1) is what the target asks for, so the generator sends the drafter's best branch only.
+
+Calls map onto requests as follows: ``prefill`` sends nothing (the first ``verify`` carries the
+context), ``verify`` sends one request per branch (each counted in ``forward_passes`` and timed into
+``EngineModel.cost`` by width, which the draft-length policy reads), ``commit`` is local, ``close``
+sends nothing. Misuse raises ``RuntimeError`` as the local targets do. Failures of the engine raise
+``EngineError`` (unreachable, refused, unusable answer) with the engine's address.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Sequence
+
+from ..cost import PassCostProfile
+from ..draft import Draft
+from ..sampling import TokenChooser
+from ..verification import Verification
+from .apis import PROBE_TEXT, SglangApi, VllmApi
+from .config import EngineConfig
+from .http import EngineClient, EngineError
+from .llama_server import LlamaServerApi
+
+DEFAULT_MAX_LENGTH = 2048  # the llama-cpp-python server's default n_ctx, where the engine does not say
+
+
+def make_api(config: EngineConfig, client: EngineClient, local: Any) -> Any:
+    if config.api == "vllm":
+        return VllmApi(client, config.model)
+    if config.api == "sglang":
+        return SglangApi(client, config.model)
+    return LlamaServerApi(client, config.model, local)
+
+
+class EngineModel:
+    """The engine's model (``Model`` protocol); text through ``local`` (see the module docstring)."""
+
+    backend = "engine"
+
+    def __init__(self, config: EngineConfig, local: Any) -> None:
+        self.config = config
+        self.local = local
+        self.client = EngineClient(config.base, config.timeout, config.api_key)
+        self.api = make_api(config, self.client, local)
+        self.info = self.api.info()
+        self._check_tokenizer()
+        self.name = f"{self.info['model']} @ {config.base}"
+        self.tokenizer = local.tokenizer
+        self.cost = PassCostProfile()
+        self._max_length = config.max_length or int(self.info.get("max_length") or 0) or DEFAULT_MAX_LENGTH
+
+    def _check_tokenizer(self) -> None:
+        """The engine's token ids for a probe text must equal the local tokenizer's (where the
+        engine can tokenize: vLLM's /tokenize, llama-cpp-python's /extras/tokenize)."""
+        try:
+            engine_ids = self.api.tokenize(PROBE_TEXT)
+        except EngineError:
+            engine_ids = None  # the engine has no tokenize route: nothing to compare
+        if engine_ids is not None and engine_ids != self.local.tokenizer.encode(PROBE_TEXT, add_special_tokens=False):
+            raise ValueError(f"the local model {getattr(self.local, 'name', self.local)!r} does not tokenize like "
+                             f"the engine's model {self.info['model']!r}")
+
+    @property
+    def exact(self) -> bool:
+        return self.config.exact
+
+    @property
+    def max_length(self) -> int:
+        return self._max_length
+
+    @property
+    def vocab_size(self) -> int:
+        return self.local.vocab_size
+
+    @property
+    def eos_token_ids(self) -> frozenset[int]:
+        return self.local.eos_token_ids
+
+    @property
+    def has_chat_template(self) -> bool:
+        return self.local.has_chat_template
+
+    def encode(self, text: str) -> list[int]:
+        return self.local.encode(text)
+
+    def encode_chat(self, messages: Sequence[dict]) -> list[int]:
+        return self.local.encode_chat(messages)
+
+    def decode(self, ids: Sequence[int]) -> str:
+        return self.local.decode(ids)
+
+    def new_target(self, chooser: TokenChooser = TokenChooser()) -> "EngineTarget":
+        if not chooser.params.greedy:
+            raise ValueError("the engine backend verifies greedy decoding only (temperature 0): an engine's "
+                             "top-1 log-probabilities cannot verify sampled tokens losslessly")
+        return EngineTarget(self)
+
+
+class EngineTarget:
+    """One sequence verified by the engine (``Target`` protocol; see the module docstring)."""
+
+    returns_logits = False
+
+    def __init__(self, model: EngineModel) -> None:
+        self.model = model
+        self._context: list[int] | None = None
+        self._verified: Draft | None = None
+        self.forward_passes = 0
+
+    @property
+    def context_length(self) -> int:
+        return len(self._context or ())
+
+    @property
+    def max_length(self) -> int:
+        return self.model.max_length
+
+    @property
+    def max_branches(self) -> int:
+        return self.model.config.branches
+
+    def prefill(self, context_ids: Sequence[int]) -> None:
+        if self._context is not None:
+            raise RuntimeError("prefill() starts a sequence; this target already holds one")
+        if not context_ids:
+            raise ValueError("the context must hold at least one token")
+        self._context = [int(t) for t in context_ids]
+
+    def verify(self, draft: Draft) -> Verification:
+        if self._verified is not None:
+            raise RuntimeError("verify() twice without commit()")
+        if self._context is None:
+            raise RuntimeError("verify() before prefill()")
+        context = self._context
+        if len(context) + draft.max_depth >= self.max_length:
+            raise ValueError(f"{len(context)} tokens and a draft {draft.max_depth} deep exceed the engine's context of {self.max_length}")
+        first = len(context)
+        choices: list[int] = [-1] * (1 + len(draft))  # -1: a row the acceptance walk cannot reach
+        branches = [draft.path_to(leaf) for leaf in draft.leaves] or [[]]
+        for path in branches:
+            tokens = [draft.tokens[node] for node in path]
+            start = time.perf_counter()
+            rows = self.model.api.choices(context + tokens, first)
+            self.model.cost.record(1 + len(tokens), time.perf_counter() - start)
+            self.forward_passes += 1
+            choices[0] = rows[0]
+            for depth, node in enumerate(path, start=1):
+                if depth < len(rows):
+                    choices[1 + node] = rows[depth]
+                elif rows[:depth] == tokens[:depth]:  # the walk reaches this row and the engine did not answer it
+                    raise EngineError("the engine's own next tokens cannot be sent back to it as text "
+                                      "(llama-cpp-python server); use an engine that takes token ids")
+        self._verified = draft
+        return Verification.from_choices(choices)
+
+    def commit(self, path: Sequence[int], next_token: int) -> None:
+        if self._verified is None:
+            raise RuntimeError("commit() without verify()")
+        draft, self._verified = self._verified, None
+        assert self._context is not None
+        self._context.extend(draft.tokens[node] for node in path)
+        self._context.append(int(next_token))
+
+    def close(self) -> None:
+        self._context = None
+        self._verified = None
