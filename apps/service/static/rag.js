@@ -3,6 +3,10 @@
 //     retrieved passage is a link to the marked spot in that passage (spans[i].passage/passage_start);
 //  2. the retrieved passages, best first, with the cited ones flagged and the copied spots marked;
 //  3. what speculation did: tokens drafted, model passes, time.
+// With "Iterative retrieval" ticked it asks for an iterative answer ({"iterative": true, "retriever",
+// "speculative_retrieval"}) and shows every stride's retrieval instead: the chunk, whether it came
+// from the retriever or from the speculative cache and was confirmed or rolled back, its time, and
+// the time spent retrieving vs generating.
 // The "Add documents" form posts to POST /v1/rag/documents (one typed document, or the examples).
 "use strict";
 
@@ -19,7 +23,14 @@
 
   askForm.addEventListener("submit", async (event) => {
     event.preventDefault();
-    const payload = {
+    const iterative = document.getElementById("iterative").checked;
+    const payload = iterative ? {
+      question: document.getElementById("question").value,
+      index: document.getElementById("index").value,
+      iterative: true,
+      retriever: document.getElementById("retriever").value,
+      speculative_retrieval: document.getElementById("speculative-retrieval").checked,
+    } : {
       question: document.getElementById("question").value,
       index: document.getElementById("index").value,
       drafter: document.getElementById("drafter").value,
@@ -29,7 +40,8 @@
     status.textContent = "Retrieving and answering…";
     showError(errorBox, null);
     try {
-      render(await postJSON(askForm.dataset.api, payload));
+      const body = await postJSON(askForm.dataset.api, payload);
+      if (iterative) renderIterative(body); else render(body);
     } catch (error) {
       results.hidden = true;
       showError(errorBox, error.message);
@@ -62,6 +74,8 @@
 
   // --- rendering --------------------------------------------------------------------------------
   function render(body) {
+    document.getElementById("retrievals-card").hidden = true;
+    document.getElementById("passages-card").hidden = false;
     const marks = markPlan(body.passages, body.spans);
     renderAnswer(document.getElementById("answer"), body, marks);
     renderPassages(document.getElementById("passages"), body, marks);
@@ -72,6 +86,39 @@
       `${stats.generated_tokens} tokens in ${stats.target_forward_passes} model passes, ${seconds(stats.wall_s)}, drafter ${body.drafter}`;
     document.getElementById("citations").textContent =
       body.citations.length ? `the answer quotes ${body.citations.join(", ")}` : "none quoted";
+    results.hidden = false;
+  }
+
+  function renderIterative(body) {
+    document.getElementById("retrievals-card").hidden = false;
+    document.getElementById("passages-card").hidden = true;
+    document.getElementById("answer").textContent = body.answer;
+    const stats = body.stats;
+    const count = (status) => body.retrievals.filter((r) => r.status === status).length;
+    document.getElementById("draft-share").textContent = `${body.token_ids.length} tokens`;
+    document.getElementById("stats").textContent =
+      `${body.retrievals.length} retrievals (${body.retriever}${body.speculative_retrieval ? ", speculative" : ""}), ${seconds(stats.wall_seconds)}`;
+    document.getElementById("retrieval-summary").textContent = body.speculative_retrieval
+      ? `${count("confirmed")} from the cache and confirmed, ${count("rolled_back")} rolled back, ${count("exact")} searched`
+      : `${body.retrievals.length} searched`;
+    document.getElementById("retrieval-time").textContent =
+      `retrieving ${seconds(stats.retrieval_seconds)} (waited ${seconds(stats.retrieval_wait_seconds)}), generating ${seconds(stats.generation_seconds)}, wall ${seconds(stats.wall_seconds)}`;
+    const list = document.getElementById("retrievals");
+    list.replaceChildren();
+    for (const record of body.retrievals) {
+      const item = document.createElement("li");
+      item.dataset.status = record.status;
+      item.dataset.source = record.source;
+      const label = record.status === "exact" ? "retriever" : record.status === "confirmed" ? "cache, confirmed" : "rolled back";
+      item.append(element("span", label, `badge ${record.status}`), " ",
+        element("code", record.doc_ids[0] || String(record.doc)), " ",
+        element("span", `stride ${record.stride} · from token ${record.start_token} · ${seconds(record.seconds)}`, "meta"));
+      if (record.status === "rolled_back" && record.guessed.length) {
+        item.append(" ", element("span", `cache guessed chunk ${record.guessed[0]}`, "guess"));
+      }
+      item.append(element("div", `query: …${record.query.slice(-80)}`, "meta"));
+      list.append(item);
+    }
     results.hidden = false;
   }
 

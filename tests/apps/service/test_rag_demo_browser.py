@@ -98,3 +98,36 @@ def test_api_errors_are_shown_on_the_page(browser, server):
     index.send_keys("default")
     _, error = ask(browser, "   ")
     assert error.text == "Error 400: question must not be empty"
+
+
+@pytest.mark.parametrize("retriever", ["dense", "bm25"])
+def test_iterative_answer_shows_each_retrieval_and_the_time_split(browser, server, app, retriever):
+    client = app.test_client()
+    client.post("/v1/rag/documents", json={"documents": [{"id": f"iter-{retriever}", "text": ECHO_TEXT}]})
+    open_page(browser, server)
+    browser.find_element(By.ID, "iterative").click()
+    browser.find_element(By.ID, "speculative-retrieval").click()
+    browser.find_element(By.CSS_SELECTOR, f"#retriever option[value='{retriever}']").click()
+    results, error = ask(browser, QUESTION)
+    assert not error.is_displayed(), error.text
+    answer = browser.execute_script("return window.answers;")[-1]
+    plain = client.post("/v1/rag/query", json={"question": QUESTION, "iterative": True, "retriever": retriever}).get_json()
+    assert answer["speculative_retrieval"] is True and answer["retriever"] == retriever
+    assert answer["token_ids"] == plain["token_ids"]
+    assert [r["docs"] for r in answer["retrievals"]] == [r["docs"] for r in plain["retrievals"]]
+
+    assert browser.find_element(By.ID, "answer").get_property("textContent") == answer["answer"]
+    assert browser.find_element(By.ID, "retrievals-card").is_displayed()
+    assert not browser.find_element(By.ID, "passages-card").is_displayed()
+    items = browser.find_elements(By.CSS_SELECTOR, "#retrievals li")
+    assert [i.get_attribute("data-status") for i in items] == [r["status"] for r in answer["retrievals"]]
+    assert texts(browser, "#retrievals li code") == [r["doc_ids"][0] for r in answer["retrievals"]]
+    labels = {"exact": "retriever", "confirmed": "cache, confirmed", "rolled_back": "rolled back"}
+    assert texts(browser, "#retrievals li .badge") == [labels[r["status"]] for r in answer["retrievals"]]
+    timing = browser.find_element(By.ID, "retrieval-time").text
+    assert timing.startswith("retrieving ") and "generating " in timing and "wall " in timing
+
+    browser.find_element(By.ID, "iterative").click()  # back to the drafting answer: the passages again
+    ask(browser, QUESTION)
+    wait_for(browser, lambda: browser.find_element(By.ID, "passages-card").is_displayed())
+    assert not browser.find_element(By.ID, "retrievals-card").is_displayed()
