@@ -115,7 +115,7 @@ class EdgeRunner:
         Raises ``EdgeRefused`` when the server refuses the key."""
         if self._info is None:
             try:
-                with EdgeConnection(self.config.server, self.config.key, TransportConfig(timeout_s=min(self.config.timeout_s, 5.0))) as connection:
+                with EdgeConnection(self.config.server, self.config.key, TransportConfig(timeout_s=self.config.timeout_s)) as connection:
                     self._info = connection.request("GET", "/v1/edge/info")
             except ServerUnavailable:
                 return None

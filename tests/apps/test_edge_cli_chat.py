@@ -34,7 +34,7 @@ def chat_checkpoint(tmp_path_factory, tokenizer):
     return path, model
 
 
-def chat(url, path, turns, *extra, timeout=10.0):
+def chat(url, path, turns, *extra, timeout=60.0):
     command = [sys.executable, "-m", "specdraft.apps.cli", "edge", "--server", url, "--key", KEY, "--draft-model", str(path),
                "--backend", "transformers", "--max-new-tokens", "10", "--timeout", str(timeout), "--chat", *extra]
     return subprocess.run(command, input=turns, capture_output=True, text=True, timeout=300)

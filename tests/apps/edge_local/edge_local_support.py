@@ -63,7 +63,9 @@ def verify_server(tmp_path) -> Iterator[str]:
 
 @contextlib.contextmanager
 def laptop_endpoint(server_url: str, draft, key: str = KEY, **config) -> Iterator[LiveServer]:
-    """``specdraft edge serve``'s app for ``server_url`` drafting with ``draft``, live on loopback."""
+    """``specdraft edge serve``'s app for ``server_url`` drafting with ``draft``, live on loopback. Server
+    calls may take 60 s (``timeout_s``) before the server counts as lost: test machines are loaded."""
+    config.setdefault("timeout_s", 60.0)
     app = create_app(EdgeLocalConfig(server=server_url, key=key, draft_model="tiny-draft", **config), draft)
     with LiveServer(app) as live:
         yield live
