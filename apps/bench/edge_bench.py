@@ -55,9 +55,9 @@ class EdgeBenchConfig:
     runs; ``draft_model``/``draft_backend``: the laptop's model (sharing the server model's
     tokenizer); ``delays_ms``: added round trips; ``max_draft_nodes``: per verification."""
 
-    server_model: str = "qwen2.5-coder-0.5b"
-    server_backend: str = "transformers"
-    server_dtype: str = "float32"
+    server_model: str = "qwen2.5-coder-1.5b"
+    server_backend: str = "llama-cpp"
+    server_dtype: str = "auto"
     server_device: str = "cpu"
     draft_model: str = "qwen2.5-coder-0.5b"
     draft_backend: str = "llama-cpp"
@@ -98,6 +98,11 @@ class EdgeMeasurement:
     unverified_tokens: int = 0
     text: str = ""
     identical: bool | None = None
+    overlap_s: float = 0.0  # the client drafting while a verification was in flight (edge with the pipeline)
+    in_flight_s: float = 0.0  # verifications in flight
+    overlap_drafted_tokens: int = 0
+    overlap_emitted_tokens: int = 0  # of those, tokens that became verified output
+    side_passes: int = 0  # local passes on tree nodes off the main chain
 
 
 @dataclass
@@ -197,7 +202,9 @@ def edge(url: str, key: str, model, case: EdgeCase, delay_ms: int, method: str, 
         wall = time.perf_counter() - started
     s = result.stats
     return EdgeMeasurement(case.set, case.id, delay_ms, method, len(result.token_ids), wall, s["server_forward_passes"],
-                           s["round_trips"], s["verified_tokens"], s["verify_steps"], s["unverified_tokens"], result.text)
+                           s["round_trips"], s["verified_tokens"], s["verify_steps"], s["unverified_tokens"], result.text,
+                           overlap_s=s["overlap_s"], in_flight_s=s["in_flight_s"], overlap_drafted_tokens=s["overlap_drafted_tokens"],
+                           overlap_emitted_tokens=s["overlap_emitted_tokens"], side_passes=s["side_passes"])
 
 
 # --- the cases -----------------------------------------------------------------------------------------
@@ -293,6 +300,9 @@ def summarize(measurements: Sequence[EdgeMeasurement]) -> list[dict[str, Any]]:
             "verified_per_round_trip": round(sum(m.verified_tokens for m in ms) / steps, 3) if steps else None,
             "round_trips": sum(m.round_trips for m in ms), "unverified_tokens": sum(m.unverified_tokens for m in ms),
             "identical_rate": round(sum(bool(m.identical) for m in ms) / len(ms), 4),
+            "overlap_share": round(sum(m.overlap_s for m in ms) / wall, 3) if wall else 0.0,
+            "overlap_emitted_tokens": sum(m.overlap_emitted_tokens for m in ms),
+            "side_passes": sum(m.side_passes for m in ms),
         })
     return rows
 
@@ -308,15 +318,18 @@ def markdown(result: EdgeBenchResult) -> str:
         f"{os.cpu_count()} CPU cores shared by both), a TCP proxy adding {', '.join(str(d) for d in c['delays_ms'])} ms "
         f"round trip; {c['limit']} prompts per set ({', '.join(c['sets'])}), up to {c['max_new_tokens']} new tokens, greedy; "
         f"{env['time']}. tokens/s at the client, prefill included. Server passes/token: the server's forward passes per "
-        "generated token. Identical: text equal to the server-only greedy text. local-only runs without the network (delay -).",
+        "generated token. Identical: text equal to the server-only greedy text. local-only runs without the network (delay -). "
+        "Overlap: the share of the wall time the client drafted while a verification was in flight; overlap tokens: tokens "
+        "drafted then that became verified output.",
         "",
-        "| set | delay (ms) | method | tokens/s | server passes / token | verified / round trip | round trips | unverified tokens | identical |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| set | delay (ms) | method | tokens/s | server passes / token | verified / round trip | round trips | unverified tokens | identical | overlap | overlap tokens |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in sorted(result.rows, key=lambda r: (r["set"], r["delay_ms"], r["method"] != "server-only", r["method"])):
         vpr = "-" if r["verified_per_round_trip"] is None else str(r["verified_per_round_trip"])
         lines.append(f"| {r['set']} | {'-' if r['delay_ms'] < 0 else r['delay_ms']} | {r['method']} | {r['tokens_per_s']} | "
-                     f"{r['server_passes_per_token']} | {vpr} | {r['round_trips']} | {r['unverified_tokens']} | {r['identical_rate']:.0%} |")
+                     f"{r['server_passes_per_token']} | {vpr} | {r['round_trips']} | {r['unverified_tokens']} | {r['identical_rate']:.0%} | "
+                     f"{r.get('overlap_share', 0.0):.0%} | {r.get('overlap_emitted_tokens', 0)} |")
     return "\n".join(lines) + "\n"
 
 

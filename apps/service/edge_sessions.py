@@ -37,7 +37,7 @@ from typing import Sequence
 import numpy as np
 
 from specdraft import ROOT, Draft, Model, SamplingParams, TokenChooser
-from specdraft.acceptance import follow_choices, speculative_accept
+from specdraft.acceptance import Acceptance, follow_choices, speculative_accept
 from specdraft.sampling import PositionalRandom, warp
 
 
@@ -90,6 +90,14 @@ def _merge_repeats(draft: Draft) -> tuple[Draft, list[int]]:
             parents.append(new_parent)
         node_of.append(node)
     return Draft(tuple(tokens), tuple(parents)), node_of
+
+
+def sampled_acceptance(draft: Draft, node_of: Sequence[int], logits, sampling: SamplingParams, seed: int, position: int) -> Acceptance:
+    """Speculative sampling over ``draft`` (nodes carrying ``q``) given the target's ``logits`` for
+    the merged tree (``_merge_repeats``: row ``1 + node_of[i]`` predicts after node ``i``), warped
+    by the session's ``sampling``, uniforms keyed by (``seed``, position) from ``position``."""
+    rows = [0] + [1 + node_of[i] for i in range(len(draft))]
+    return speculative_accept(draft, warp(logits, sampling).cpu()[rows], PositionalRandom(seed), position)
 
 
 class DraftRows:
@@ -195,9 +203,7 @@ class EdgeSession:
         verification = self.target.verify(merged)
         if draft.probs is not None and not self.sampling.greedy and verification.logits is not None:
             choices: list[int] = []
-            rows = [0] + [1 + node_of[i] for i in range(len(draft))]  # the merged node's row for every node
-            target_probs = warp(verification.logits, self.sampling).cpu()[rows]
-            accepted = speculative_accept(draft, target_probs, PositionalRandom(self.seed), position)
+            accepted = sampled_acceptance(draft, node_of, verification.logits, self.sampling, self.seed, position)
         else:
             own = [verification.choice(row) for row in range(len(verification))]
             choices = [own[0]] + [own[1 + node_of[i]] for i in range(len(draft))]  # per node of the draft sent
