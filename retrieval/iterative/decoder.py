@@ -147,8 +147,10 @@ class StrideDecoder:
     def checkpoint(self) -> Checkpoint:
         return Checkpoint(tuple(self.ops), len(self.answer), self.docs)
 
-    def restore(self, checkpoint: Checkpoint) -> None:
-        """Go back to ``checkpoint`` (taken earlier in this answer, with the same answer tokens before it)."""
+    def restore(self, checkpoint: Checkpoint, next_docs: Sequence[int] | None = None) -> None:
+        """Go back to ``checkpoint`` (taken earlier in this answer, with the same answer tokens
+        before it). ``next_docs``: the documents the next ``begin`` will get; when they differ from
+        the checkpoint's, that ``begin`` re-prefills after the prefix anyway, so nothing is replayed."""
         if checkpoint.answer_len > len(self.answer):
             raise ValueError("a checkpoint past the answer")
         del self.answer[checkpoint.answer_len :]
@@ -158,10 +160,14 @@ class StrideDecoder:
                 break
             shared += 1
         self._truncate(shared)
+        self._logits = None
+        if next_docs is not None and tuple(int(d) for d in next_docs) != checkpoint.docs:
+            self._truncate(1)
+            self.docs = None  # the next begin() prefills its documents after the prefix
+            return
         for op in checkpoint.ops[shared:]:
             self._run(op, replay=True)
         self.docs = checkpoint.docs
-        self._logits = None
 
     def close(self) -> None:
         close = getattr(self.session, "close", None)

@@ -15,7 +15,8 @@ documents equal plain iterative RAG's (greedy and seeded sampling).
 (the answering thread blocked on a search), ``cache_seconds``, ``generation_seconds`` (model
 passes), ``wall_seconds`` (the wall clock, from the question to the answer), ``searches`` /
 ``searched_queries``, ``model_passes``, ``prefill_tokens``, ``replayed_tokens``, ``strides``,
-``generated_tokens``; with speculation also ``speculated_strides``, ``cache_hits``, ``rollbacks``,
+``generated_tokens``; with speculation also ``speculated_strides``, ``overlapped_strides`` (speculated
+while a verification was running), ``cache_hits``, ``rollbacks``,
 ``verifications``, ``discarded_tokens``, ``stride_counts`` (the s of each verification), ``async``.
 """
 

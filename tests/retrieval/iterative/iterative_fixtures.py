@@ -4,6 +4,9 @@ it, and a reference implementation of plain iterative RAG with no cache reuse at
 
 from __future__ import annotations
 
+import threading
+import time
+
 import numpy as np
 
 from hash_embedder import HashEmbedder
@@ -50,3 +53,30 @@ def reference_answer(model, retriever, collection, config, question: str, max_ne
         if done:
             break
     return answer, docs_per_stride
+
+
+class Disagreeing:
+    """A retriever whose ``score`` makes the cache guess wrong for the chosen queries: the true top
+    document scores lowest, every other cached document the same (the lowest row wins).
+    ``delay``: seconds each ``search`` sleeps (so an asynchronous verification is still running
+    while the model generates); ``threads`` records the thread of each search."""
+
+    def __init__(self, inner, wrong_queries=(), delay: float = 0.0) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.wrong = set(wrong_queries)
+        self.delay = delay
+        self.threads: list[str] = []
+
+    def search(self, queries, k):
+        self.threads.append(threading.current_thread().name)
+        if self.delay:
+            time.sleep(self.delay)
+        return self.inner.search(queries, k)
+
+    def score(self, query, docs):
+        scores = self.inner.score(query, docs)
+        if query not in self.wrong:
+            return scores
+        top = self.inner.search([query], 1)[0][0].doc
+        return np.where(np.asarray(docs) == top, -1.0, 0.0)

@@ -1,0 +1,103 @@
+"""OS^3, RaLMSpec's optimal speculation stride scheduler: how many strides to answer from the cache
+before verifying them.
+
+With acceptance rate ``g`` (the chance that a cached guess is the retriever's answer), ``a`` the
+seconds of one speculative stride (cache lookup + generating the stride) and ``b`` the seconds of
+a batched verification, speculating ``s`` strides settles on average
+
+    E(s) = 1 + g + ... + g^(s-1) = (1 - g^s) / (1 - g)        (s when g = 1)
+
+strides per verification (the matched guesses, plus the stride regenerated after the first wrong
+one), and takes, in this pipeline,
+
+    synchronous:  T(s) = s*a + b + (1 - g^s)*a
+    asynchronous: T(s) = g^s * max(s*a, b) + (1 - g^s) * (s*a + b + a)
+
+(asynchronously the next strides are speculated while the verification runs, so a round that is
+all correct costs the longer of the two; a round with a wrong guess loses what was speculated
+meanwhile and regenerates one stride). OS^3 picks the ``s`` in ``[1, max_strides]`` with the most
+expected strides per second, ``E(s) / T(s)``. ``g`` is estimated as matched / compared guesses over
+the last ``window`` verifications (a round compares guesses up to its first wrong one), starting
+from ``prior``; ``a`` and ``b`` are the means of the last ``window`` measurements. Until both are
+measured the scheduler answers ``initial``. Only the speed depends on ``s``; the answer does not.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+
+__all__ = ["OS3Config", "OS3Scheduler", "expected_strides", "round_seconds"]
+
+
+@dataclass(frozen=True)
+class OS3Config:
+    max_strides: int = 4
+    window: int = 5
+    prior: float = 0.5
+    asynchronous: bool = True
+    enabled: bool = True  # False: always max_strides
+
+    def __post_init__(self) -> None:
+        if self.max_strides < 1 or self.window < 1 or not 0.0 <= self.prior <= 1.0:
+            raise ValueError("max_strides and window must be >= 1 and prior in [0, 1]")
+
+
+def expected_strides(s: int, g: float) -> float:
+    """Strides settled by one verification of ``s`` guesses each right with probability ``g``."""
+    return float(s) if g >= 1.0 else (1.0 - g**s) / (1.0 - g)
+
+
+def round_seconds(s: int, g: float, a: float, b: float, asynchronous: bool) -> float:
+    """Expected seconds of one round of ``s`` speculative strides and their verification."""
+    hit = g**s
+    if asynchronous:
+        return hit * max(s * a, b) + (1.0 - hit) * (s * a + b + a)
+    return s * a + b + (1.0 - hit) * a
+
+
+class OS3Scheduler:
+    def __init__(self, config: OS3Config = OS3Config()) -> None:
+        self.config = config
+        self._rounds: deque[tuple[int, int]] = deque(maxlen=config.window)
+        self._strides: deque[float] = deque(maxlen=config.window)
+        self._verifications: deque[float] = deque(maxlen=config.window)
+
+    @property
+    def initial(self) -> int:
+        return max(1, self.config.max_strides // 2)
+
+    def observe_round(self, matched: int, compared: int) -> None:
+        """A verification compared ``compared`` guesses (up to the first wrong one) and ``matched`` were right."""
+        if compared > 0:
+            self._rounds.append((matched, compared))
+
+    def observe_stride(self, seconds: float) -> None:
+        self._strides.append(seconds)
+
+    def observe_verification(self, seconds: float) -> None:
+        self._verifications.append(seconds)
+
+    @property
+    def acceptance(self) -> float:
+        compared = sum(c for _, c in self._rounds)
+        if compared == 0:
+            return self.config.prior
+        return sum(m for m, _ in self._rounds) / compared
+
+    def strides(self) -> int:
+        """The number of strides to speculate before the next verification."""
+        config = self.config
+        if not config.enabled:
+            return config.max_strides
+        if not self._strides or not self._verifications:
+            return min(self.initial, config.max_strides)
+        g = self.acceptance
+        a = sum(self._strides) / len(self._strides)
+        b = sum(self._verifications) / len(self._verifications)
+        best, best_rate = 1, -1.0
+        for s in range(1, config.max_strides + 1):
+            rate = expected_strides(s, g) / max(round_seconds(s, g, a, b, config.asynchronous), 1e-12)
+            if rate > best_rate + 1e-12:
+                best, best_rate = s, rate
+        return best

@@ -1,0 +1,194 @@
+"""Speculative retrieval (RaLMSpec) over plain iterative RAG, with the same answer.
+
+Stride 0 is retrieved for real (its top ``prefetch_k`` documents fill the cache). Every later
+stride is **speculated**: its documents are guessed from the per-request cache (``SpeculativeCache``,
+the retriever's own scoring), the decoder checkpoints the boundary, and the stride is generated
+with the guess. After ``s`` speculated strides (``s`` from OS^3, ``os3.OS3Scheduler``) their
+queries are verified in ONE ``search`` call. Each verified query's top ``prefetch_k`` documents
+enter the cache. Guesses equal to the retriever's top documents are confirmed, in order; at the
+first that differs, everything generated from that stride on is dropped, the decoder is restored
+to that stride's checkpoint (``StrideDecoder.restore``: the cache plain RAG would hold there), and
+the stride is generated again with the retriever's documents. Confirmed strides are streamed
+(record, then text); nothing unconfirmed is ever shown.
+
+Asynchronous verification (``async_verify``): the batched search runs on a worker thread while the
+answering thread speculates up to ``s`` more strides; when the verification returns, a wrong
+guess drops those strides too. FAISS and numpy release the GIL in their heavy loops, so the search
+and the model's passes really overlap; the wall clock in ``stats`` is the measured one.
+
+Why the answer is plain RAG's: a stride's tokens are kept only once its documents are known to be
+the retriever's for its query, and its query depends only on kept tokens; the tokens themselves
+come from the same passes in the same order as plain RAG's (``decoder``) and the same chooser
+(greedy, or draws keyed by seed and answer position).
+"""
+
+from __future__ import annotations
+
+import time
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Iterator
+
+from .answering import Answering, Event
+from .config import SpeculativeRetrievalConfig
+from .decoder import Checkpoint
+from .os3 import OS3Config, OS3Scheduler
+from .retriever import ScoredDoc
+from .spec_cache import SpeculativeCache
+
+__all__ = ["answer_speculatively"]
+
+
+@dataclass
+class _Guess:
+    """One speculated stride, waiting for its verification."""
+
+    stride: int
+    start: int  # its first answer token
+    query: str
+    docs: tuple[int, ...]
+    checkpoint: Checkpoint
+    seconds: float  # the cache lookup
+    upto: int  # answer length after it
+    ended: str | None  # the answer ended in this stride (if its guess holds)
+
+
+def answer_speculatively(state: Answering, config: SpeculativeRetrievalConfig) -> Iterator[Event]:
+    """Yield confirmed records and text, as plain iterative RAG would (see the module docstring)."""
+    run = _Speculation(state, config)
+    try:
+        yield from run.run()
+    finally:
+        run.close()
+
+
+class _Speculation:
+    def __init__(self, state: Answering, config: SpeculativeRetrievalConfig) -> None:
+        self.state = state
+        self.config = config
+        self.k = max(state.config.docs_in_prompt, config.prefetch_k)
+        self.cache = SpeculativeCache(state.retriever)
+        self.scheduler = OS3Scheduler(OS3Config(config.max_strides, config.os3_window, config.prior_acceptance,
+                                                config.async_verify, config.os3))
+        self.executor = ThreadPoolExecutor(1, thread_name_prefix="specdraft-verify") if config.async_verify else None
+        self.unverified: list[_Guess] = []
+        self.inflight: tuple[Future, list[_Guess]] | None = None
+        self.end: str | None = None  # the answer, as speculated so far, has ended
+        self.next_stride = 0
+        state.stats.update(speculated_strides=0, overlapped_strides=0, cache_hits=0, rollbacks=0, verifications=0, discarded_tokens=0,
+                           stride_counts=[], async_verify=config.async_verify, os3=config.os3)
+
+    @property
+    def s(self) -> int:
+        return self.scheduler.strides()
+
+    def run(self) -> Iterator[Event]:
+        state = self.state
+        yield from self._exact_first_stride()
+        while not state.finished:
+            if self.inflight is not None and (self.inflight[0].done() or self._must_wait()):
+                yield from self._settle(*self._collect())
+            elif self.unverified and self.inflight is None and (len(self.unverified) >= self.s or self.end is not None):
+                self._submit()
+            elif self.end is None and len(self.unverified) < self.s:
+                self._speculate()
+            else:  # pragma: no cover - every state above makes progress
+                raise RuntimeError("speculative retrieval has nothing to do before the answer ended")
+        yield from state.tail()
+
+    def _must_wait(self) -> bool:
+        return self.end is not None or len(self.unverified) >= self.s
+
+    # --- the stride types ----------------------------------------------------------------------
+    def _exact_first_stride(self) -> Iterator[Event]:
+        state = self.state
+        query = state.query(0)
+        results, seconds = state.search([query], self.k)
+        state.count_search(1, seconds)
+        state.stats["retrieval_wait_seconds"] += seconds
+        self.cache.add(hit.doc for hit in results[0][: self.config.prefetch_k])
+        docs = state.top_docs(results[0])
+        self.end = state.generate_stride(docs)
+        self.next_stride = 1
+        yield from state.confirm(state.record(0, query, docs, "retriever", "exact", seconds, 0), len(state.decoder.answer), self.end)
+
+    def _speculate(self) -> None:
+        state = self.state
+        start = len(state.decoder.answer)
+        began = time.perf_counter()
+        checkpoint = state.decoder.checkpoint()
+        query = state.query(start)
+        docs, seconds = self.cache.guess(query, state.config.docs_in_prompt)
+        state.stats["cache_seconds"] += seconds
+        state.stats["retrieval_seconds"] += seconds
+        self.end = state.generate_stride(docs)
+        self.scheduler.observe_stride(time.perf_counter() - began)
+        self.unverified.append(_Guess(self.next_stride, start, query, docs, checkpoint, seconds,
+                                      len(state.decoder.answer), self.end))
+        self.next_stride += 1
+        state.stats["speculated_strides"] += 1
+        state.stats["overlapped_strides"] += self.inflight is not None
+
+    # --- verification --------------------------------------------------------------------------
+    def _submit(self) -> None:
+        batch, self.unverified = self.unverified, []
+        queries = [guess.query for guess in batch]
+        if self.executor is not None:
+            future = self.executor.submit(self.state.search, queries, self.k)
+        else:
+            future = Future()
+            try:
+                future.set_result(self.state.search(queries, self.k))
+            except BaseException as error:  # re-raised by _collect
+                future.set_exception(error)
+        self.inflight = (future, batch)
+        self.state.stats["stride_counts"].append(len(batch))
+
+    def _collect(self) -> tuple[list[_Guess], list[list[ScoredDoc]], float]:
+        assert self.inflight is not None
+        future, batch = self.inflight
+        self.inflight = None
+        began = time.perf_counter()
+        results, seconds = future.result()
+        waited = time.perf_counter() - began
+        stats = self.state.stats
+        stats["retrieval_wait_seconds"] += seconds if self.executor is None else waited
+        stats["verifications"] += 1
+        self.state.count_search(len(batch), seconds)
+        self.scheduler.observe_verification(seconds)
+        return batch, results, seconds
+
+    def _settle(self, batch: list[_Guess], results: list[list[ScoredDoc]], seconds: float) -> Iterator[Event]:
+        state = self.state
+        for hits in results:
+            self.cache.add(hit.doc for hit in hits[: self.config.prefetch_k])
+        for i, (guess, hits) in enumerate(zip(batch, results)):
+            true = state.top_docs(hits)
+            if true == guess.docs:
+                state.stats["cache_hits"] += 1
+                record = state.record(guess.stride, guess.query, guess.docs, "cache", "confirmed", guess.seconds, guess.start)
+                yield from state.confirm(record, guess.upto, guess.ended)
+                if state.finished:  # a stop string in the confirmed text
+                    self.unverified = []
+                    return
+                continue
+            self.scheduler.observe_round(i, i + 1)
+            yield from self._roll_back(guess, true, seconds / len(batch))
+            return
+        self.scheduler.observe_round(len(batch), len(batch))
+
+    def _roll_back(self, guess: _Guess, true: tuple[int, ...], seconds: float) -> Iterator[Event]:
+        """Drop ``guess``'s stride and everything after it; generate it again with ``true``."""
+        state = self.state
+        state.stats["rollbacks"] += 1
+        state.stats["discarded_tokens"] += len(state.decoder.answer) - guess.start
+        self.unverified = []
+        state.decoder.restore(guess.checkpoint, true)
+        self.end = state.generate_stride(true)
+        self.next_stride = guess.stride + 1
+        record = state.record(guess.stride, guess.query, true, "retriever", "rolled_back", seconds, guess.start, guess.docs)
+        yield from state.confirm(record, len(state.decoder.answer), self.end)
+
+    def close(self) -> None:
+        if self.executor is not None:
+            self.executor.shutdown(wait=False, cancel_futures=True)

@@ -1,0 +1,78 @@
+"""Iterative RAG on smollm2-135m (fp32) over the demo documents split into sentences, retrieved by
+the packaged MiniLM (exact and HNSW) and by BM25: speculative retrieval, synchronous and
+asynchronous, with natural and forced cache misses, gives plain iterative RAG's answer token for
+token and document for document (greedy and seeded sampling)."""
+
+import re
+
+import pytest
+
+from iterative_fixtures import Disagreeing
+from specdraft import GenerationConfig, ModelConfig, TransformersModel
+from specdraft.apps.service.demo import EXAMPLE_DOCUMENTS
+from specdraft.retrieval import Embedder
+from specdraft.retrieval.iterative import (
+    Collection,
+    IterativeRAG,
+    IterativeRAGConfig,
+    SpeculativeRetrievalConfig,
+    make_retriever,
+)
+
+pytestmark = pytest.mark.slow
+
+QUESTIONS = ["How tall is the Eiffel Tower, and who built it?", "When was the Colosseum built, and by whom?"]
+CONFIG = IterativeRAGConfig(stride=4, query_tokens=16, max_new_tokens=32)
+GREEDY = GenerationConfig(max_new_tokens=32)
+SEEDED = GenerationConfig(max_new_tokens=32, temperature=0.8, seed=3)
+ASYNC = SpeculativeRetrievalConfig(async_verify=True, max_strides=3)
+SYNC = SpeculativeRetrievalConfig(async_verify=False, max_strides=3)
+
+
+@pytest.fixture(scope="module")
+def smollm2():
+    return TransformersModel.load(ModelConfig("smollm2-135m", device="cpu"))
+
+
+@pytest.fixture(scope="module")
+def collection():
+    texts, ids = [], []
+    for document in EXAMPLE_DOCUMENTS:
+        for i, sentence in enumerate(re.split(r"(?<=\.)\s+", document["text"])):
+            texts.append(sentence)
+            ids.append(f"{document['id']}#{i}")
+    return Collection(texts, ids)
+
+
+@pytest.fixture(scope="module")
+def retrievers(collection):
+    embedder = Embedder()
+    vectors = embedder.encode(list(collection.texts))
+    return {kind: make_retriever(kind, collection, embedder, vectors) for kind in ("dense", "hnsw", "bm25")}
+
+
+def check(answer, plain):
+    assert answer.token_ids == plain.token_ids
+    assert answer.docs == plain.docs
+    assert answer.text == plain.text
+
+
+@pytest.mark.parametrize("kind", ["dense", "hnsw", "bm25"])
+def test_speculative_retrieval_on_smollm2_equals_plain(smollm2, collection, retrievers, kind):
+    retriever = retrievers[kind]
+    for question in QUESTIONS:
+        plain = IterativeRAG(smollm2, retriever, collection, CONFIG).generate(question, GREEDY)
+        assert plain.text.strip()
+        check(IterativeRAG(smollm2, retriever, collection, CONFIG, ASYNC).generate(question, GREEDY), plain)
+        if kind == "dense":  # every guess wrong: a rollback at every stride
+            wrong = Disagreeing(retriever, [r.query for r in plain.retrievals])
+            forced = IterativeRAG(smollm2, wrong, collection, CONFIG, SYNC).generate(question, GREEDY)
+            check(forced, plain)
+            assert forced.stats["rollbacks"] == len(plain.retrievals) - 1
+
+
+def test_seeded_sampling_on_smollm2(smollm2, collection, retrievers):
+    retriever = retrievers["bm25"]
+    plain = IterativeRAG(smollm2, retriever, collection, CONFIG).generate(QUESTIONS[0], SEEDED)
+    for speculative in (SYNC, ASYNC):
+        check(IterativeRAG(smollm2, retriever, collection, CONFIG, speculative).generate(QUESTIONS[0], SEEDED), plain)
