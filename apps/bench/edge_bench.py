@@ -38,6 +38,7 @@ from typing import Any, Sequence
 from specdraft import GenerationConfig, ModelConfig, SpeculativeGenerator, load_model
 from specdraft.edge import EdgeConnection, TransportConfig
 from specdraft.edge.client import EdgeClient, EdgeClientConfig
+from specdraft.edge.tree import Calibration
 
 from .delay_proxy import DelayProxy, ProxyConfig
 
@@ -193,12 +194,17 @@ def local_only(model, case: EdgeCase) -> EdgeMeasurement:
     return EdgeMeasurement(case.set, case.id, -1, "local-only", len(result.token_ids), wall, 0, text=result.text)
 
 
+_CALIBRATIONS: dict[str, Calibration] = {}  # per method: what a laptop client learns over its session of prompts
+
+
 def edge(url: str, key: str, model, case: EdgeCase, delay_ms: int, method: str, config: EdgeBenchConfig) -> EdgeMeasurement:
     pipeline, adaptive = EDGE_VARIANTS[method]
     client_config = EdgeClientConfig(max_draft_nodes=config.max_draft_nodes, pipeline=pipeline, adaptive=adaptive)
     with EdgeConnection(url, key, TransportConfig(timeout_s=config.timeout_s)) as connection:
+        client = EdgeClient(connection, model, client_config)
+        client.calibration = _CALIBRATIONS.setdefault(method, client.calibration)
         started = time.perf_counter()
-        result = EdgeClient(connection, model, client_config).generate(list(case.prompt_ids), GenerationConfig(max_new_tokens=case.max_new_tokens))
+        result = client.generate(list(case.prompt_ids), GenerationConfig(max_new_tokens=case.max_new_tokens))
         wall = time.perf_counter() - started
     s = result.stats
     return EdgeMeasurement(case.set, case.id, delay_ms, method, len(result.token_ids), wall, s["server_forward_passes"],
@@ -238,6 +244,7 @@ def load_cases(model, config: EdgeBenchConfig) -> list[EdgeCase]:
 def run_edge_bench(config: EdgeBenchConfig, cases: Sequence[EdgeCase] | None = None, log_path: str | None = None,
                    progress=lambda message: print(message, file=sys.stderr, flush=True)) -> EdgeBenchResult:
     """Start the server, run every method on every case at every delay, stop the server."""
+    _CALIBRATIONS.clear()
     model = load_model(ModelConfig(config.draft_model, "cpu", "auto", config.draft_backend, 0))
     cases = list(cases) if cases is not None else load_cases(model, config)
     key = "bench-" + secrets.token_hex(16)
