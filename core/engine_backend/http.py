@@ -45,6 +45,9 @@ class EngineClient:
                               f"{request.full_url[len(self.base):]}: {detail}") from None
         except (urllib.error.URLError, OSError) as error:
             reason = getattr(error, "reason", error)
+            if isinstance(reason, TimeoutError):
+                raise EngineError(f"the engine at {self.base} did not answer {request.get_method()} "
+                                  f"{request.full_url[len(self.base):]} within {self.timeout:g} s") from None
             raise EngineError(f"no engine answers at {self.base} ({reason}); is it running, and is the url right?") from None
         try:
             return json.loads(raw)

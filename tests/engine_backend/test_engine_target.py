@@ -198,3 +198,13 @@ def test_the_command_line_selects_the_engine_backend():
     with pytest.raises(ValueError, match="engine"):
         ModelPool(backend="engine")
     assert model_pool(parser.parse_args([])).engine is None
+
+
+def test_an_engine_that_does_not_answer_in_time_is_a_clear_error():
+    with socket.socket() as silent:  # accepts the connection, never answers
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(1)
+        port = silent.getsockname()[1]
+        client = EngineClient(f"http://127.0.0.1:{port}", timeout=0.5)
+        with pytest.raises(EngineError, match="did not answer GET /v1/models within 0.5 s"):
+            client.get("/v1/models")
