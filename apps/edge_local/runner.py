@@ -13,7 +13,8 @@ time of every answered call) and yields ``Update``s as the text becomes final:
 ``finish()`` then gives the ``EdgeResult`` (text, token ids, per-token ``verified``, ``stats`` with
 ``round_trips``, ``server_forward_passes``, ``unverified_tokens``, ...). ``server_info()`` asks the
 server's ``GET /v1/edge/info`` once (model name, context, vocabulary); while the server cannot be
-reached it answers None and the endpoint still works (the text is then unverified).
+reached it answers None (asking again ``INFO_RETRY_S`` later) and the endpoint still works (the
+text is then unverified).
 
 Imports no torch: the edge client, numpy and the standard library (plus the draft model's backend).
 """
@@ -32,6 +33,7 @@ from specdraft.edge.client import EdgeClient, EdgeResult
 from .config import EdgeLocalConfig
 
 DRAFT_CONTEXT = 4  # tokens of the text decoded before the draft, so that its leading space survives
+INFO_RETRY_S = 5.0  # after the server did not answer its info call, ask again after this long
 
 
 class TimedConnection(EdgeConnection):
@@ -109,15 +111,19 @@ class EdgeRunner:
         self.draft_model = draft_model
         self._lock = threading.Lock()
         self._info: dict[str, Any] | None = None
+        self._ask_again_at = 0.0
 
     def server_info(self) -> dict[str, Any] | None:
         """The server's ``/v1/edge/info`` (asked until it answers once), or None while unreachable.
         Raises ``EdgeRefused`` when the server refuses the key."""
         if self._info is None:
+            if time.monotonic() < self._ask_again_at:
+                return None
             try:
                 with EdgeConnection(self.config.server, self.config.key, TransportConfig(timeout_s=self.config.timeout_s)) as connection:
                     self._info = connection.request("GET", "/v1/edge/info")
             except ServerUnavailable:
+                self._ask_again_at = time.monotonic() + INFO_RETRY_S  # requests meanwhile do not wait for it
                 return None
         return self._info
 

@@ -157,3 +157,12 @@ def post(url, body):
 def get_json(url):
     with urllib.request.urlopen(url, timeout=30) as response:
         return json.load(response)
+
+
+def test_the_config_refuses_what_cannot_work():
+    from specdraft.apps.edge_local import EdgeLocalConfig
+
+    for bad in [dict(server="gpu-box:8000", key="k"), dict(server="http://x", key=" "), dict(server="http://x", key="k", timeout_s=0),
+                dict(server="http://x", key="k", default_max_tokens=10, max_tokens_limit=5)]:
+        with pytest.raises(ValueError):
+            EdgeLocalConfig(**bad)
