@@ -8,7 +8,8 @@ the prompt (``docs_in_prompt``), the answer's length limit and the instruction t
 from the cache before a verification (``os3`` on: the OS^3 scheduler picks the stride count from 1
 to ``max_strides``; off: always ``max_strides``); ``async_verify``: verify on a worker thread while
 the model keeps generating; ``prefetch_k``: each verified query's top ``prefetch_k`` documents enter
-the cache; ``os3_window``: verification rounds the acceptance estimate looks back over;
+the cache (at most ``MAX_PREFETCH_K``, the retrievers' candidate count: up to there a query's top
+documents do not depend on how many are asked for); ``os3_window``: verification rounds the acceptance estimate looks back over;
 ``prior_acceptance``: the estimate before any round.
 """
 
@@ -16,8 +17,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["INSTRUCTION", "IterativeRAGConfig", "SpeculativeRetrievalConfig"]
+__all__ = ["INSTRUCTION", "MAX_PREFETCH_K", "IterativeRAGConfig", "SpeculativeRetrievalConfig"]
 
+MAX_PREFETCH_K = 32  # = DenseConfig.candidates
 INSTRUCTION = "Answer the question using the document below. Keep the answer short."
 
 
@@ -51,5 +53,7 @@ class SpeculativeRetrievalConfig:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
+        if self.prefetch_k > MAX_PREFETCH_K:
+            raise ValueError(f"prefetch_k must be at most {MAX_PREFETCH_K}, got {self.prefetch_k}")
         if not 0.0 <= self.prior_acceptance <= 1.0:
             raise ValueError(f"prior_acceptance must lie in [0, 1], got {self.prior_acceptance!r}")

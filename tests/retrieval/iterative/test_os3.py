@@ -2,6 +2,7 @@
 
 import pytest
 
+from specdraft.retrieval.iterative import IterativeRAGConfig, SpeculativeRetrievalConfig
 from specdraft.retrieval.iterative.os3 import OS3Config, OS3Scheduler, expected_strides, round_seconds
 
 
@@ -60,3 +61,12 @@ def test_window_prior_initial_and_disabled():
     assert scheduler([(0, 1)], a=1.0, b=0.0, enabled=False).strides() == 6
     with pytest.raises(ValueError):
         OS3Config(max_strides=0)
+
+
+def test_configs_refuse_bad_values():
+    for bad in ({"stride": 0}, {"query_tokens": -1}, {"docs_in_prompt": 1.5}, {"max_new_tokens": True}):
+        with pytest.raises(ValueError):
+            IterativeRAGConfig(**bad)
+    for bad in ({"max_strides": 0}, {"prefetch_k": 33}, {"prior_acceptance": 1.5}, {"os3_window": 0}):
+        with pytest.raises(ValueError):
+            SpeculativeRetrievalConfig(**bad)
