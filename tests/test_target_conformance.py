@@ -4,7 +4,9 @@ Backends: transformers (a tiny random float64 model: no weights needed), llama.c
 smollm2-135m GGUF: marked slow), a choice-only target (``ChoicesOnlyModel``: the tiny model
 behind a target that returns only its chosen token per row, as a serving engine does), and the
 remote target (``specdraft.edge.RemoteModel``: the tiny model served by ``serve --edge`` on a real
-loopback server). Another target joins by adding a fixture param.
+loopback server), and the engine target (``specdraft.engine_backend.EngineModel`` over a loopback
+server speaking vLLM's request dialect on the tiny model, ``tests/engine_backend/vllm_dialect.py``;
+greedy only, so the sampling checks skip it). Another target joins by adding a fixture param.
 
 - losslessness: speculative greedy output == the same backend's plain greedy output, token for
   token, with drafters that are always right, always wrong, partly right and trees; seeded
@@ -63,7 +65,7 @@ class ChoicesOnlyModel:
         return ChoicesOnlyTarget(self.inner.new_target(chooser))
 
 
-@pytest.fixture(scope="module", params=["transformers", "choices-only", "remote", pytest.param("llama-cpp", marks=pytest.mark.slow)])
+@pytest.fixture(scope="module", params=["transformers", "choices-only", "remote", "engine", pytest.param("llama-cpp", marks=pytest.mark.slow)])
 def backend(request, tokenizer, tmp_path_factory):
     """(model, logits tolerance)."""
     if request.param in ("transformers", "choices-only"):
@@ -73,6 +75,8 @@ def backend(request, tokenizer, tmp_path_factory):
         yield (model if request.param == "transformers" else ChoicesOnlyModel(model)), 1e-9
     elif request.param == "remote":
         yield from remote_backend(tokenizer, tmp_path_factory)
+    elif request.param == "engine":
+        yield from engine_backend(tokenizer)
     else:
         from specdraft import LlamaCppModel
 
@@ -102,6 +106,29 @@ def remote_backend(tokenizer, tmp_path_factory):
         remote = RemoteModel(server.url, key, local=model)
         yield remote, None
         remote.connection.close()
+
+
+def engine_backend(tokenizer):
+    """The tiny model behind a loopback server speaking vLLM's dialect, seen through an ``EngineModel``
+    (the same tiny model encodes text locally)."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).parent / "apps" / "service"))
+    sys.path.insert(0, str(Path(__file__).parent / "engine_backend"))
+    from conftest import make_tiny_model
+    from live_server import LiveServer
+    from vllm_dialect import make_vllm_dialect_app
+
+    from specdraft.engine_backend import EngineConfig, EngineModel
+
+    model = make_tiny_model(tokenizer, seed=0)
+    with LiveServer(make_vllm_dialect_app(model)) as server:
+        yield EngineModel(EngineConfig(server.url, "vllm", exact=True), model), None
+
+
+def greedy_only(model) -> bool:
+    return getattr(model, "backend", None) == "engine"
 
 
 @pytest.fixture(scope="module")
@@ -147,6 +174,8 @@ def test_seeded_sampling_with_a_deterministic_drafter_equals_plain_sampling(back
     from specdraft.drafters import PromptLookupDrafter
 
     model, _ = backend
+    if greedy_only(model):
+        pytest.skip("the engine target verifies greedy decoding only")
     ids = model.encode("The dog sleeps. The dog sleeps. The dog")
     for seed in range(3):
         config = GenerationConfig(max_new_tokens=20, temperature=0.8, seed=seed, ignore_eos=True)
@@ -247,6 +276,8 @@ def test_sampled_drafts_with_distributions_stay_lossless_on_every_target(backend
     drafting = getattr(model, "local", model)  # a remote target's drafts come from the local copy
     ids = model.encode("The dog sleeps. The dog")
     for config in (GenerationConfig(max_new_tokens=16, ignore_eos=True), GenerationConfig(max_new_tokens=16, temperature=0.9, seed=5, ignore_eos=True)):
+        if greedy_only(model) and not config.sampling.greedy:
+            continue  # the engine target verifies greedy decoding only
         outputs = []
         for _ in range(2):
             drafter = DraftModelDrafter(drafting, model.vocab_size, config.sampling, PositionalRandom(1), DraftModelConfig(tree_width=2))
