@@ -9,7 +9,8 @@ runs through the model.
 Contracts:
 
 - **Per model, bounded, LRU.** ``prefix_cache_for(model)`` is the model's one cache (created with
-  ``PrefixCacheConfig()`` on first use; ``configure_prefix_cache`` replaces or switches it off).
+  the default config on first use; ``configure_prefix_cache`` replaces or switches off one model's,
+  ``set_default_prefix_cache`` every model's, as ``--no-prefix-cache`` does).
   Entries are evicted least recently used first until the total is within ``max_bytes`` (and
   ``max_tokens`` when set); an entry larger than the bound alone is never stored. An entry whose
   tokens are a prefix of a new entry's is dropped (the new one serves every lookup it served).
@@ -216,17 +217,32 @@ class PrefixCache:
 class PrefixCachingTarget(Protocol):
     """A ``Target`` that can start from a cached prefix (optional; the generator checks for it)."""
 
-    def prefill_cached(self, context_ids: Sequence[int], cache: PrefixCache) -> int:
+    def prefill_cached(self, context_ids: Sequence[int], cache: PrefixCache, store: bool = True) -> int:
         """``prefill(context_ids)`` starting from the longest prefix ``cache`` holds (at least the
         last token is always run, for the logits that predict what follows); returns how many
         tokens came from the cache. When the target is closed, it offers the sequence it then
-        holds (prompt and committed answer) to ``cache``, if that sequence is consistent."""
+        holds (prompt and committed answer) to ``cache`` if that sequence is consistent (and
+        ``store``: False only reads the cache)."""
         ...
 
 
 # --- one cache per model -----------------------------------------------------------------------
 _by_model: "weakref.WeakKeyDictionary[Any, PrefixCache | None]" = weakref.WeakKeyDictionary()
 _registry_lock = threading.Lock()
+
+
+_default = PrefixCacheConfig()  # what ``prefix_cache_for`` creates a model's cache with
+
+
+def set_default_prefix_cache(config: PrefixCacheConfig) -> None:
+    """Make ``config`` the process's default (the command line's ``--no-prefix-cache`` switches
+    caching off this way): every model's cache is replaced by one with ``config`` (None when it is
+    disabled), and caches created later use it."""
+    global _default
+    with _registry_lock:
+        _default = config
+        for model in list(_by_model):
+            _by_model[model] = PrefixCache(config) if config.enabled else None
 
 
 def configure_prefix_cache(model: Any, config: PrefixCacheConfig = PrefixCacheConfig()) -> PrefixCache | None:
@@ -239,12 +255,12 @@ def configure_prefix_cache(model: Any, config: PrefixCacheConfig = PrefixCacheCo
 
 
 def prefix_cache_for(model: Any) -> PrefixCache | None:
-    """``model``'s prefix cache: created with ``PrefixCacheConfig()`` on first use; None when it was
-    switched off (``configure_prefix_cache``) or the model cannot be weakly referenced."""
+    """``model``'s prefix cache: created with the default config (``set_default_prefix_cache``) on
+    first use; None when caching is switched off or the model cannot be weakly referenced."""
     with _registry_lock:
         try:
             if model not in _by_model:
-                _by_model[model] = PrefixCache(PrefixCacheConfig())
+                _by_model[model] = PrefixCache(_default) if _default.enabled else None
             return _by_model[model]
         except TypeError:  # not weakly referenceable: no cache
             return None

@@ -221,6 +221,16 @@ def _token_ids(model: Model, prompt: Prompt) -> list[int]:
     return list(prompt)  # type: ignore[arg-type]
 
 
+def cached_tokens(results: list[GenerationResult]) -> int:
+    """OpenAI's ``usage.prompt_tokens_details.cached_tokens``: prompt tokens restored from the prefix
+    cache (``Stats.cached_prompt_tokens``), each prompt counted once as ``prompt_tokens`` counts it
+    (its first choice's; later choices of the same prompt find it cached)."""
+    first: dict[tuple[int, ...], int] = {}
+    for result in results:
+        first.setdefault(tuple(result.prompt_token_ids), result.stats.cached_prompt_tokens)
+    return sum(first.values())
+
+
 @dataclass(frozen=True)
 class _Reply:
     """Builds one request's response objects: the whole answer, or its stream of chunks.
@@ -301,7 +311,8 @@ class _Reply:
     def _usage(self, results: list[GenerationResult]) -> dict[str, Any]:
         completion = sum(len(result.token_ids) for result in results)
         usage: dict[str, Any] = {"prompt_tokens": self.prompt_tokens, "completion_tokens": completion,
-                                 "total_tokens": self.prompt_tokens + completion}
+                                 "total_tokens": self.prompt_tokens + completion,
+                                 "prompt_tokens_details": {"cached_tokens": cached_tokens(results)}}
         if self.prediction_ids is not None:  # as OpenAI reports predicted outputs
             accepted = sum(min(result.stats.accepted_tokens, len(self.prediction_ids)) for result in results)
             usage["completion_tokens_details"] = {

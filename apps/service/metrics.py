@@ -15,7 +15,8 @@ Metrics (counters end in ``_total``):
 - ``specdraft_time_to_first_token_seconds{route}``: histogram, from the request's start until the
   first piece of generated text (completions, chat completions and RAG queries, streamed or not).
 - ``specdraft_generations_total{route, drafter}``: generations finished.
-- ``specdraft_prompt_tokens_total``, ``specdraft_generated_tokens_total``,
+- ``specdraft_prompt_tokens_total``, ``specdraft_cached_prompt_tokens_total`` (restored from the
+  prefix cache), ``specdraft_generated_tokens_total``,
   ``specdraft_drafted_tokens_total``, ``specdraft_accepted_tokens_total``,
   ``specdraft_verify_steps_total``, ``specdraft_target_forward_passes_total``,
   ``specdraft_fallback_steps_total`` ``{route, drafter}``: sums of the ``Stats`` fields of the
@@ -24,6 +25,10 @@ Metrics (counters end in ``_total``):
   ``accepted_tokens_total / drafted_tokens_total``.
 - ``specdraft_queued_requests``, ``specdraft_generations_in_flight``: gauges read at scrape time
   from the callables given to ``set_load_readers`` (0 until a concurrency limiter plugs them in).
+- ``specdraft_prefix_cache_bytes``, ``specdraft_prefix_cache_tokens``,
+  ``specdraft_prefix_cache_entries``, ``specdraft_prefix_cache_max_bytes``: gauges, the served
+  model's prefix cache now (``specdraft.prefix_cache``; 0 until the model is loaded or when the
+  cache is off).
 - ``specdraft_rejected_requests_total{route, reason}``: requests refused for load (``reason``
   "overload": every 429 answer counts, whichever part of the app gave it).
 
@@ -41,6 +46,7 @@ from flask import Blueprint, Flask, Response, current_app, g, request
 from prometheus_client import CONTENT_TYPE_PLAIN_0_0_4, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
 from specdraft import Stats
+from specdraft.prefix_cache import PrefixCache, prefix_cache_for
 
 EXTENSION = "specdraft.metrics"
 UNMATCHED = "unmatched"  # the route label of a request no URL rule matched (a 404)
@@ -50,6 +56,7 @@ TTFT_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 3
 # Stats fields summed into counters: ``specdraft_<field>_total{route, drafter}``.
 STATS_COUNTERS = (
     "prompt_tokens",
+    "cached_prompt_tokens",
     "generated_tokens",
     "drafted_tokens",
     "accepted_tokens",
@@ -57,6 +64,8 @@ STATS_COUNTERS = (
     "target_forward_passes",
     "fallback_steps",
 )
+
+PREFIX_CACHE_GAUGES = ("bytes", "tokens", "entries", "max_bytes")  # ``PrefixCache.stats()`` facts
 
 bp = Blueprint("metrics", __name__)
 S = TypeVar("S")
@@ -87,6 +96,11 @@ class ServiceMetrics:
         self._in_flight: Callable[[], float] = _zero
         Gauge("specdraft_queued_requests", "Requests waiting for a generation slot", registry=r).set_function(lambda: self._queued())
         Gauge("specdraft_generations_in_flight", "Generations running now", registry=r).set_function(lambda: self._in_flight())
+        self.prefix_cache: PrefixCache | None = None  # the served model's, set at each scrape
+        for fact in PREFIX_CACHE_GAUGES:
+            Gauge(f"specdraft_prefix_cache_{fact}", f"The served model's prefix cache: {fact}", registry=r).set_function(
+                lambda fact=fact: 0.0 if self.prefix_cache is None else float(self.prefix_cache.stats()[fact])
+            )
 
     def set_load_readers(self, queued: Callable[[], float] | None = None, in_flight: Callable[[], float] | None = None) -> None:
         """Read the queue length and the generations in flight from these callables at each scrape."""
@@ -199,7 +213,11 @@ class _Observed:
 @bp.get("/metrics")
 def metrics() -> Response:
     """The app's metrics in Prometheus' text format."""
-    return Response(current_metrics().exposition(), content_type=CONTENT_TYPE_PLAIN_0_0_4)
+    from .state import current_state
+
+    state, found = current_state(), current_metrics()
+    found.prefix_cache = prefix_cache_for(state.target()) if state.loaded else None
+    return Response(found.exposition(), content_type=CONTENT_TYPE_PLAIN_0_0_4)
 
 
 def _route() -> str:

@@ -178,10 +178,14 @@ class LlamaCppTarget:
     def prefill(self, context_ids: Sequence[int]) -> None:
         self._prefill(context_ids, None)
 
-    def prefill_cached(self, context_ids: Sequence[int], cache: PrefixCache) -> int:
+    def prefill_cached(self, context_ids: Sequence[int], cache: PrefixCache, store: bool = True) -> int:
         """``prefill`` from the longest prefix ``cache`` holds; on ``close`` the sequence is
-        offered to ``cache`` (see ``specdraft.prefix_cache``). Returns the tokens restored."""
-        return self._prefill(context_ids, cache)
+        offered to ``cache`` unless ``store`` is False (see ``specdraft.prefix_cache``). Returns the
+        tokens restored."""
+        cached = self._prefill(context_ids, cache)
+        if not store:
+            self._prefix_cache = None
+        return cached
 
     def _prefill(self, context_ids: Sequence[int], cache: PrefixCache | None) -> int:
         if not context_ids:

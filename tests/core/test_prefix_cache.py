@@ -250,3 +250,31 @@ def test_switched_off_per_model_or_per_generator(model32):
         result = cached(model32, PROMPTS[0])
         assert result.stats.cached_prompt_tokens == 0
     configure_prefix_cache(model32)
+
+
+def test_store_false_only_reads_the_cache(fresh):
+    cached(fresh, PROMPTS[0])
+    cache = prefix_cache_for(fresh)
+    before = cache.stats()
+    target = fresh.new_target()
+    assert target.prefill_cached(PROMPTS[1], cache, store=False) >= len(SYSTEM)
+    target.close()
+    assert cache.stats()["inserts"] == before["inserts"] and len(cache) == before["entries"]
+
+
+def test_no_prefix_cache_flag_switches_every_model_off(model32, tiny_model):
+    import argparse
+
+    from specdraft.apps.cli.model_args import add_model_args
+    from specdraft.prefix_cache import set_default_prefix_cache
+
+    parser = argparse.ArgumentParser()
+    add_model_args(parser, "smollm2-135m")
+    assert parser.parse_args([]).no_prefix_cache is False
+    try:
+        assert parser.parse_args(["--no-prefix-cache"]).no_prefix_cache is True
+        assert prefix_cache_for(model32) is None and prefix_cache_for(tiny_model) is None
+        assert cached(model32, PROMPTS[0]).stats.cached_prompt_tokens == 0
+    finally:
+        set_default_prefix_cache(PrefixCacheConfig())
+    assert prefix_cache_for(model32) is not None

@@ -101,6 +101,7 @@ def test_completion_is_the_targets_greedy_output(client, completion_reference):
         "prompt_tokens": prompt_tokens,
         "completion_tokens": completion_tokens,
         "total_tokens": prompt_tokens + completion_tokens,
+        "prompt_tokens_details": {"cached_tokens": 0},  # a prompt too short for the prefix cache
     }
     assert body["speculation"]["drafter"] == "prompt-lookup"  # the service's default
     assert body["speculation"]["generated_tokens"] == completion_tokens
