@@ -10,7 +10,8 @@ its tokenizer is compared with the engine's at start-up through ``/extras/tokeni
   longest prefix that does not; the rows past the cut are never needed unless the engine's own
   choice is that non-canonical token, and then ``EngineError`` says so (its own output cannot be
   sent back as text: use vLLM or SGLang, which take ids). A context that does not round-trip
-  raises the same way.
+  raises the same way; so does one that ends inside a character (a model writing Cyrillic or CJK
+  text byte by byte), which is not text at all.
 - **one request per verification**: ``/v1/completions`` with ``echo``, ``logprobs: 1``,
   ``max_tokens: 1``, ``temperature: 0`` and ``repeat_penalty: 1`` (the server's default of 1.1
   would change greedy decoding). In this server's echo output, entry ``i`` of ``top_logprobs`` is

@@ -99,8 +99,28 @@ def test_tree_rows_equal_each_branch_verified_as_a_chain(engine):
         assert [rows.choice(r) for r in [0] + [1 + n for n in path]] == [chain.choice(r) for r in range(1 + len(path))]
 
 
+def test_tokens_whose_text_names_several_ids_are_resolved_and_split_characters_are_a_clear_error(engine, local):
+    """smollm2 answers "Hello in Russian is" with " " (38 ids read " ") and then the first byte of a
+    Cyrillic letter (298 ids read ""): both rows are resolved by extra requests to the ids plain
+    decoding chooses; the context then ends inside a character, which this text-only server cannot
+    be sent, and the target says so instead of guessing."""
+    ids = engine.encode("Hello in Russian is")
+    plain = SpeculativeGenerator(local).generate(ids, None, GenerationConfig(max_new_tokens=3)).token_ids
+    api = engine.api
+    before = api.extra_requests
+    assert api.choices(ids, len(ids)) == plain[:1]
+    assert api.choices(ids + plain[:1], len(ids) + 1) == plain[1:2]
+    assert api.extra_requests - before >= 2 + 5  # a probe per row, then binary searches over 38 and 298 ids
+    with pytest.raises(EngineError, match="as text"):
+        api.choices(ids + plain[:2], len(ids) + 2)
+
+
 def test_the_cost_profile_holds_measured_request_seconds(engine):
-    assert engine.cost.snapshot() and all(seconds > 0 for seconds in engine.cost.snapshot().values())
+    target = engine.new_target(TokenChooser())
+    target.prefill(engine.encode("One, two,"))
+    target.verify(Draft.chain(engine.encode(" three, four")))
+    assert engine.cost.known(1 + len(engine.encode(" three, four")))
+    assert all(seconds > 0 for seconds in engine.cost.snapshot().values())
 
 
 def test_engine_down_or_a_wrong_url_is_a_clear_error(local, server):
