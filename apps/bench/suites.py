@@ -24,18 +24,11 @@ from specdraft.apps.model_pool import DrafterSpec, ModelPool
 
 from .methods import BenchCase, Method, SpecdraftMethod, plain, specdraft_by_spec
 from .suite import Suite, alongside_methods, draft_model_methods, peers
+from .suite_names import RETRIEVAL_SETS, names
 
 __all__ = ["RETRIEVAL_SETS", "Suite", "alongside_methods", "build", "draft_model_methods", "grammar_suite", "names", "peers", "prompt_suite"]
 
 
-RETRIEVAL_SETS = ("chat-multiturn", "rag")  # built by rag_suites
-
-
-def names() -> list[str]:
-    from .datasets import PROMPT_SETS
-    from .grammar_data import GRAMMAR_SETS
-
-    return sorted(PROMPT_SETS) + sorted(GRAMMAR_SETS) + list(RETRIEVAL_SETS)
 
 
 def build(args: argparse.Namespace, pool: ModelPool, target: Model) -> Suite:

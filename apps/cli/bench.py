@@ -10,7 +10,7 @@ from pathlib import Path
 
 def add_bench_parser(sub) -> None:
     from specdraft import DEFAULT_MODEL, GenerationConfig
-    from specdraft.apps.bench.suites import names
+    from specdraft.apps.bench.suite_names import names
     from specdraft.drafters import DraftModelConfig
     from specdraft.retrieval.pipeline import RAGConfig
 
