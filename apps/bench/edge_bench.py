@@ -25,10 +25,12 @@ import http.client
 import json
 import os
 import secrets
+import signal
 import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
 from dataclasses import asdict, dataclass, field, replace
@@ -147,6 +149,13 @@ def start_server(config: EdgeBenchConfig, port: int, key_file: str, log_path: st
             time.sleep(0.5)
 
 
+def _exit_on_sigterm():
+    """SIGTERM raises SystemExit (so ``finally`` blocks run); the previous handler, None off the main thread."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    return signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
+
+
 def stop_server(process: subprocess.Popen) -> None:
     if process.poll() is None:
         process.terminate()
@@ -254,10 +263,13 @@ def run_edge_bench(config: EdgeBenchConfig, cases: Sequence[EdgeCase] | None = N
         port = free_port()
         progress(f"starting specdraft serve --edge --model {config.server_model} on port {port} ...")
         server = start_server(config, port, key_file, log_path)
+        previous = _exit_on_sigterm()  # a bench stopped with kill does not leave its server running
         try:
             measurements = _measure(config, cases, model, port, key, progress)
         finally:
             stop_server(server)
+            if previous is not None:
+                signal.signal(signal.SIGTERM, previous)
     from .runner import environment
 
     env = environment()
