@@ -81,6 +81,7 @@ def plot(result: dict[str, Any], path: Path) -> None:
         ax.set_yticks(range(len(rows)), labels, fontsize=7)
         ax.invert_yaxis()
         ax.axvline(1.0, color="black", linewidth=0.8)
+        ax.set_xlim(0, max([1.0] + [row["speedup"] for row in rows]) * 1.45)  # room for the labels
         ax.set_xlabel("speed-up vs plain iterative RAG (wall clock)")
         ax.set_title(model)
     fig.tight_layout()
