@@ -16,7 +16,7 @@ from .logprobs import LogprobsUnavailableError, TokenLogprob
 from .model import Model, Tokenizer, check_same_tokenizer
 from .model_config import BACKENDS, DEFAULT_MODEL, ModelConfig, load_model
 from .policy import SpeculationConfig
-from .sampling import SamplingParams, TokenChooser, warp
+from .sampling import SamplingParams, SamplingUnavailableError, TokenChooser, warp
 from .stats import Stats
 from .target import Target
 from .text_stream import TextPiece
@@ -55,6 +55,7 @@ __all__ = [
     "NoDrafter",
     "ROOT",
     "SamplingParams",
+    "SamplingUnavailableError",
     "SpeculationConfig",
     "SpeculativeGenerator",
     "Stats",

@@ -17,6 +17,11 @@ if TYPE_CHECKING:
     import torch
 
 
+class SamplingUnavailableError(ValueError):
+    """Sampling (temperature > 0) was asked of a model whose targets verify greedy decoding only
+    (an engine-backed target sees only top-1 log-probabilities)."""
+
+
 @dataclass(frozen=True)
 class SamplingParams:
     temperature: float = 0.0

@@ -141,6 +141,9 @@ def _serve(args: argparse.Namespace) -> int:
     from specdraft.apps.service.config import ServiceConfig
     from specdraft.apps.service.server import check_bind, serve
 
+    from specdraft.apps.model_pool import ENGINE
+
+    from .model_args import model_pool
     from .serve_args import access_config
 
     rag = {"index_root": args.index_root, "datastore": args.datastore, "embedding_model": args.embedding_model}
@@ -149,7 +152,7 @@ def _serve(args: argparse.Namespace) -> int:
         drafter=args.drafter,
         device=args.device,
         dtype=args.dtype,
-        backend=args.backend,
+        backend="auto" if args.backend == ENGINE else args.backend,  # the pool below holds the engine
         context=args.context,
         extra_models=tuple(args.extra_model),
         model_aliases=tuple(args.model_alias),
@@ -160,7 +163,7 @@ def _serve(args: argparse.Namespace) -> int:
         **access_config(args),
     )
     check_bind(args.host, config)  # before loading anything
-    app = create_app(config)
+    app = create_app(config, pool=model_pool(args))
     if not args.lazy:
         print(f"loading {args.model} ...", file=sys.stderr)
         app.extensions["specdraft"].target()

@@ -37,6 +37,7 @@ from specdraft import (
     GenerationStream,
     LogprobsUnavailableError,
     Model,
+    SamplingUnavailableError,
     SpeculativeGenerator,
     Stats,
     Tokenizer,
@@ -178,6 +179,8 @@ def _start(state: ServiceState, model: Model, req: CompletionRequest, choice: _C
         stream = SpeculativeGenerator(model, speculation).stream(choice.prompt_ids, drafter, generation)
     except LogprobsUnavailableError:
         raise RequestError("logprobs are not available on this backend (its verification returns no logits)", "logprobs") from None
+    except SamplingUnavailableError as error:
+        raise RequestError(str(error), "temperature") from None
     return choice.index, metrics.observe(stream, drafter_name)
 
 

@@ -3,13 +3,16 @@
 ``type`` follows OpenAI's API: "invalid_request_error" for 4xx, "server_error" for 5xx. A
 ``RequestError`` from validation is a 400 naming its ``param``; any HTTP error (404, 405, 413, ...)
 keeps its status and headers (``Allow`` for a 405); anything unexpected is logged and answered with
-a 500 that reveals no internals. Never an HTML page.
+a 500 that reveals no internals; a failure of the serving engine behind an engine-backed target is a
+502 with the engine's error. Never an HTML page.
 """
 
 from __future__ import annotations
 
 from flask import Flask, Response, current_app, jsonify, request
 from werkzeug.exceptions import HTTPException, MethodNotAllowed, NotFound, RequestEntityTooLarge
+
+from specdraft.engine_backend.http import EngineError
 
 from .validation import RequestError
 
@@ -25,6 +28,7 @@ def error_body(message: str, type_: str, param: str | None = None) -> dict:
 def register_error_handlers(app: Flask) -> None:
     app.register_error_handler(RequestError, _request_error)
     app.register_error_handler(HTTPException, _http_error)
+    app.register_error_handler(EngineError, _engine_error)
     app.register_error_handler(Exception, _unexpected_error)
 
 
@@ -52,6 +56,12 @@ def _http_message(error: HTTPException) -> str:
     if (error.code or 500) >= 500:
         return INTERNAL_ERROR_MESSAGE
     return error.description or error.name
+
+
+def _engine_error(error: EngineError) -> tuple[Response, int]:
+    """The serving engine behind an engine-backed target failed: a 502 that says what it did."""
+    current_app.logger.warning("engine error on %s %s: %s", request.method, request.path, error)
+    return jsonify(error_body(f"the serving engine failed: {error}", SERVER_ERROR)), 502
 
 
 def _unexpected_error(error: Exception) -> tuple[Response, int]:

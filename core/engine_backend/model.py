@@ -36,7 +36,7 @@ from typing import Any, Sequence
 
 from ..cost import PassCostProfile
 from ..draft import Draft
-from ..sampling import TokenChooser
+from ..sampling import SamplingUnavailableError, TokenChooser
 from ..verification import Verification
 from .apis import PROBE_TEXT, SglangApi, VllmApi
 from .config import EngineConfig
@@ -113,7 +113,7 @@ class EngineModel:
 
     def new_target(self, chooser: TokenChooser = TokenChooser()) -> "EngineTarget":
         if not chooser.params.greedy:
-            raise ValueError("the engine backend verifies greedy decoding only (temperature 0): an engine's "
+            raise SamplingUnavailableError("the engine backend verifies greedy decoding only (temperature 0): an engine's "
                              "top-1 log-probabilities cannot verify sampled tokens losslessly")
         return EngineTarget(self)
 

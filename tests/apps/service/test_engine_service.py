@@ -1,0 +1,62 @@
+"""The service in front of an engine-backed target (``serve --backend engine``): greedy answers equal
+the served model's own, sampling is a 400 naming temperature, an engine that stops answering is a 502.
+
+The engine is the loopback server speaking vLLM's dialect on the tiny model
+(``tests/engine_backend/vllm_dialect.py``); the real-engine tests are in ``tests/engine_backend``.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+from live_server import LiveServer
+from tiny_service import SERVED, make_app
+
+from specdraft import GenerationConfig, SpeculativeGenerator
+from specdraft.engine_backend import EngineConfig, EngineModel
+
+sys.path.insert(0, str(Path(__file__).parents[2] / "engine_backend"))
+from vllm_dialect import make_vllm_dialect_app  # noqa: E402
+
+PROMPT = "the cat sat on the mat and the cat sat"
+
+
+@pytest.fixture()
+def engine(tokenizer):
+    from conftest import make_tiny_model
+
+    model = make_tiny_model(tokenizer, seed=0)
+    server = LiveServer(make_vllm_dialect_app(model)).__enter__()
+    try:
+        yield model, server, EngineModel(EngineConfig(server.url, "vllm", exact=True), model)
+    finally:
+        server.__exit__(None, None, None)
+
+
+def test_greedy_answer_equals_the_served_model(engine) -> None:
+    local, _, remote = engine
+    client = make_app(remote).test_client()
+    answer = client.post("/v1/completions", json={"model": SERVED, "prompt": PROMPT, "max_tokens": 12, "temperature": 0})
+    assert answer.status_code == 200, answer.get_json()
+    expected = SpeculativeGenerator(local).generate(local.encode(PROMPT), None, GenerationConfig(max_new_tokens=12))
+    assert answer.get_json()["choices"][0]["text"] == local.decode(expected.token_ids)
+
+
+def test_sampling_is_a_400_naming_temperature(engine) -> None:
+    _, _, remote = engine
+    client = make_app(remote).test_client()
+    answer = client.post("/v1/completions", json={"model": SERVED, "prompt": PROMPT, "max_tokens": 4, "temperature": 0.8})
+    assert answer.status_code == 400
+    error = answer.get_json()["error"]
+    assert error["param"] == "temperature" and "greedy" in error["message"]
+
+
+def test_an_engine_that_stops_answering_is_a_502(engine) -> None:
+    _, server, remote = engine
+    client = make_app(remote).test_client()
+    server.__exit__(None, None, None)
+    answer = client.post("/v1/completions", json={"model": SERVED, "prompt": PROMPT, "max_tokens": 4, "temperature": 0})
+    assert answer.status_code == 502
+    assert "serving engine" in answer.get_json()["error"]["message"]
