@@ -232,6 +232,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     load.add_argument("--max-tokens", type=int, default=defaults.max_tokens, help="max_tokens of chat and RAG requests (default: %(default)s)")
     load.add_argument("--seed", type=int, default=defaults.seed, help="the clients' request orders (default: %(default)s)")
     load.add_argument("--request-timeout", type=float, default=defaults.request_timeout_s, help="client timeout per request, s (default: %(default)s)")
+    sweep = parser.add_argument_group("concurrency sweep (load_concurrency)")
+    sweep.add_argument("--concurrency", default=None, metavar="N,N,...", help="instead of the timed load: a sweep over these numbers of concurrent clients, e.g. 1,4,16; writes concurrency.* to --out (default docs/bench/concurrency-NAME)")
+    sweep.add_argument("--limit", type=int, default=24, help="with --concurrency: requests per point and mode (default: %(default)s)")
     parser.add_argument("--name", default=None, help="run name (default: the model's); output folder docs/bench/load-NAME")
     parser.add_argument("--out", type=Path, default=None, help="output folder (default: docs/bench/load-NAME)")
     return parser.parse_args(argv)
@@ -249,6 +252,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     from .load_report import markdown, write
 
     args = parse_args(argv)
+    if args.concurrency is not None:
+        return _sweep_main(args)
     try:
         config = config_of(args)
         with started_server(args) as (client, pid, server):
@@ -258,6 +263,26 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     paths = write(report, outcomes, result, args.out or Path("docs/bench") / f"load-{report['name']}")
     print(markdown(report, result))
+    print("wrote " + ", ".join(str(p) for p in paths), file=sys.stderr)
+    return 0 if all(report["goals"].values()) else 1
+
+
+def _sweep_main(args: argparse.Namespace) -> int:
+    """``--concurrency``: ``load_concurrency.sweep`` against the server; exit status as ``main``'s."""
+    from . import load_concurrency
+
+    try:
+        config = load_concurrency.ConcurrencyConfig(
+            levels=load_concurrency.parse_levels(args.concurrency), limit=args.limit, max_tokens=args.max_tokens, seed=args.seed,
+            modes=tuple(mode.strip() for mode in args.modes.split(",") if mode.strip()),
+        )
+        with started_server(args) as (client, _pid, server):
+            report = load_concurrency.sweep(config, client, server, args.name)
+    except (ValueError, RuntimeError, TimeoutError) as error:
+        print(f"load: error: {error}", file=sys.stderr)
+        return 2
+    paths = load_concurrency.write(report, args.out or Path("docs/bench") / f"concurrency-{report['name']}")
+    print(load_concurrency.markdown(report))
     print("wrote " + ", ".join(str(p) for p in paths), file=sys.stderr)
     return 0 if all(report["goals"].values()) else 1
 

@@ -1,0 +1,112 @@
+"""What batching several requests' verify passes could give at most: one pass over ``b`` sequences
+vs ``b`` passes over one, on the real model, on this machine.
+
+``python -m specdraft.apps.bench.load_batch_probe --batches 1,2,4,8 --width 8 --context 160``
+
+Contract: for each batch size ``b`` the probe prefills ``b`` equal-length contexts of ``context``
+tokens once, then times ``repeats`` verify-shaped passes of ``width`` new tokens over all ``b`` at
+once (one forward pass, a KV cache of batch ``b`` cropped back after each pass, so every pass sees
+the same context). Equal lengths need no padding, so this is an upper bound on what a batcher of
+real requests (different lengths: padding and masks, caches stacked and split) could gain.
+Reported per ``b``: the median pass in ms, that pass's cost per request (``/ b``) and ``gain`` =
+(``b`` x the batch-1 pass) / the batch-``b`` pass: above 1, batching ``b`` requests' verify passes
+would take less time than running them one after another under the model lock.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+
+@dataclass(frozen=True)
+class ProbeConfig:
+    """``batches``: batch sizes; ``width``: new tokens per verify pass; ``context``: cached tokens."""
+
+    model: str = "smollm2-135m"
+    batches: tuple[int, ...] = (1, 2, 4, 8)
+    width: int = 8
+    context: int = 160
+    repeats: int = 15
+
+    def __post_init__(self) -> None:
+        if not self.batches or any(not 1 <= b <= 64 for b in self.batches):
+            raise ValueError(f"batches must be 1..64, got {self.batches}")
+        if not 1 <= self.width <= 64 or not 1 <= self.context <= 4096 or not 1 <= self.repeats <= 1000:
+            raise ValueError("width 1..64, context 1..4096 and repeats 1..1000")
+
+
+def probe(config: ProbeConfig) -> dict[str, Any]:
+    """The figures of the module docstring, one row per batch size (batch 1 always measured)."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    from ...models import resolve_checkpoint
+
+    model = AutoModelForCausalLM.from_pretrained(resolve_checkpoint(config.model), dtype=torch.float32).eval()
+    vocab = model.config.vocab_size
+    generator = torch.Generator().manual_seed(0)
+    rows = []
+    for b in sorted({1, *config.batches}):
+        context = torch.randint(0, vocab, (b, config.context), generator=generator)
+        new = torch.randint(0, vocab, (b, config.width), generator=generator)
+        times = []
+        with torch.inference_mode():
+            past = model(context, use_cache=True).past_key_values
+            for _ in range(config.repeats + 2):
+                start = time.perf_counter()
+                model(new, past_key_values=past, use_cache=True)
+                times.append(time.perf_counter() - start)
+                past.crop(-config.width)  # back to the context (this transformers takes the tokens to drop)
+        median = statistics.median(times[2:])  # the first two warm up
+        rows.append({"batch": b, "pass_ms": round(median * 1000, 2), "per_request_ms": round(median * 1000 / b, 2)})
+    one = rows[0]["pass_ms"]
+    for row in rows:
+        row["gain"] = round(row["batch"] * one / row["pass_ms"], 3)
+    return {"config": asdict(config), "threads": torch.get_num_threads(), "rows": rows}
+
+
+def markdown(report: dict[str, Any]) -> str:
+    c = report["config"]
+    lines = [
+        f"Verify-pass batching probe: {c['model']}, {c['width']} new tokens over {c['context']} cached, "
+        f"float32, {report['threads']} torch threads, median of {c['repeats']} passes.",
+        "",
+        "| batch | pass ms | ms per request | gain over one by one |",
+        "|---|---|---|---|",
+    ]
+    lines += [f"| {r['batch']} | {r['pass_ms']:.1f} | {r['per_request_ms']:.1f} | {r['gain']:.2f}x |" for r in report["rows"]]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m specdraft.apps.bench.load_batch_probe", description=__doc__.splitlines()[0])
+    parser.add_argument("--model", default=ProbeConfig.model)
+    parser.add_argument("--batches", default="1,2,4,8")
+    parser.add_argument("--width", type=int, default=ProbeConfig.width)
+    parser.add_argument("--context", type=int, default=ProbeConfig.context)
+    parser.add_argument("--repeats", type=int, default=ProbeConfig.repeats)
+    parser.add_argument("--out", type=Path, default=None, help="write batch-probe.json and batch-probe.md here")
+    args = parser.parse_args(argv)
+    try:
+        config = ProbeConfig(args.model, tuple(int(b) for b in args.batches.split(",")), args.width, args.context, args.repeats)
+    except ValueError as error:
+        print(f"load_batch_probe: error: {error}", file=sys.stderr)
+        return 2
+    report = probe(config)
+    print(markdown(report))
+    if args.out:
+        args.out.mkdir(parents=True, exist_ok=True)
+        (args.out / "batch-probe.json").write_text(json.dumps(report, indent=2) + "\n")
+        (args.out / "batch-probe.md").write_text(markdown(report))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
