@@ -4,7 +4,8 @@ Backends: transformers (a tiny random float64 model: no weights needed), llama.c
 smollm2-135m GGUF: marked slow), a choice-only target (``ChoicesOnlyModel``: the tiny model
 behind a target that returns only its chosen token per row, as a serving engine does), and the
 remote target (``specdraft.edge.RemoteModel``: the tiny model served by ``serve --edge`` on a real
-loopback server), and the engine target (``specdraft.engine_backend.EngineModel`` over a loopback
+loopback server), the fast path (``specdraft.fast_path.FastPathModel``: static caches and width-bucketed
+passes on the tiny model, eager on the CPU), and the engine target (``specdraft.engine_backend.EngineModel`` over a loopback
 server speaking vLLM's request dialect on the tiny model, ``tests/engine_backend/vllm_dialect.py``;
 greedy only, so the sampling checks skip it). Another target joins by adding a fixture param.
 
@@ -65,7 +66,7 @@ class ChoicesOnlyModel:
         return ChoicesOnlyTarget(self.inner.new_target(chooser))
 
 
-@pytest.fixture(scope="module", params=["transformers", "choices-only", "remote", "engine", pytest.param("llama-cpp", marks=pytest.mark.slow)])
+@pytest.fixture(scope="module", params=["transformers", "fast-path", "choices-only", "remote", "engine", pytest.param("llama-cpp", marks=pytest.mark.slow)])
 def backend(request, tokenizer, tmp_path_factory):
     """(model, logits tolerance)."""
     if request.param in ("transformers", "choices-only"):
@@ -73,6 +74,13 @@ def backend(request, tokenizer, tmp_path_factory):
 
         model = make_tiny_model(tokenizer, seed=0)
         yield (model if request.param == "transformers" else ChoicesOnlyModel(model)), 1e-9
+    elif request.param == "fast-path":
+        from conftest import make_tiny_model
+
+        from specdraft.fast_path import FastPathConfig, FastPathModel
+
+        # small caches so that sequences outgrow them (moving to a larger cache) during the suite
+        yield FastPathModel(make_tiny_model(tokenizer, seed=0), FastPathConfig(min_capacity=32, headroom=8)), 1e-9
     elif request.param == "remote":
         yield from remote_backend(tokenizer, tmp_path_factory)
     elif request.param == "engine":
