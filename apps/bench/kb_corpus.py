@@ -53,7 +53,7 @@ KB_FORMAT = 1
 class KBConfig:
     """How the knowledge base is cut. chunk_words: most words per chunk; min_words: fewest kept;
     max_chunks: keep only the first this many chunks (0: all); the default 200,000 bounds the
-    one-off embedding time (about an hour on one busy core)."""
+    one-off embedding time (about 3 hours on one thread of a busy 2-core machine; it resumes)."""
 
     chunk_words: int = 64
     min_words: int = 12

@@ -8,8 +8,8 @@ each shard's vectors are kept as ``shard-<key>.npy`` in ``data_cache_dir() /
 (``kb_corpus.chunks_digest``). So a later call reads every shard back instead of embedding again,
 an interrupted run resumes at the first shard it had not written, and a knowledge base that is a
 prefix of another (``KBConfig.max_chunks``) reuses its whole shards. Each shard is written
-atomically; a tqdm bar on stderr shows progress. Embedding is the long one-off cost (about 50
-chunks/s on one quiet CPU core at ``max_seq_length`` 64, a third of that on a busy shared one).
+atomically; a tqdm bar on stderr shows progress. Embedding is the long one-off cost (17-21 chunks/s
+at ``max_seq_length`` 32 on one thread of a busy shared 2-core machine).
 
 ``max_seq_length`` caps the word pieces the embedder reads per chunk (sentence-transformers'
 ``max_seq_length``; all-MiniLM-L6-v2's own is 256): a longer chunk is embedded from its first
