@@ -33,7 +33,8 @@ DRAFTER_NAMES = (*GENERAL_DRAFTERS, DOCUMENTS, "model:NAME")
 
 class ModelPool:
     """Loads each model once (thread-safe) and hands out the shared instance. ``backend``,
-    ``device``, ``dtype`` and ``context`` are ``ModelConfig``'s, for every model of the pool.
+    ``device``, ``dtype`` and ``context`` are ``ModelConfig``'s, for every model of the pool;
+    ``fast_path`` loads transformers models as ``specdraft.fast_path.FastPathModel`` (opt-in).
 
     ``backend="engine"`` (with ``engine``, an ``EngineConfig``): ``get(name)`` is the serving engine's
     model (``specdraft.engine_backend.EngineModel``) with ``name`` loaded here only for its tokenizer
@@ -41,9 +42,11 @@ class ModelPool:
     (``get_local``) still run here."""
 
     def __init__(self, device: str = "auto", dtype: str = "auto", backend: str = "auto", context: int = 0,
-                 engine: "EngineConfig | None" = None) -> None:
+                 engine: "EngineConfig | None" = None, fast_path: bool = False) -> None:
         if (backend == ENGINE) != (engine is not None):
             raise ValueError("the engine backend needs an engine (--engine-url), and an engine needs --backend engine")
+        if fast_path and backend in ("llama-cpp", ENGINE):
+            raise ValueError("the fast path (--fast-path) is for the transformers backend")
         local = backend if engine is None else ("llama-cpp" if engine.api == "llama-cpp-server" else "auto")
         ModelConfig(device=device, dtype=dtype, backend=local, context=context)  # validates them
         self.device = device
@@ -52,6 +55,7 @@ class ModelPool:
         self.local_backend = local
         self.context = context
         self.engine = engine
+        self.fast_path = fast_path
         self._models: dict[str, Model] = {}
         self._local: dict[str, Model] = {}
         self._lock = threading.Lock()
@@ -64,7 +68,7 @@ class ModelPool:
         with self._lock:
             if name not in self._models:
                 if local is None:
-                    self._models[name] = load_model(self.config(name))
+                    self._models[name] = self._load(name)
                 else:
                     from specdraft.engine_backend import EngineModel
 
@@ -77,8 +81,20 @@ class ModelPool:
             return self.get(name)
         with self._lock:
             if name not in self._local:
-                self._local[name] = load_model(self.config(name))
+                self._local[name] = self._load(name)
             return self._local[name]
+
+    def _load(self, name: str) -> Model:
+        """``name`` on this machine; with ``fast_path``, a transformers model on static caches
+        (``specdraft.fast_path.FastPathModel``)."""
+        model = load_model(self.config(name))
+        if not self.fast_path:
+            return model
+        if getattr(model, "backend", None) != "transformers":
+            raise ValueError(f"the fast path (--fast-path) is for the transformers backend; {name} runs on {model.backend}")
+        from specdraft.fast_path import FastPathModel
+
+        return FastPathModel(model)
 
     def add(self, name: str, model: Model) -> None:
         with self._lock:

@@ -6,7 +6,7 @@ import argparse
 
 
 def add_model_args(parser: argparse.ArgumentParser, default_model: str) -> None:
-    """--model (default ``default_model``), --backend, --device, --dtype, --context and, for
+    """--model (default ``default_model``), --backend, --device, --dtype, --context, --fast-path and, for
     ``--backend engine``, --engine-url and --engine-api."""
     from specdraft.model_config import BACKENDS, DTYPES, ModelConfig
 
@@ -18,6 +18,7 @@ def add_model_args(parser: argparse.ArgumentParser, default_model: str) -> None:
     parser.add_argument("--engine-url", default=None, metavar="URL", help="--backend engine: the serving engine's address, for example http://gpu-box:8000")
     parser.add_argument("--engine-api", default="vllm", choices=("vllm", "sglang", "llama-cpp-server"), help="--backend engine: the engine's request dialect (default: %(default)s)")
     parser.add_argument("--context", type=int, default=defaults.context, metavar="TOKENS", help="llama-cpp: context size in tokens (default: 0 = min(the model's, 4096))")
+    parser.add_argument("--fast-path", action="store_true", help="transformers: static KV caches and verify passes bucketed by width, captured as CUDA graphs on a GPU (eager on a CPU); same output (see README, GPU fast path)")
     parser.add_argument("--no-prefix-cache", action=_NoPrefixCache, help="do not keep the KV cache of recent prompts (by default a request starts from the longest prefix an earlier one computed: a chat's next turn, a fixed instruction; the output is the same either way)")
 
 
@@ -46,4 +47,4 @@ def model_pool(args: argparse.Namespace):
         if not args.engine_url:
             raise SystemExit("--backend engine needs --engine-url URL")
         engine = EngineConfig(args.engine_url, args.engine_api)
-    return ModelPool(args.device, args.dtype, args.backend, args.context, engine=engine)
+    return ModelPool(args.device, args.dtype, args.backend, args.context, engine=engine, fast_path=getattr(args, "fast_path", False))

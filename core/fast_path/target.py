@@ -110,10 +110,17 @@ class FastPathModel(TransformersModel):
         return StaticKV(self.hf_model, self.capacity_for(needed), self.config.graphs)
 
     def release(self, kv: StaticKV) -> None:
+        """Keep ``kv`` for a later request; a full pool keeps its largest caches (they fit most)."""
         with self._pool_lock:
-            if len(self._free) < self.config.pool_size and all(kv is not free for free in self._free):
-                kv.valid = 0
-                self._free.append(kv)
+            if any(kv is free for free in self._free) or not self.config.pool_size:
+                return
+            if len(self._free) >= self.config.pool_size:
+                smallest = min(self._free, key=lambda free: free.capacity)
+                if smallest.capacity >= kv.capacity:
+                    return
+                self._free.remove(smallest)
+            kv.valid = 0
+            self._free.append(kv)
 
     @property
     def pooled(self) -> int:

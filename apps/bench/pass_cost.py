@@ -1,0 +1,152 @@
+"""Verify-pass cost by width: the eager transformers backend vs the fast path, in one command.
+
+    python -m specdraft.apps.bench.pass_cost --fast-path                      # Qwen2.5-1.5B's shape, random weights
+    python -m specdraft.apps.bench.pass_cost --fast-path --model qwen2.5-coder-0.5b
+    python -m specdraft.apps.bench.pass_cost --fast-path --arch tiny --device cpu --reps 3
+
+After a ``--context``-token prefill, one session per path runs ``--reps`` passes of w new tokens for
+each width w (each followed by a rollback to the context), after ``--warmup`` untimed ones (on the
+fast path those capture the CUDA graph of the width's bucket). Prints a table of median milliseconds
+(eager, fast, eager/fast) and, with ``--json PATH``, writes it. ``--arch qwen2.5-1.5b`` (the default
+without ``--model``) needs no weights and no network: a random-initialised model of that shape, as
+``scripts/cuda_check.py`` uses. The fast path's goal on a GPU: the 1.5B shape's pass >= 3x cheaper.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+from pathlib import Path
+
+import torch
+
+DEFAULT_WIDTHS = (1, 2, 4, 8, 16, 32, 64)
+
+
+class IdsOnlyTokenizer:
+    """What a model over random weights needs of a tokenizer: a length, no EOS, a decode."""
+
+    eos_token_id = None
+    chat_template = None
+
+    def __init__(self, vocab: int) -> None:
+        self.vocab = vocab
+
+    def __len__(self) -> int:
+        return self.vocab
+
+    def decode(self, ids, skip_special_tokens: bool = True) -> str:
+        return " ".join(map(str, ids))
+
+
+def random_model(arch: str, device: str, dtype: str):
+    """A ``TransformersModel`` of ``arch``'s shape with random weights (no download)."""
+    from transformers import AutoModelForCausalLM, LlamaConfig, Qwen2Config
+
+    from specdraft import ModelConfig, TransformersModel
+    from specdraft.transformers_backend import resolved_device, resolved_dtype
+
+    if arch == "qwen2.5-1.5b":
+        config = Qwen2Config(vocab_size=151936, hidden_size=1536, intermediate_size=8960, num_hidden_layers=28, num_attention_heads=12,
+                             num_key_value_heads=2, max_position_embeddings=32768, tie_word_embeddings=True)
+    elif arch == "tiny":
+        config = LlamaConfig(vocab_size=512, hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
+                             num_key_value_heads=2, max_position_embeddings=2048)
+    else:
+        raise ValueError(f"unknown --arch {arch!r}")
+    config.bos_token_id = config.eos_token_id = config.pad_token_id = None
+    model_config = ModelConfig(device=device, dtype=dtype)
+    torch.manual_seed(0)
+    with torch.device(resolved_device(model_config)):
+        hf_model = AutoModelForCausalLM.from_config(config, dtype=resolved_dtype(model_config))
+    hf_model.generation_config.eos_token_id = hf_model.generation_config.pad_token_id = None
+    return TransformersModel(hf_model, IdsOnlyTokenizer(config.vocab_size), name=f"random-{arch}")
+
+
+def session_pass_ms(model, context: int, widths, reps: int, warmup: int) -> dict[int, float]:
+    """Median milliseconds of a pass over w new tokens after ``context`` tokens, per width."""
+    generator = torch.Generator().manual_seed(1)
+    session = model.new_session()
+    session.feed(torch.randint(0, model.vocab_size, (context,), generator=generator).tolist(), all_logits=False)
+    out = {}
+    for width in widths:
+        tokens = torch.randint(0, model.vocab_size, (width,), generator=generator).tolist()
+        times = []
+        for i in range(warmup + reps):
+            if model.device.type == "cuda":
+                torch.cuda.synchronize(model.device)
+            start = time.perf_counter()
+            logits = session.feed(tokens)
+            logits[-1, 0].item()  # the pass is done and its logits are readable, on any device
+            times.append(time.perf_counter() - start)
+            session.truncate(context)
+        out[width] = round(1e3 * statistics.median(times[warmup:]), 3)
+    if hasattr(session, "close"):
+        session.close()
+    return out
+
+
+def measure(args: argparse.Namespace) -> dict:
+    if args.model:
+        from specdraft import ModelConfig, load_model
+
+        model = load_model(ModelConfig(args.model, args.device, args.dtype, backend="transformers"))
+    else:
+        model = random_model(args.arch, args.device, args.dtype)
+    widths = [int(w) for w in args.widths.split(",")]
+    report = {
+        "model": model.name, "device": str(model.device), "dtype": str(model.hf_model.dtype).replace("torch.", ""),
+        "device_name": torch.cuda.get_device_name(model.device) if model.device.type == "cuda" else "cpu",
+        "torch": torch.__version__, "context": args.context, "reps": args.reps,
+        "eager_ms": session_pass_ms(model, args.context, widths, args.reps, args.warmup),
+    }
+    if args.fast_path:
+        from specdraft.fast_path import FastPathModel
+
+        fast = FastPathModel(model)
+        report["fast_graphs"] = fast.uses_graphs
+        report["fast_ms"] = session_pass_ms(fast, args.context, widths, args.reps, args.warmup)
+        report["speedup"] = {w: round(report["eager_ms"][w] / report["fast_ms"][w], 2) for w in widths}
+    return report
+
+
+def table(report: dict) -> str:
+    fast = "fast_ms" in report
+    mode = f"fast path ({'CUDA graphs' if report.get('fast_graphs') else 'eager: no CUDA'})" if fast else "eager only"
+    lines = [f"{report['model']} on {report['device_name']} ({report['dtype']}), context {report['context']}, median of {report['reps']}; {mode}",
+             "width  eager_ms" + ("   fast_ms  eager/fast" if fast else "")]
+    for width, eager in report["eager_ms"].items():
+        row = f"{width:>5}  {eager:>8.3f}"
+        if fast:
+            row += f"  {report['fast_ms'][width]:>8.3f}  {report['speedup'][width]:>9.2f}x"
+        lines.append(row)
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--fast-path", action="store_true", help="measure the fast path too (static cache, bucketed passes, CUDA graphs on a GPU)")
+    parser.add_argument("--model", default=None, help="a model to load (registry name, checkpoint folder); default: --arch with random weights")
+    parser.add_argument("--arch", default="qwen2.5-1.5b", choices=("qwen2.5-1.5b", "tiny"), help="random-weight shape when no --model (default: %(default)s)")
+    parser.add_argument("--device", default="auto", help="auto, cpu or cuda[:N] (default: %(default)s)")
+    parser.add_argument("--dtype", default="auto", choices=("auto", "float32", "bfloat16", "float16"), help="weights dtype (default: auto = float32)")
+    parser.add_argument("--context", type=int, default=600, help="tokens before the measured passes (default: %(default)s)")
+    parser.add_argument("--widths", default=",".join(map(str, DEFAULT_WIDTHS)), help="comma-separated pass widths (default: %(default)s)")
+    parser.add_argument("--reps", type=int, default=20, help="timed passes per width (default: %(default)s)")
+    parser.add_argument("--warmup", type=int, default=3, help="untimed passes per width first (default: %(default)s)")
+    parser.add_argument("--json", type=Path, default=None, help="also write the report here")
+    args = parser.parse_args(argv)
+    if args.reps < 1 or args.warmup < 0 or args.context < 1:
+        parser.error("--reps and --context must be >= 1, --warmup >= 0")
+    report = measure(args)
+    print(table(report))
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(report, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,38 @@
+"""``--fast-path`` on the command line and ``ModelPool(fast_path=True)``: transformers models load as
+``FastPathModel`` (off by default); other backends refuse it."""
+
+import argparse
+
+import pytest
+
+from specdraft import GenerationConfig, SpeculativeGenerator
+from specdraft.apps.cli.model_args import add_model_args, model_pool
+from specdraft.apps.model_pool import ModelPool
+from specdraft.fast_path import FastPathModel
+
+
+def parsed(*argv: str) -> argparse.Namespace:
+    parser = argparse.ArgumentParser()
+    add_model_args(parser, "smollm2-135m")
+    return parser.parse_args(list(argv))
+
+
+def test_the_flag_reaches_the_pool_and_is_off_by_default():
+    assert model_pool(parsed()).fast_path is False
+    assert model_pool(parsed("--fast-path")).fast_path is True
+
+
+def test_a_fast_pool_loads_a_fast_model_with_the_plain_output(tiny_checkpoint):
+    path, reference = tiny_checkpoint
+    fast = ModelPool(device="cpu", fast_path=True).get(str(path))
+    assert isinstance(fast, FastPathModel) and fast.backend == "transformers" and fast.exact
+    plain = ModelPool(device="cpu").get(str(path))
+    assert not isinstance(plain, FastPathModel)
+    ids = reference.encode("The quick brown fox")
+    config = GenerationConfig(max_new_tokens=16, ignore_eos=True)
+    assert SpeculativeGenerator(fast).generate(ids, None, config).token_ids == SpeculativeGenerator(plain).generate(ids, None, config).token_ids
+
+
+def test_other_backends_refuse_it():
+    with pytest.raises(ValueError, match="transformers backend"):
+        ModelPool(backend="llama-cpp", fast_path=True)
