@@ -220,6 +220,7 @@ class BucketRunner:
                 self.kv.step(self.inputs, self.width)
         torch.cuda.current_stream(self.kv.device).wait_stream(stream)
         graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph, pool=self.kv._graph_pool):
+        # thread_local: a draft model's eager pass on another thread must not break this capture
+        with torch.cuda.graph(graph, pool=self.kv._graph_pool, capture_error_mode="thread_local"):
             self.output = self.kv.step(self.inputs, self.width)
         self.graph = graph
