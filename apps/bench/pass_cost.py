@@ -7,9 +7,13 @@
 After a ``--context``-token prefill, one session per path runs ``--reps`` passes of w new tokens for
 each width w (each followed by a rollback to the context), after ``--warmup`` untimed ones (on the
 fast path those capture the CUDA graph of the width's bucket). Prints a table of median milliseconds
-(eager, fast, eager/fast) and, with ``--json PATH``, writes it. ``--arch qwen2.5-1.5b`` (the default
+(eager, fast, eager/fast), the largest logit difference between the two per width, and (with
+``--check-tokens``) whether greedy decoding on the fast path, plain and with drafted chains and trees,
+gives exactly the eager model's tokens; ``--json PATH`` writes the report. ``--arch qwen2.5-1.5b`` (the default
 without ``--model``) needs no weights and no network: a random-initialised model of that shape, as
 ``scripts/cuda_check.py`` uses. The fast path's goal on a GPU: the 1.5B shape's pass >= 3x cheaper.
+A random model's logits are nearly flat, so there a near-tie may flip an argmax at float32 rounding
+(differences ~1e-5): judge the token checks on a real model (``--model``) where they disagree.
 """
 
 from __future__ import annotations
@@ -65,8 +69,9 @@ def random_model(arch: str, device: str, dtype: str):
     return TransformersModel(hf_model, IdsOnlyTokenizer(config.vocab_size), name=f"random-{arch}")
 
 
-def session_pass_ms(model, context: int, widths, reps: int, warmup: int) -> dict[int, float]:
-    """Median milliseconds of a pass over w new tokens after ``context`` tokens, per width."""
+def session_pass_ms(model, context: int, widths, reps: int, warmup: int, rows: dict | None = None) -> dict[int, float]:
+    """Median milliseconds of a pass over w new tokens after ``context`` tokens, per width (the same
+    tokens for every model: the seed is fixed). ``rows``, when given, gets each width's last logits."""
     generator = torch.Generator().manual_seed(1)
     session = model.new_session()
     session.feed(torch.randint(0, model.vocab_size, (context,), generator=generator).tolist(), all_logits=False)
@@ -83,6 +88,8 @@ def session_pass_ms(model, context: int, widths, reps: int, warmup: int) -> dict
             times.append(time.perf_counter() - start)
             session.truncate(context)
         out[width] = round(1e3 * statistics.median(times[warmup:]), 3)
+        if rows is not None:
+            rows[width] = logits.detach().float().cpu()
     if hasattr(session, "close"):
         session.close()
     return out
@@ -100,16 +107,42 @@ def measure(args: argparse.Namespace) -> dict:
         "model": model.name, "device": str(model.device), "dtype": str(model.hf_model.dtype).replace("torch.", ""),
         "device_name": torch.cuda.get_device_name(model.device) if model.device.type == "cuda" else "cpu",
         "torch": torch.__version__, "context": args.context, "reps": args.reps,
-        "eager_ms": session_pass_ms(model, args.context, widths, args.reps, args.warmup),
     }
+    eager_rows: dict = {}
+    fast_rows: dict = {}
+    report["eager_ms"] = session_pass_ms(model, args.context, widths, args.reps, args.warmup, eager_rows)
     if args.fast_path:
         from specdraft.fast_path import FastPathModel
 
         fast = FastPathModel(model)
         report["fast_graphs"] = fast.uses_graphs
-        report["fast_ms"] = session_pass_ms(fast, args.context, widths, args.reps, args.warmup)
+        report["fast_ms"] = session_pass_ms(fast, args.context, widths, args.reps, args.warmup, fast_rows)
         report["speedup"] = {w: round(report["eager_ms"][w] / report["fast_ms"][w], 2) for w in widths}
+        report["max_abs_logit_diff"] = {w: float((eager_rows[w] - fast_rows[w]).abs().max()) for w in widths}
+        report["same_argmax"] = all(torch.equal(eager_rows[w].argmax(-1), fast_rows[w].argmax(-1)) for w in widths)
+        if args.check_tokens:
+            report["lossless"] = lossless(model, fast, args.context, args.check_tokens)
     return report
+
+
+def lossless(eager, fast, context: int, new_tokens: int) -> dict:
+    """Plain greedy decoding on the eager model vs on the fast path, plainly and with a reference
+    drafter that holds the plain output (chains and trees of every width up to its drafts): the
+    tokens must be identical (float32)."""
+    from specdraft import GenerationConfig, SpeculativeGenerator
+    from specdraft.retrieval.reference_drafter import ReferenceDraftConfig, ReferenceDrafter
+
+    prompt = torch.randint(0, eager.vocab_size, (context,), generator=torch.Generator().manual_seed(2)).tolist()
+    config = GenerationConfig(max_new_tokens=new_tokens, ignore_eos=True)
+    plain = SpeculativeGenerator(eager).generate(prompt, None, config).token_ids
+    variant = [(t + 1) % eager.vocab_size if i % 5 == 4 else t for i, t in enumerate(plain)]
+    drafted = SpeculativeGenerator(fast).generate(prompt, ReferenceDrafter([variant, plain], ReferenceDraftConfig(min_ngram=1)), config)
+    return {
+        "tokens": new_tokens,
+        "fast plain == eager plain": SpeculativeGenerator(fast).generate(prompt, None, config).token_ids == plain,
+        "fast drafted (trees) == eager plain": drafted.token_ids == plain,
+        "fast drafted accepted tokens": drafted.stats.accepted_tokens,
+    }
 
 
 def table(report: dict) -> str:
@@ -120,8 +153,12 @@ def table(report: dict) -> str:
     for width, eager in report["eager_ms"].items():
         row = f"{width:>5}  {eager:>8.3f}"
         if fast:
-            row += f"  {report['fast_ms'][width]:>8.3f}  {report['speedup'][width]:>9.2f}x"
+            row += f"  {report['fast_ms'][width]:>8.3f}  {report['speedup'][width]:>9.2f}x   max |logit diff| {report['max_abs_logit_diff'][width]:.2e}"
         lines.append(row)
+    if fast:
+        lines.append(f"same argmax on every row: {report['same_argmax']}")
+    if "lossless" in report:
+        lines.append("lossless: " + json.dumps(report["lossless"]))
     return "\n".join(lines)
 
 
@@ -136,6 +173,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--widths", default=",".join(map(str, DEFAULT_WIDTHS)), help="comma-separated pass widths (default: %(default)s)")
     parser.add_argument("--reps", type=int, default=20, help="timed passes per width (default: %(default)s)")
     parser.add_argument("--warmup", type=int, default=3, help="untimed passes per width first (default: %(default)s)")
+    parser.add_argument("--check-tokens", type=int, default=64, help="with --fast-path: also decode this many tokens eager vs fast, plain and drafted, and compare (0: skip; default: %(default)s)")
     parser.add_argument("--json", type=Path, default=None, help="also write the report here")
     args = parser.parse_args(argv)
     if args.reps < 1 or args.warmup < 0 or args.context < 1:
