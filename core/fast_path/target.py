@@ -80,6 +80,11 @@ class FastPathModel(TransformersModel):
         self._free: list[StaticKV] = []
         self._pool_lock = threading.Lock()
 
+    @classmethod
+    def load(cls, config=None, fast: FastPathConfig = FastPathConfig()) -> "FastPathModel":  # type: ignore[override]
+        """``TransformersModel.load(config)`` on the fast path."""
+        return cls(TransformersModel.load(config) if config is not None else TransformersModel.load(), fast)
+
     @property
     def uses_graphs(self) -> bool:
         return self.config.graphs and self.device.type == "cuda"

@@ -36,3 +36,11 @@ def test_a_fast_pool_loads_a_fast_model_with_the_plain_output(tiny_checkpoint):
 def test_other_backends_refuse_it():
     with pytest.raises(ValueError, match="transformers backend"):
         ModelPool(backend="llama-cpp", fast_path=True)
+
+
+def test_load_gives_a_fast_model(tiny_checkpoint):
+    from specdraft import ModelConfig
+
+    path, _ = tiny_checkpoint
+    model = FastPathModel.load(ModelConfig(str(path), device="cpu"))
+    assert isinstance(model, FastPathModel) and model.config.buckets[0] == 1
