@@ -41,7 +41,13 @@ SPECULATION = record(
     ("drafter", *STATS["required"]),
 )
 USAGE = record(
-    {"prompt_tokens": INT, "completion_tokens": INT, "total_tokens": INT, "completion_tokens_details": {"type": "object"}},
+    {
+        "prompt_tokens": INT,
+        "completion_tokens": INT,
+        "total_tokens": INT,
+        "prompt_tokens_details": record({"cached_tokens": INT}, ("cached_tokens",)),  # the prefix cache's share
+        "completion_tokens_details": {"type": "object"},
+    },
     ("prompt_tokens", "completion_tokens", "total_tokens"),
 )
 FINISH_REASON = {"enum": ["stop", "length", None]}

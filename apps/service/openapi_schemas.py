@@ -20,7 +20,7 @@ from specdraft.retrieval.pipeline import DRAFTERS
 from .config import ServiceConfig
 from .grammar_validation import grammar_models
 from .rag_indexes import NAME as INDEX_NAME
-from .rag_validation import DEFAULT_INDEX, MAX_QUESTION_CHARS
+from .rag_validation import DEFAULT_INDEX, ITERATIVE_RETRIEVERS, MAX_QUESTION_CHARS
 
 Schema = dict[str, Any]
 
@@ -143,6 +143,9 @@ def query_request(config: ServiceConfig) -> Schema:
         "drafter": {"enum": rag_drafters(config), "description": f"default {config.rag_drafter!r}"},
         "max_tokens": integer(1, config.max_tokens_limit, f"default {config.default_max_tokens}"),
         "stream": boolean("answer with server-sent events"),
+        "iterative": boolean("iterative RAG: retrieve again every few tokens (RaLMSpec); takes neither drafter nor top_k"),
+        "retriever": {"enum": list(ITERATIVE_RETRIEVERS), "description": "with iterative: exact dense, HNSW or BM25 (default 'dense')"},
+        "speculative_retrieval": boolean("with iterative: answer retrievals from a per-request cache, verified in batches (same answer)"),
     }
     return obj(fields, ("question",), example={"index": DEFAULT_INDEX, "question": "How tall is the Eiffel Tower?", "top_k": config.rag_top_k})
 
