@@ -244,6 +244,8 @@ def test_a_value_at_each_documented_bound_is_accepted_and_one_past_it_refused(pa
         body = {**base, name: value}
         if name == "max_completion_tokens":  # one token limit at a time
             body.pop("max_tokens")
+        if path == "/v1/rag/query" and name in ITERATIVE_ONLY:  # an iterative question takes no drafter or top_k
+            body = {**{k: v for k, v in body.items() if k not in NOT_ITERATIVE}, "iterative": True}
         if accepted:
             validate(path, body)
         else:
@@ -270,11 +272,19 @@ def integral_floats_as_integers(value: Any) -> Any:
     return value
 
 
+ITERATIVE_ONLY = {"retriever", "speculative_retrieval"}
+NOT_ITERATIVE = {"drafter", "top_k"}
+
+
 def follows_the_rules_across_fields(path: str, body: dict) -> bool:
     """The rules JSON Schema cannot state (the documents say them in words)."""
     if path == "/v1/rag/documents":  # ids unique within the request
         ids = [document["id"] for document in body["documents"]]
         return len(set(ids)) == len(ids)
+    if path == "/v1/rag/query":  # iterative answers take no drafter or top_k; only they take a retriever
+        iterative = body.get("iterative") is True
+        given = {name for name, value in body.items() if value is not None}
+        return not (given & (NOT_ITERATIVE if iterative else ITERATIVE_ONLY))
     if path in ("/v1/completions", "/v1/chat/completions"):
         limits = {body.get("max_tokens"), body.get("max_completion_tokens")} - {None}
         prompt = body.get("prompt")
