@@ -126,3 +126,31 @@ def test_a_retriever_failing_mid_answer_is_a_502_naming_it(client, monkeypatch, 
     events = sse(ask(client, speculative_retrieval=speculative, stream=True))
     assert "error" in events[-1] and "flaky" in events[-1]["error"]["message"]
     assert "[DONE]" not in events
+
+
+@pytest.mark.parametrize("speculative", [False, True])
+def test_documents_added_mid_answer_do_not_mix_into_it(client, speculative):
+    """An iterative answer keeps the index version it started with: documents added while it streams
+    (one of them the best match for its question) change neither its retrievals nor its tokens; the
+    next question sees them."""
+    before = ask(client, speculative_retrieval=speculative).get_json()
+    response = client.post("/v1/rag/query", json={"question": QUESTION, "max_tokens": 16, "iterative": True,
+                                                  "speculative_retrieval": speculative, "stream": True}, buffered=False)
+    chunks = iter(response.response)
+    first = next(chunks)  # the answer is under way
+    lure = {"id": "lure", "text": "What does the fox answer? The fox answers what does the fox answer."}
+    assert client.post("/v1/rag/documents", json={"documents": [lure]}).status_code == 200
+    events = sse_text(first + b"".join(chunks))
+    final = events[-2]["answer"]
+    records = [e["retrieval"] for e in events[:-1] if "retrieval" in e]
+    assert final["token_ids"] == before["token_ids"]
+    assert [r["docs"] for r in records] == [r["docs"] for r in before["retrievals"]]
+    assert not any(r["doc_id"].startswith("lure#") for r in records)
+    after = ask(client, speculative_retrieval=speculative).get_json()
+    assert any(r["docs"] != b["docs"] for r, b in zip(after["retrievals"], before["retrievals"])) or \
+        len(after["retrievals"]) != len(before["retrievals"]) or after["token_ids"] != before["token_ids"]
+
+
+def sse_text(data: bytes) -> list:
+    events = [line[len("data: ") :] for line in data.decode().split("\n\n") if line]
+    return [e if e == "[DONE]" else json.loads(e) for e in events]
