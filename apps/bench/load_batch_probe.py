@@ -4,7 +4,8 @@ vs ``b`` passes over one, on the real model, on this machine.
 ``python -m specdraft.apps.bench.load_batch_probe --batches 1,2,4,8 --width 8 --context 160``
 
 Contract: for each batch size ``b`` the probe prefills ``b`` equal-length contexts of ``context``
-tokens once, then times ``repeats`` verify-shaped passes of ``width`` new tokens over all ``b`` at
+tokens once, then times ``repeats`` verify-shaped passes (round robin over the sizes, so that the
+machine's drift falls on all of them alike) of ``width`` new tokens over all ``b`` at
 once (one forward pass, a KV cache of batch ``b`` cropped back after each pass, so every pass sees
 the same context). Equal lengths need no padding, so this is an upper bound on what a batcher of
 real requests (different lengths: padding and masks, caches stacked and split) could gain.
@@ -52,20 +53,26 @@ def probe(config: ProbeConfig) -> dict[str, Any]:
     model = AutoModelForCausalLM.from_pretrained(resolve_checkpoint(config.model), dtype=torch.float32).eval()
     vocab = model.config.vocab_size
     generator = torch.Generator().manual_seed(0)
-    rows = []
-    for b in sorted({1, *config.batches}):
-        context = torch.randint(0, vocab, (b, config.context), generator=generator)
-        new = torch.randint(0, vocab, (b, config.width), generator=generator)
-        times = []
-        with torch.inference_mode():
-            past = model(context, use_cache=True).past_key_values
-            for _ in range(config.repeats + 2):
+    sizes = sorted({1, *config.batches})
+    caches, news = {}, {}
+    with torch.inference_mode():
+        for b in sizes:
+            context = torch.randint(0, vocab, (b, config.context), generator=generator)
+            news[b] = torch.randint(0, vocab, (b, config.width), generator=generator)
+            caches[b] = model(context, use_cache=True).past_key_values
+        times: dict[int, list[float]] = {b: [] for b in sizes}
+        for turn in range(config.repeats + 1):  # round robin over the sizes: the machine's drift falls on all
+            for b in sizes:
                 start = time.perf_counter()
-                model(new, past_key_values=past, use_cache=True)
-                times.append(time.perf_counter() - start)
-                past.crop(-config.width)  # back to the context (this transformers takes the tokens to drop)
-        median = statistics.median(times[2:])  # the first two warm up
+                model(news[b], past_key_values=caches[b], use_cache=True)
+                if turn:  # the first round warms up
+                    times[b].append(time.perf_counter() - start)
+                caches[b].crop(-config.width)  # back to the context (this transformers takes the tokens to drop)
+    rows = []
+    for b in sizes:
+        median = statistics.median(times[b])
         rows.append({"batch": b, "pass_ms": round(median * 1000, 2), "per_request_ms": round(median * 1000 / b, 2)})
+        print(f"batch {b}: {median * 1000:.1f} ms per pass", file=sys.stderr, flush=True)
     one = rows[0]["pass_ms"]
     for row in rows:
         row["gain"] = round(row["batch"] * one / row["pass_ms"], 3)
