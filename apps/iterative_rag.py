@@ -25,6 +25,7 @@ from specdraft.retrieval.iterative import Collection, IterativeRAG, IterativeRAG
 __all__ = ["RETRIEVER_CHOICES", "IterativeRetrievers", "collection_of", "iterative_rag", "event_dict"]
 
 RETRIEVER_CHOICES = ("dense", "hnsw", "bm25")
+RETRIEVAL_TIMEOUT_S = 60.0  # one search past this ends the answer with an error naming the retriever (a 502 over HTTP)
 
 
 def collection_of(index: Any) -> tuple[Collection, np.ndarray | None]:
@@ -69,9 +70,9 @@ class IterativeRetrievers:
 
 
 def iterative_rag(model: Any, retriever: Any, collection: Collection, max_new_tokens: int, speculative: bool) -> IterativeRAG:
-    """Iterative RAG with the default stride and query length; speculative retrieval (async
-    verification, OS^3) when ``speculative``."""
-    config = IterativeRAGConfig(max_new_tokens=max_new_tokens)
+    """Iterative RAG with the default stride and query length, each search limited to
+    ``RETRIEVAL_TIMEOUT_S``; speculative retrieval (async verification, OS^3) when ``speculative``."""
+    config = IterativeRAGConfig(max_new_tokens=max_new_tokens, retrieval_timeout_s=RETRIEVAL_TIMEOUT_S)
     spec = SpeculativeRetrievalConfig() if speculative else None
     return IterativeRAG(model, retriever, collection, config, speculative=spec)
 

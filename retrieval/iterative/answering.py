@@ -27,7 +27,7 @@ from .config import IterativeRAGConfig
 from .decoder import StrideDecoder
 from .prompt import build_layout
 from .records import IterativeAnswer, RetrievalRecord
-from .retriever import Collection, Retriever, RetrieverError, ScoredDoc
+from .retriever import Collection, Retriever, RetrieverError, ScoredDoc, call_with_timeout
 
 __all__ = ["Answering", "Event"]
 
@@ -75,7 +75,10 @@ class Answering:
         retriever when it raises or answers out of shape). Safe to call from a worker thread."""
         start = time.perf_counter()
         try:
-            results = self.retriever.search(list(queries), k)
+            name = getattr(self.retriever, "name", type(self.retriever).__name__)
+            results = call_with_timeout(lambda: self.retriever.search(list(queries), k), self.config.retrieval_timeout_s, name)
+        except RetrieverError:
+            raise
         except Exception as error:
             raise RetrieverError(getattr(self.retriever, "name", type(self.retriever).__name__), error) from error
         seconds = time.perf_counter() - start

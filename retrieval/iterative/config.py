@@ -2,7 +2,9 @@
 
 ``IterativeRAGConfig``: how often to retrieve (``stride`` generated tokens), with which query (the
 last ``query_tokens`` tokens of question + answer, decoded to text), how many documents go into
-the prompt (``docs_in_prompt``), the answer's length limit and the instruction that heads the prompt.
+the prompt (``docs_in_prompt``), the answer's length limit, the instruction that heads the prompt,
+and ``retrieval_timeout_s``: the seconds one retriever call may take before the answer ends with a
+``RetrieverError`` naming the retriever (None: no limit).
 
 ``SpeculativeRetrievalConfig`` (RaLMSpec): ``enabled``; ``max_strides``, the most strides answered
 from the cache before a verification (``os3`` on: the OS^3 scheduler picks the stride count from 1
@@ -30,12 +32,16 @@ class IterativeRAGConfig:
     docs_in_prompt: int = 1
     max_new_tokens: int = 64
     instruction: str = INSTRUCTION
+    retrieval_timeout_s: float | None = None
 
     def __post_init__(self) -> None:
         for name in ("stride", "query_tokens", "docs_in_prompt", "max_new_tokens"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
+        timeout = self.retrieval_timeout_s
+        if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0):
+            raise ValueError(f"retrieval_timeout_s must be a number > 0 or None, got {timeout!r}")
 
 
 @dataclass(frozen=True)

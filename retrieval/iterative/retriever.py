@@ -16,12 +16,15 @@
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
-from typing import Protocol, Sequence, runtime_checkable
+from typing import Callable, Protocol, Sequence, TypeVar, runtime_checkable
 
 import numpy as np
 
-__all__ = ["Collection", "ScoredDoc", "Retriever", "RetrieverError", "rank", "check_search", "check_docs"]
+__all__ = ["Collection", "ScoredDoc", "Retriever", "RetrieverError", "call_with_timeout", "rank", "check_search", "check_docs"]
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -74,6 +77,31 @@ class RetrieverError(RuntimeError):
         detail = cause if isinstance(cause, str) else f"{type(cause).__name__}: {cause}"
         super().__init__(f"retriever {retriever!r} failed: {detail}")
         self.retriever = retriever
+
+
+def call_with_timeout(call: Callable[[], T], timeout: float | None, retriever: str) -> T:
+    """``call()``'s result; with ``timeout``, a ``RetrieverError`` naming ``retriever`` when it takes
+    longer (the call goes on in a daemon thread and its result is dropped). Its own exception is
+    re-raised as it is."""
+    if timeout is None:
+        return call()
+    outcome: list = []
+
+    def run() -> None:
+        try:
+            outcome.append((True, call()))
+        except BaseException as error:  # handed to the waiting thread
+            outcome.append((False, error))
+
+    worker = threading.Thread(target=run, name=f"retriever-{retriever}", daemon=True)
+    worker.start()
+    worker.join(timeout)
+    if not outcome:
+        raise RetrieverError(retriever, f"did not answer within {timeout:g} s")
+    ok, value = outcome[0]
+    if not ok:
+        raise value
+    return value
 
 
 def rank(docs: np.ndarray, scores: np.ndarray, k: int) -> list[ScoredDoc]:
