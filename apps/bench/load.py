@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from .archive_cache import say
-from .load_client import Client, MemorySampler, Outcome, RequestBudget, check_loopback, listening_pid, outcome_of, run_clients
+from .load_client import Client, MemorySampler, Outcome, RequestBudget, add_documents, check_loopback, listening_pid, outcome_of, run_clients, sequential_pass
 from .load_requests import DOCUMENTS, MODES, PLAIN, LoadRequest, load_requests
 
 DEFAULT_MODEL = "smollm2-135m"
@@ -78,29 +78,6 @@ class LoadConfig:
     def segment_modes(self) -> list[str]:
         """The modes of the load segments in order: A B B A A B ... (one mode: A A ...)."""
         return [self.modes[((i + 1) // 2) % len(self.modes)] for i in range(self.segments * len(self.modes))]
-
-
-def add_documents(client: Client, index: str) -> None:
-    reply = client.post("/v1/rag/documents", {"index": index, "documents": list(DOCUMENTS)})
-    if reply.status != 200:
-        raise RuntimeError(f"adding the documents failed: HTTP {reply.status} {reply.body or reply.error}")
-
-
-def sequential_pass(client: Client, requests: Sequence[LoadRequest], modes: Sequence[str], clock) -> tuple[dict[str, dict], list[Outcome]]:
-    """Each request alone in each mode: the expected answers (the first mode's) and the outcomes."""
-    expected: dict[str, dict] = {}
-    outcomes = []
-    for request in requests:
-        for mode in modes:
-            start = clock()
-            reply = client.post(request.path, request.bodies[mode])
-            if reply.status != 200:
-                raise RuntimeError(f"{request.id} ({mode}) failed alone: HTTP {reply.status} {reply.body or reply.error}")
-            outcome, answer = outcome_of(request, mode, -1, start, reply, expected.get(request.id))
-            expected.setdefault(request.id, answer)
-            outcomes.append(outcome)
-            say(f"alone: {request.id} {mode}: {outcome.latency_s:.2f} s")
-    return expected, outcomes
 
 
 def run(config: LoadConfig, client: Client, pid: int | None, server: str, name: str | None = None) -> tuple[dict[str, Any], list[Outcome], Any]:

@@ -27,7 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from .load_requests import LoadRequest, answer_of, stats_of
+from .archive_cache import say
+from .load_requests import DOCUMENTS, LoadRequest, answer_of, stats_of
 
 OVERLOADED = 429
 NO_RESPONSE = 0  # the status of a request that got no HTTP answer (refused, reset, timed out)
@@ -243,3 +244,26 @@ class MemorySampler:
         self._stop.set()
         self._thread.join()
         self.sample()
+
+
+def add_documents(client: Client, index: str) -> None:
+    reply = client.post("/v1/rag/documents", {"index": index, "documents": list(DOCUMENTS)})
+    if reply.status != 200:
+        raise RuntimeError(f"adding the documents failed: HTTP {reply.status} {reply.body or reply.error}")
+
+
+def sequential_pass(client: Client, requests: Sequence[LoadRequest], modes: Sequence[str], clock) -> tuple[dict[str, dict], list[Outcome]]:
+    """Each request alone in each mode: the expected answers (the first mode's) and the outcomes."""
+    expected: dict[str, dict] = {}
+    outcomes = []
+    for request in requests:
+        for mode in modes:
+            start = clock()
+            reply = client.post(request.path, request.bodies[mode])
+            if reply.status != 200:
+                raise RuntimeError(f"{request.id} ({mode}) failed alone: HTTP {reply.status} {reply.body or reply.error}")
+            outcome, answer = outcome_of(request, mode, -1, start, reply, expected.get(request.id))
+            expected.setdefault(request.id, answer)
+            outcomes.append(outcome)
+            say(f"alone: {request.id} {mode}: {outcome.latency_s:.2f} s")
+    return expected, outcomes

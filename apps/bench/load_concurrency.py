@@ -6,7 +6,7 @@ to ``sweep`` when ``--concurrency`` is given; the server is started or targeted 
 Contract:
 
 - **Expected answers**: every distinct request of ``load_requests`` is sent alone once per mode
-  first (``load.sequential_pass``); every answer under load is compared with it (greedy, so it must
+  first (``load_client.sequential_pass``); every answer under load is compared with it (greedy, so it must
   be identical token for token).
 - **Points**: for each level ``n`` of ``levels`` and each mode, ``n`` client threads send requests
   (each in its own seeded order) until exactly ``limit`` requests were sent (no time limit: each
@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from .archive_cache import say
-from .load_client import OVERLOADED, Client, Outcome, RequestBudget, run_clients
+from .load_client import OVERLOADED, Client, Outcome, RequestBudget, add_documents, run_clients, sequential_pass
 from .load_requests import MODES, PLAIN, SPECULATIVE, load_requests
 
 MAX_LEVEL, MAX_LIMIT = 64, 10_000
@@ -105,7 +105,6 @@ def point_summary(outcomes: Sequence[Outcome], clients: int, mode: str, seconds:
 
 def sweep(config: ConcurrencyConfig, client: Client, server: str, name: str | None = None) -> dict[str, Any]:
     """Run every point of ``config`` against ``client``'s server; the report (see ``write``)."""
-    from .load import add_documents, sequential_pass
     from .runner import environment
 
     health = client.get("/healthz")
