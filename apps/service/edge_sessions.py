@@ -32,12 +32,13 @@ import secrets
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
 from specdraft import ROOT, Draft, Model, SamplingParams, TokenChooser
 from specdraft.acceptance import Acceptance, follow_choices, speculative_accept
+from specdraft.prefix_cache import prefix_cache_for
 from specdraft.sampling import PositionalRandom, warp
 
 
@@ -273,7 +274,7 @@ class EdgeSessionStore:
             self._sessions[session.id] = session  # counted at once, so concurrent opens keep the limit
         try:
             with session.lock:
-                session.target.prefill(prompt)
+                _prefill(model, session.target, prompt)
         except BaseException:
             self.close(session.id, owner)
             raise
@@ -317,3 +318,15 @@ class EdgeSessionStore:
         for session in sessions:
             with session.lock:
                 session.close()
+
+
+def _prefill(model: Model, target: Any, prompt: list[int]) -> None:
+    """The session's prefill, from the model's prefix cache where the target can use one (so a chat's
+    next turn, or another laptop's same system prompt, is not computed again); the target stores its
+    sequence there when the session closes."""
+    prefill_cached = getattr(target, "prefill_cached", None)
+    cache = prefix_cache_for(model) if prefill_cached is not None else None
+    if cache is None:
+        target.prefill(prompt)
+    else:
+        prefill_cached(prompt, cache)
