@@ -33,7 +33,7 @@ import tempfile
 import threading
 import time
 import urllib.request
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -131,7 +131,8 @@ def start_server(config: EdgeBenchConfig, port: int, key_file: str, log_path: st
     """``specdraft serve --edge`` in its own process, returned once ``/healthz`` answers."""
     command = [sys.executable, "-m", "specdraft.apps.cli", "serve", "--edge", "--api-key-file", key_file,
                "--model", config.server_model, "--backend", config.server_backend, "--dtype", config.server_dtype,
-               "--device", config.server_device, "--drafter", "none", "--port", str(port)]
+               "--device", config.server_device, "--drafter", "none", "--port", str(port),
+               "--no-prefix-cache"]  # every method pays its own prompt, as a new prompt would: no run warms another
     if log_path:
         with open(log_path, "ab") as log:  # the child keeps its own copy of the descriptor
             process = subprocess.Popen(command, stdout=log, stderr=log)
@@ -278,7 +279,8 @@ def run_edge_bench(config: EdgeBenchConfig, cases: Sequence[EdgeCase] | None = N
 
 
 def _measure(config: EdgeBenchConfig, cases: list[EdgeCase], model, port: int, key: str, progress) -> list[EdgeMeasurement]:
-    warm = replace(cases[0], id="warm-up", max_new_tokens=min(8, cases[0].max_new_tokens))
+    # warmed up on a prompt that is not measured, so that no measured method finds its prompt cached
+    warm = EdgeCase("warm-up", "warm-up", tuple(model.encode("Say hello in five words.")), min(8, cases[0].max_new_tokens))
     with DelayProxy(port, ProxyConfig(0.0)) as proxy:  # one untimed run of each kind
         server_only(proxy.url, key, config.server_model, warm, 0, config.timeout_s)
         edge(proxy.url, key, model, warm, 0, "edge", config)
