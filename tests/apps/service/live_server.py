@@ -23,7 +23,17 @@ class LiveServer:
         self._server = create_server(app, host="127.0.0.1", port=0, **options)
         self.port = self._server.effective_port
         self.url = f"http://127.0.0.1:{self.port}"
-        self._thread = threading.Thread(target=self._server.run, name="live-server", daemon=True)
+        self._closing = False
+        self._thread = threading.Thread(target=self._run, name="live-server", daemon=True)
+
+    def _run(self) -> None:
+        """waitress's loop; the error it may raise polling a socket that ``__exit__`` closed under it
+        (EBADF: closing races the loop's poll) ends the loop quietly, any other error is raised."""
+        try:
+            self._server.run()
+        except (OSError, ValueError):
+            if not self._closing:
+                raise
 
     def __enter__(self) -> "LiveServer":
         self._thread.start()
@@ -38,4 +48,6 @@ class LiveServer:
                 time.sleep(0.05)
 
     def __exit__(self, *exc) -> None:
+        self._closing = True
         self._server.close()
+        self._thread.join(timeout=5)
