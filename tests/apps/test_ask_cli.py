@@ -6,10 +6,10 @@ import io
 import json
 
 import pytest
+from cli_helpers import ask, saved_index
 
 from specdraft.apps.cli import main
 from specdraft.retrieval.datastore import Datastore
-from specdraft.retrieval.index import DocumentIndex
 
 # The tiny model answers "juec dogithb..." to these questions; the "fox" passage lets the reference drafter
 # draft part of that, so the answer has drafted spans.
@@ -21,17 +21,7 @@ DOCS = [
 
 @pytest.fixture(scope="module")
 def index_dir(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("ask") / "index"
-    index = DocumentIndex.create()  # the packaged all-MiniLM-L6-v2
-    index.add(DOCS)
-    index.save(folder)
-    return folder
-
-
-def ask(capsys, *args: str) -> tuple[int, str, str]:
-    code = main(["ask", "--device", "cpu", *args])
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
+    return saved_index(tmp_path_factory.mktemp("ask") / "index", DOCS)
 
 
 def ask_json(capsys, checkpoint, index_dir, *args: str) -> dict:

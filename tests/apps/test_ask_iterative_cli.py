@@ -6,9 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
-
-from specdraft.apps.cli import main
-from specdraft.retrieval.index import DocumentIndex
+from cli_helpers import ask, saved_index
 
 DOCS = [
     {"id": "fox", "text": "The quick brown fox jumps over the lazy dog. The fox says juec dogithb to everyone."},
@@ -20,17 +18,7 @@ DOCS = [
 
 @pytest.fixture(scope="module")
 def index_dir(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("ask-iterative") / "index"
-    index = DocumentIndex.create()  # the packaged all-MiniLM-L6-v2
-    index.add(DOCS)
-    index.save(folder)
-    return folder
-
-
-def ask(capsys, *args: str) -> tuple[int, str, str]:
-    code = main(["ask", "--device", "cpu", *args])
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
+    return saved_index(tmp_path_factory.mktemp("ask-iterative") / "index", DOCS)
 
 
 def ask_json(capsys, checkpoint, index_dir, *args: str) -> dict:
