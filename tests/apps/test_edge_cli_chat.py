@@ -3,20 +3,17 @@ against a live verify server on loopback serving the same tiny checkpoint: each 
 server model's greedy answer to the whole conversation so far; unverified text (the server gone) is
 set between the plain markers ``[?`` and ``?]`` when standard output is not a terminal."""
 
-import copy
 import os
 import socket
 import subprocess
 import sys
 
 import pytest
-import torch
 
 sys.path[:0] = [os.path.join(os.path.dirname(__file__), "..", "edge"), os.path.join(os.path.dirname(__file__), "service")]
 
-from conftest import make_tiny_model  # noqa: E402
+from chat_checkpoint import save_chat_checkpoint  # noqa: E402
 from edge_support import KEY, edge_server  # noqa: E402
-from tiny_service import CHAT_TEMPLATE  # noqa: E402
 
 from specdraft import GenerationConfig, SpeculativeGenerator  # noqa: E402
 from specdraft.apps.cli.edge_chat import UNVERIFIED_CLOSE, UNVERIFIED_OPEN, StyledWriter  # noqa: E402
@@ -25,13 +22,8 @@ from specdraft.apps.cli.edge_chat import UNVERIFIED_CLOSE, UNVERIFIED_OPEN, Styl
 @pytest.fixture(scope="module")
 def chat_checkpoint(tmp_path_factory, tokenizer):
     """(folder, model): a tiny float32 chat model saved as a checkpoint (the command line loads it)."""
-    chat_tokenizer = copy.deepcopy(tokenizer)
-    chat_tokenizer.chat_template = CHAT_TEMPLATE
-    model = make_tiny_model(chat_tokenizer, seed=3, dtype=torch.float32)
     path = tmp_path_factory.mktemp("tiny-chat-checkpoint")
-    model.hf_model.save_pretrained(path)
-    chat_tokenizer.save_pretrained(path)
-    return path, model
+    return path, save_chat_checkpoint(path, tokenizer)
 
 
 def chat(url, path, turns, *extra, timeout=60.0):

@@ -3,7 +3,6 @@ against a live verify server on loopback serving the same tiny checkpoint (fast)
 ``specdraft serve --edge`` process serving smollm2-135m in float32 with the model's own GGUF drafting
 on llama.cpp (slow). Answers equal the served model's own greedy answers."""
 
-import copy
 import os
 import signal
 import socket
@@ -14,13 +13,11 @@ import urllib.request
 
 import openai
 import pytest
-import torch
 
 sys.path[:0] = [os.path.join(os.path.dirname(__file__), "..", "edge"), os.path.join(os.path.dirname(__file__), "service")]
 
-from conftest import make_tiny_model  # noqa: E402
+from chat_checkpoint import save_chat_checkpoint  # noqa: E402
 from edge_support import KEY, edge_server  # noqa: E402
-from tiny_service import CHAT_TEMPLATE  # noqa: E402
 
 from specdraft import GenerationConfig, SpeculativeGenerator  # noqa: E402
 from specdraft.apps.cli.entry_point import main  # noqa: E402
@@ -60,13 +57,9 @@ def stop(process):
 
 @pytest.fixture(scope="module")
 def chat_checkpoint(tmp_path_factory, tokenizer):
-    chat_tokenizer = copy.deepcopy(tokenizer)
-    chat_tokenizer.chat_template = CHAT_TEMPLATE
-    model = make_tiny_model(chat_tokenizer, seed=3, dtype=torch.float32)
+    """(folder, model): a tiny float32 chat model saved as a checkpoint (the command line loads it)."""
     path = tmp_path_factory.mktemp("tiny-chat-checkpoint")
-    model.hf_model.save_pretrained(path)
-    chat_tokenizer.save_pretrained(path)
-    return path, model
+    return path, save_chat_checkpoint(path, tokenizer)
 
 
 def test_edge_serve_answers_the_openai_sdk_with_the_servers_greedy_output(chat_checkpoint, tmp_path):

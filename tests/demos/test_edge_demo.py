@@ -3,18 +3,15 @@
 with its stats and whether it equals the server's own greedy answer. On a tiny checkpoint (fast),
 and on the default real pair (smollm2-135m float32 served, its GGUF drafting: slow)."""
 
-import copy
 import json
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "apps" / "service"))  # the service tests' helpers
-from conftest import make_tiny_model  # noqa: E402
-from tiny_service import CHAT_TEMPLATE  # noqa: E402
+from chat_checkpoint import save_chat_checkpoint  # noqa: E402
 
 from specdraft import GenerationConfig, SpeculativeGenerator  # noqa: E402
 
@@ -34,11 +31,7 @@ def test_the_demo_says_how_to_run_it():
 
 
 def test_the_demo_prints_the_servers_greedy_answer_and_its_stats(tmp_path, tokenizer):
-    chat_tokenizer = copy.deepcopy(tokenizer)
-    chat_tokenizer.chat_template = CHAT_TEMPLATE
-    model = make_tiny_model(chat_tokenizer, seed=3, dtype=torch.float32)
-    model.hf_model.save_pretrained(tmp_path)
-    chat_tokenizer.save_pretrained(tmp_path)
+    model = save_chat_checkpoint(tmp_path, tokenizer)
     prompt = "The quick brown fox"
     args = ["--model", str(tmp_path), "--device", "cpu", "--draft-model", str(tmp_path), "--draft-backend", "transformers", "--max-new-tokens", "12", prompt]
     out = json.loads(run_demo(*args, "--json"))

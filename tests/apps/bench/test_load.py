@@ -1,23 +1,15 @@
 """The load test (``specdraft.apps.bench.load``): its pure parts, and one short bounded run against a
 real ``specdraft serve`` (a subprocess on loopback) serving a tiny checkpoint."""
 
-import copy
 import json
 
 import pytest
-import torch
-from conftest import make_tiny_model
+from chat_checkpoint import save_chat_checkpoint
 
 from specdraft.apps.bench.load import LoadConfig, main
 from specdraft.apps.bench.load_client import Outcome, check_loopback
 from specdraft.apps.bench.load_report import mode_summary, percentile, ratio_summary, ratios
 from specdraft.apps.bench.load_requests import KINDS, MODES, PLAIN, SPECULATIVE, load_requests
-
-CHAT_TEMPLATE = (
-    "{% for m in messages %}<|{{ m['role'] }}|>{{ m['content'] }}\n{% endfor %}"
-    "{% if add_generation_prompt %}<|assistant|>{% endif %}"
-)
-
 
 @pytest.mark.parametrize("url", ["http://127.0.0.1:8000", "http://localhost:8000/", "http://[::1]:9", "http://127.3.2.1"])
 def test_loopback_urls_are_accepted(url):
@@ -94,12 +86,8 @@ def test_ratios_compare_the_medians_of_each_request_in_both_modes():
 @pytest.fixture(scope="module")
 def chat_checkpoint(tmp_path_factory, tokenizer):
     """A tiny float32 checkpoint whose tokenizer has a chat template (the chat route needs one)."""
-    chat_tokenizer = copy.deepcopy(tokenizer)
-    chat_tokenizer.chat_template = CHAT_TEMPLATE
-    model = make_tiny_model(chat_tokenizer, seed=3, dtype=torch.float32)
     path = tmp_path_factory.mktemp("chat-checkpoint")
-    model.hf_model.save_pretrained(path)
-    chat_tokenizer.save_pretrained(path)
+    save_chat_checkpoint(path, tokenizer)
     return path
 
 

@@ -2,12 +2,10 @@
 (``load_batch_probe``): their pure parts, one short sweep against a real ``specdraft serve`` (a
 subprocess on loopback) serving a tiny checkpoint, and the probe on that checkpoint."""
 
-import copy
 import json
 
 import pytest
-import torch
-from conftest import make_tiny_model
+from chat_checkpoint import save_chat_checkpoint
 
 from specdraft.apps.bench.load import main
 from specdraft.apps.bench.load_batch_probe import ProbeConfig
@@ -15,12 +13,6 @@ from specdraft.apps.bench.load_batch_probe import main as probe_main
 from specdraft.apps.bench.load_client import Outcome
 from specdraft.apps.bench.load_concurrency import ConcurrencyConfig, markdown, parse_levels, point_summary
 from specdraft.apps.bench.load_requests import MODES, PLAIN, SPECULATIVE
-
-CHAT_TEMPLATE = (
-    "{% for m in messages %}<|{{ m['role'] }}|>{{ m['content'] }}\n{% endfor %}"
-    "{% if add_generation_prompt %}<|assistant|>{% endif %}"
-)
-
 
 def test_levels_are_parsed_and_bad_ones_refused():
     assert parse_levels("1,4,16") == (1, 4, 16) and parse_levels(" 2 ") == (2,)
@@ -58,12 +50,8 @@ def test_bad_sweep_arguments_exit_2_before_starting_a_server(capsys):
 @pytest.fixture(scope="module")
 def chat_checkpoint(tmp_path_factory, tokenizer):
     """A tiny float32 checkpoint whose tokenizer has a chat template (the chat route needs one)."""
-    chat_tokenizer = copy.deepcopy(tokenizer)
-    chat_tokenizer.chat_template = CHAT_TEMPLATE
-    model = make_tiny_model(chat_tokenizer, seed=3, dtype=torch.float32)
     path = tmp_path_factory.mktemp("chat-checkpoint")
-    model.hf_model.save_pretrained(path)
-    chat_tokenizer.save_pretrained(path)
+    save_chat_checkpoint(path, tokenizer)
     return path
 
 

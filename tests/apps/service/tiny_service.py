@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 
+from chat_checkpoint import CHAT_TEMPLATE  # noqa: F401 (re-exported for the service tests)
 from conftest import make_tiny_model
 
 from specdraft import SpeculationConfig, TransformersModel
@@ -22,10 +23,6 @@ UNLOADABLE = "no-such-model"
 # text that begins the same way has tokens the model accepts from the copy of the input (drafted
 # spans), and the rest of it gets edited.
 GRAMMAR_TEXT = "=vedae6 the dog sleep. the quick brown fox jump over the lazy dog."
-CHAT_TEMPLATE = (
-    "{% for m in messages %}<|{{ m['role'] }}|>{{ m['content'] }}\n{% endfor %}"
-    "{% if add_generation_prompt %}<|assistant|>{% endif %}"
-)
 
 
 def make_chat_model(tokenizer) -> TransformersModel:
