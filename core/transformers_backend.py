@@ -57,6 +57,7 @@ class TransformersModel:
         self.name = name
         self.cost = PassCostProfile()
         self._lock = threading.Lock()
+        self.verify_batcher = None  # opt-in: specdraft.verify_batcher.enable_verify_batching
 
     @classmethod
     def load(cls, config: ModelConfig = ModelConfig()) -> "TransformersModel":
@@ -129,8 +130,18 @@ class TransformersModel:
 
         ``positions``/``tree_mask`` (bool ``[q, q]`` array, True = may attend) describe a token tree;
         None means an ordinary causal chain. Returns logits ``[q, vocab]`` (or ``[1, vocab]`` for
-        the last token when ``all_logits`` is False), float32 on the model's device.
+        the last token when ``all_logits`` is False), float32 on the model's device. With a
+        ``verify_batcher`` attached, a verification pass may run in one padded pass with other
+        sequences' (``specdraft.verify_batcher``); prefills always run alone.
         """
+        batcher = self.verify_batcher
+        if all_logits and batcher is not None and batcher.accepts(cache):
+            return batcher.forward(cache, tokens, positions, tree_mask)
+        return self.forward_alone(cache, tokens, positions, tree_mask, all_logits)
+
+    def forward_alone(self, cache: KVCache, tokens: Sequence[int], positions: Sequence[int] | None = None,
+                      tree_mask=None, all_logits: bool = True) -> torch.Tensor:
+        """``forward`` as one pass of this sequence alone (what every pass was before batching)."""
         past = len(cache)
         q = len(tokens)
         device = self.device

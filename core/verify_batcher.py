@@ -1,0 +1,260 @@
+"""VerifyBatcher: several requests' verification passes on one transformers model as ONE padded forward.
+
+Opt-in (``enable_verify_batching(model, VerifyBatchConfig())``, ``specdraft serve --batch-verify``).
+Once attached, ``TransformersModel.forward`` hands every verification-shaped pass (``all_logits``) on
+a plain ``KVCache`` (full-attention ``DynamicLayer``s, ``supports_snapshots``, at least one cached
+position) to ``VerifyBatcher.forward``; prefills, sliding-window caches and the fast path's static
+sessions never come here and run alone as before.
+
+Contracts:
+
+- **Grouping**: the first waiting call leads; it waits at most ``window_ms`` after its own arrival
+  for other sequences' calls, and not at all when no other sequence has passed here within
+  ``active_ms`` (a lone request pays nothing), nor once ``max_batch`` calls, or as many calls as
+  sequences recently active, are waiting. Calls that arrive while a batch runs wait for the next one.
+- **One pass**: the leader stacks the rows' caches per layer (keys/values left-padded to the longest
+  past), right-pads the new tokens, gives per-row position ids and a 4-D float mask: a real query sees
+  its own past (never the padding) and its own chain (causal) or tree (``tree_mask``); a padding query
+  sees only its own key, so no softmax row is empty. One ``hf_model`` call under the model's lock.
+- **Split**: each row's cache gets exactly its own new keys/values appended (``DynamicLayer.update``,
+  the same concatenation a lone pass does), and its caller gets its own ``[q, vocab]`` float32 logits.
+  Nothing is written to a row's cache before the batched forward has succeeded.
+- **Failures**: a call whose tokens / positions / mask do not fit the model runs alone (and raises its
+  own error); if the batched forward itself raises, every row is run alone, so each caller gets its
+  own result or error and no other row's cache is touched twice.
+- **Cost**: batched passes are NOT recorded in ``model.cost`` (``PassCostProfile``): the profile stays
+  the cost of a lone pass by width, which is what the draft-length policy compares, and lone passes
+  (including every pass of a request that runs alone) keep recording as before.
+- **Exactness**: in float64 a batched row equals its lone pass to rounding (tests assert identical
+  outputs). In float32 a padded batch can round differently from a lone pass (longer softmax rows,
+  other GEMM blocking), so greedy output under batching may differ from the lone output where two
+  logits are within rounding; that is why batching is off by default (see the README).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Sequence
+
+import torch
+from transformers import DynamicCache
+
+from .kv_cache import KVCache
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .transformers_backend import TransformersModel
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class VerifyBatchConfig:
+    """``window_ms``: how long a leading pass waits for other sequences' passes; ``max_batch``: rows in
+    one pass; ``active_ms``: a sequence that passed here this recently counts as active (the window is
+    waited only while another one is)."""
+
+    window_ms: float = 5.0
+    max_batch: int = 8
+    active_ms: float = 2000.0
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.window_ms <= 1000:
+            raise ValueError(f"window_ms must be 0..1000 milliseconds, got {self.window_ms}")
+        if not 2 <= self.max_batch <= 64:
+            raise ValueError(f"max_batch must be 2..64 rows, got {self.max_batch}")
+        if not self.active_ms > 0:
+            raise ValueError(f"active_ms must be > 0, got {self.active_ms}")
+
+
+class _Call:
+    """One caller's pass, waiting for its batch."""
+
+    __slots__ = ("cache", "tokens", "positions", "tree_mask", "arrived", "done", "logits", "error")
+
+    def __init__(self, cache: KVCache, tokens: list[int], positions, tree_mask) -> None:
+        self.cache, self.tokens, self.positions, self.tree_mask = cache, tokens, positions, tree_mask
+        self.arrived = time.monotonic()
+        self.done = False
+        self.logits: torch.Tensor | None = None
+        self.error: BaseException | None = None
+
+    def result(self) -> torch.Tensor:
+        if self.error is not None:
+            raise self.error
+        assert self.logits is not None
+        return self.logits
+
+
+class VerifyBatcher:
+    """Groups concurrent verification passes of one ``TransformersModel`` (thread-safe)."""
+
+    def __init__(self, model: "TransformersModel", config: VerifyBatchConfig = VerifyBatchConfig()) -> None:
+        self.model = model
+        self.config = config
+        self._cond = threading.Condition()
+        self._queue: list[_Call] = []
+        self._leading = False
+        self._seen: dict[int, float] = {}  # id(cache) -> when it last passed here (monotonic)
+        self.batched_passes = 0  # forwards over two rows or more
+        self.batched_rows = 0  # rows those forwards carried
+        self.lone_passes = 0  # calls that ran alone (no partner, or refused by the batch)
+
+    def accepts(self, cache) -> bool:
+        """Whether a pass on ``cache`` may be batched (a non-empty plain ``KVCache``)."""
+        return isinstance(cache, KVCache) and len(cache) > 0 and cache.supports_snapshots
+
+    def stats(self) -> dict[str, int]:
+        return {"batched_passes": self.batched_passes, "batched_rows": self.batched_rows, "lone_passes": self.lone_passes}
+
+    def forward(self, cache: KVCache, tokens: Sequence[int], positions=None, tree_mask=None) -> torch.Tensor:
+        """``TransformersModel.forward``'s contract for one verification pass, possibly in a batch."""
+        call = _Call(cache, [int(t) for t in tokens], positions, tree_mask)
+        with self._cond:
+            self._seen[id(cache)] = call.arrived
+            self._queue.append(call)
+            self._cond.notify_all()
+            while not call.done and self._leading:
+                self._cond.wait()
+            if call.done:
+                return call.result()
+            self._leading = True
+            batch = self._gather(call)
+        try:
+            self._run(batch)
+        finally:
+            with self._cond:
+                for member in batch:
+                    member.done = True
+                self._leading = False
+                self._cond.notify_all()
+        return call.result()
+
+    def _gather(self, leader: _Call) -> list[_Call]:
+        """(Holding the condition.) Wait for partners as the contract says; take the batch off the queue."""
+        deadline = leader.arrived + self.config.window_ms / 1000
+        while True:
+            now = time.monotonic()
+            horizon = now - self.config.active_ms / 1000
+            for key in [k for k, t in self._seen.items() if t < horizon]:
+                del self._seen[key]
+            wanted = min(self.config.max_batch, len(self._seen))
+            if len(self._queue) >= wanted or now >= deadline:
+                break
+            self._cond.wait(deadline - now)
+        self._queue.remove(leader)
+        others = self._queue[: self.config.max_batch - 1]
+        del self._queue[: len(others)]
+        return [leader, *others]
+
+    # --- running ------------------------------------------------------------------------------
+    def _alone(self, call: _Call) -> None:
+        self.lone_passes += 1
+        try:
+            call.logits = self.model.forward_alone(call.cache, call.tokens, call.positions, call.tree_mask, True)
+        except Exception as error:  # the caller's own error
+            call.error = error
+
+    def _fits(self, call: _Call) -> bool:
+        vocab = self.model.hf_model.get_input_embeddings().num_embeddings
+        q = len(call.tokens)
+        if not q or min(call.tokens) < 0 or max(call.tokens) >= vocab:
+            return False
+        if (call.positions is None) != (call.tree_mask is None):
+            return False
+        if call.tree_mask is not None:
+            mask = torch.as_tensor(call.tree_mask)
+            if len(call.positions) != q or tuple(mask.shape) != (q, q) or mask.dtype != torch.bool:
+                return False
+        return self.accepts(call.cache)
+
+    def _run(self, batch: list[_Call]) -> None:
+        rows = [call for call in batch if self._fits(call)]
+        for call in batch:
+            if call not in rows:
+                self._alone(call)
+        if len(rows) == 1:
+            self._alone(rows[0])
+        elif rows:
+            try:
+                new_layers, logits = self._forward(rows)
+            except Exception:
+                log.warning("a batched verify pass of %d rows failed; running them one by one", len(rows), exc_info=True)
+                for call in rows:
+                    self._alone(call)
+                return
+            self.batched_passes += 1
+            self.batched_rows += len(rows)
+            past = max(len(call.cache) for call in rows)
+            for i, call in enumerate(rows):
+                q = len(call.tokens)
+                try:
+                    for own, (keys, values) in zip(call.cache.cache.layers, new_layers):
+                        own.update(keys[i : i + 1, :, past : past + q], values[i : i + 1, :, past : past + q])
+                    call.logits = logits[i, :q]
+                except Exception as error:  # pragma: no cover - e.g. out of memory while appending
+                    call.error = error
+
+    def _forward(self, rows: list[_Call]) -> tuple[list[tuple[torch.Tensor, torch.Tensor]], torch.Tensor]:
+        """The one padded pass: (per layer the batch's keys/values after it, logits ``[B, Q, vocab]``)."""
+        model = self.model
+        hf = model.hf_model
+        device, dtype = model.device, hf.dtype
+        pasts = [len(call.cache) for call in rows]
+        widths = [len(call.tokens) for call in rows]
+        b, past, q = len(rows), max(pasts), max(widths)
+        input_ids = torch.zeros(b, q, dtype=torch.long)
+        position_ids = torch.tensor(pasts, dtype=torch.long)[:, None] + torch.arange(q)[None]
+        allowed = torch.zeros(b, q, past + q, dtype=torch.bool)
+        allowed[:, torch.arange(q), past + torch.arange(q)] = True  # padding queries: their own key only
+        causal = torch.ones(q, q, dtype=torch.bool).tril()
+        for i, call in enumerate(rows):
+            n = widths[i]
+            input_ids[i, :n] = torch.tensor(call.tokens)
+            allowed[i, :n, past - pasts[i] : past] = True
+            if call.tree_mask is None:
+                allowed[i, :n, past : past + n] = causal[:n, :n]
+            else:
+                allowed[i, :n, past : past + n] = torch.as_tensor(call.tree_mask)
+                position_ids[i, :n] = torch.tensor(list(call.positions), dtype=torch.long)
+        bias = torch.zeros(allowed.shape, dtype=dtype)
+        bias.masked_fill_(~allowed, torch.finfo(dtype).min)
+        stacked = DynamicCache(config=hf.config)
+        for index, layer in enumerate(stacked.layers):
+            sources = [call.cache.cache.layers[index] for call in rows]
+            first = sources[0].keys
+            keys = first.new_zeros(b, first.shape[1], past, first.shape[3])
+            values = sources[0].values.new_zeros(b, sources[0].values.shape[1], past, sources[0].values.shape[3])
+            for i, source in enumerate(sources):
+                keys[i, :, past - pasts[i] :] = source.keys[0]
+                values[i, :, past - pasts[i] :] = source.values[0]
+            layer.lazy_initialization(keys, values)
+            layer.keys, layer.values = keys, values
+        with model._lock, torch.inference_mode():
+            out = hf(
+                input_ids=input_ids.to(device),
+                past_key_values=stacked,
+                use_cache=True,
+                attention_mask=bias[:, None].to(device),  # [B, 1, Q, past + Q]
+                position_ids=position_ids.to(device),
+                logits_to_keep=0,
+            )
+            logits = out.logits.float()
+            if device.type == "cuda":
+                torch.cuda.synchronize(device)
+        return [(layer.keys, layer.values) for layer in stacked.layers], logits
+
+
+def enable_verify_batching(model: "TransformersModel", config: VerifyBatchConfig = VerifyBatchConfig()) -> VerifyBatcher:
+    """Attach a ``VerifyBatcher`` to ``model`` (a ``TransformersModel``; replaces any earlier one)."""
+    if getattr(model, "backend", None) != "transformers" or not hasattr(model, "forward_alone"):
+        raise ValueError(f"verify batching is for the transformers backend; {getattr(model, 'name', model)} runs on {getattr(model, 'backend', '?')}")
+    batcher = VerifyBatcher(model, config)
+    model.verify_batcher = batcher
+    return batcher
+
+
+def disable_verify_batching(model: "TransformersModel") -> None:
+    model.verify_batcher = None
