@@ -25,7 +25,10 @@ API (H4 builds on it)::
 
 - ``Collection(texts, ids)``; ``Retriever`` protocol: ``name``, ``search(queries, k) ->
   list[list[ScoredDoc]]`` (``ScoredDoc(doc, score)``, doc = row; canonical: score descending, row
-  ascending, independent of the batch and of ``k``), ``score(query, docs) -> np.ndarray``.
+  ascending, independent of the batch and of ``k``), ``score(query, docs) -> np.ndarray``; the
+  three retrievers also ``prepare(queries)`` (embed / tokenize) and take prepared queries in
+  ``search_prepared`` / ``score_prepared``, so an answer prepares each query once
+  (``query_memo.QueryMemo``: the cache's scoring and the verification share the embedding).
 - ``DenseFlatRetriever(collection, embedder, vectors=None, config=DenseConfig())`` (FAISS
   IndexFlatIP, exact), ``DenseHNSWRetriever(collection, embedder, vectors=None,
   config=HNSWConfig(), index=None)`` (FAISS HNSW), ``BM25Retriever(collection, BM25Config())``

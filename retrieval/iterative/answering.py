@@ -1,7 +1,8 @@
 """One question being answered: what plain and speculative iterative RAG share.
 
 ``Answering`` holds the prompt layout, the ``StrideDecoder``, the text assembler (stop strings),
-the records and the counters. Strides: stride ``j`` covers answer tokens ``[j*stride, (j+1)*stride)``
+the records, the counters and ``queries``: the answer's ``QueryMemo`` over the retriever, through
+which every search and cache scoring goes, so each distinct query is embedded (prepared) once. Strides: stride ``j`` covers answer tokens ``[j*stride, (j+1)*stride)``
 and is generated with the documents retrieved for the query made of the last ``query_tokens``
 tokens of question + answer[:j*stride] (decoded to text). Tokens become **confirmed** once their
 stride's documents are known to be the retriever's (at once in plain RAG, after verification in
@@ -26,6 +27,7 @@ from specdraft.text_stream import TextAssembler, TextPiece
 from .config import IterativeRAGConfig
 from .decoder import StrideDecoder
 from .prompt import build_layout
+from .query_memo import QueryMemo
 from .records import IterativeAnswer, RetrievalRecord
 from .retriever import Collection, Retriever, RetrieverError, ScoredDoc, call_with_timeout
 
@@ -42,6 +44,7 @@ class Answering:
         self.started = time.perf_counter()
         self.model = model
         self.retriever = retriever
+        self.queries = QueryMemo(retriever)  # search and score, each query prepared once
         self.collection = collection
         self.config = config
         self.question = question
@@ -76,7 +79,7 @@ class Answering:
         start = time.perf_counter()
         try:
             name = getattr(self.retriever, "name", type(self.retriever).__name__)
-            results = call_with_timeout(lambda: self.retriever.search(list(queries), k), self.config.retrieval_timeout_s, name)
+            results = call_with_timeout(lambda: self.queries.search(list(queries), k), self.config.retrieval_timeout_s, name)
         except RetrieverError:
             raise
         except Exception as error:

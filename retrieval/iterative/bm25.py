@@ -8,6 +8,10 @@ score for a document is the sum of its words' scores (a repeated word counts aga
 document, keeps every document within ``tolerance`` of the ``k``-th best (so no tie is cut) and
 ranks those canonically by the float64 scores (``retriever.rank``). A query with no known word
 scores 0 everywhere: the first ``k`` rows.
+
+Prepared queries (``query_memo.PreparedRetriever``): ``prepare(queries)`` gives each query's word
+ids (``query_ids``); ``search_prepared`` / ``score_prepared`` take them, and ``search`` / ``score``
+are ``prepare`` followed by them, so a query is tokenized once per answer (``query_memo.QueryMemo``).
 """
 
 from __future__ import annotations
@@ -88,18 +92,30 @@ class BM25Retriever:
                 total += np.array([lookup.get(int(r), 0.0) for r in rows], dtype=np.float64)
         return total
 
+    def prepare(self, queries: Sequence[str]) -> list[list[int]]:
+        """Each query's known word ids (``query_ids``)."""
+        return [self.query_ids(query) for query in check_search(queries, 1)]
+
     def score(self, query: str, docs: Sequence[int]) -> np.ndarray:
+        return self.score_prepared(self.query_ids(query), docs)
+
+    def score_prepared(self, ids: list[int], docs: Sequence[int]) -> np.ndarray:
+        """``score`` for a query given by its ``prepare``d word ids."""
         rows = check_docs(docs, len(self.collection))
-        return self._scores_of(self.query_ids(query), rows)
+        return self._scores_of(list(ids), rows)
 
     def search(self, queries: Sequence[str], k: int) -> list[list[ScoredDoc]]:
         queries = check_search(queries, k)
-        return [self._search_one(query, k) for query in queries]
+        return self.search_prepared(self.prepare(queries), k)
 
-    def _search_one(self, query: str, k: int) -> list[ScoredDoc]:
+    def search_prepared(self, prepared: Sequence[list[int]], k: int) -> list[list[ScoredDoc]]:
+        """``search`` for queries given by their ``prepare``d word ids."""
+        check_search([], k)
+        return [self._search_one(list(ids), k) for ids in prepared]
+
+    def _search_one(self, ids: list[int], k: int) -> list[ScoredDoc]:
         n = len(self.collection)
         k = min(k, n)
-        ids = self.query_ids(query)
         if not ids:
             return [ScoredDoc(i, 0.0) for i in range(k)]
         full = np.asarray(self.bm25.get_scores_from_ids(ids), dtype=np.float32)  # [n]

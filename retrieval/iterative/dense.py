@@ -12,6 +12,12 @@ tie, and that query is scored against every document instead.
 Batch invariance: each query is embedded on its own (a padded batch would round differently), so a
 query's vector, and its results, do not depend on the other queries of a batched verification.
 FAISS searches each query of a batch independently (HNSW's graph walk depends only on the vector).
+
+Prepared queries (``query_memo.PreparedRetriever``): ``prepare(queries)`` is that embedding (one
+unit vector per query), ``search_prepared`` / ``score_prepared`` take those vectors, and
+``search`` / ``score`` are ``prepare`` followed by them, so an answer that embeds a query once for
+the speculative cache reuses the vector in the batched verification (``query_memo.QueryMemo``) and
+gets the very same results.
 """
 
 from __future__ import annotations
@@ -95,18 +101,34 @@ class _DenseRetriever:
             raise ValueError(f"the embedder gives {out.shape[1]} dimensions, the document vectors have {dim}")
         return out
 
+    def prepare(self, queries: Sequence[str]) -> list[np.ndarray]:
+        """Each query's float32 unit vector (``embed``, one query at a time)."""
+        return list(self.embed(check_search(queries, 1)))
+
     def score(self, query: str, docs: Sequence[int]) -> np.ndarray:
+        return self.score_prepared(self.prepare([query])[0], docs)
+
+    def score_prepared(self, vector: np.ndarray, docs: Sequence[int]) -> np.ndarray:
+        """``score`` for a query given by its ``prepare``d vector."""
         rows = check_docs(docs, len(self.collection))
-        return _dot64(self.vectors[rows], self.embed([query])[0])
+        return _dot64(self.vectors[rows], vector)
 
     def search(self, queries: Sequence[str], k: int) -> list[list[ScoredDoc]]:
         queries = check_search(queries, k)
-        if not queries:
+        return self.search_prepared(self.prepare(queries), k)
+
+    def search_prepared(self, prepared: Sequence[np.ndarray], k: int) -> list[list[ScoredDoc]]:
+        """``search`` for queries given by their ``prepare``d vectors (only the FAISS search and
+        the rescoring run here)."""
+        check_search([], k)
+        if not len(prepared):
             return []
-        vectors = self.embed(queries)
+        vectors = np.ascontiguousarray(np.stack([np.asarray(v, dtype=np.float32).reshape(-1) for v in prepared]))
+        if vectors.shape[1] != self.vectors.shape[1]:
+            raise ValueError(f"query vectors have {vectors.shape[1]} dimensions, the document vectors {self.vectors.shape[1]}")
         wanted = min(max(self.config.candidates, k), len(self.collection))
         _, found = self.index.search(vectors, wanted)  # [nq, wanted], -1 where HNSW found fewer
-        return [self._ranked(found[i][found[i] >= 0], vectors[i], k) for i in range(len(queries))]
+        return [self._ranked(found[i][found[i] >= 0], vectors[i], k) for i in range(len(vectors))]
 
     def _ranked(self, candidates: np.ndarray, query: np.ndarray, k: int) -> list[ScoredDoc]:
         candidates = np.unique(candidates)
@@ -162,7 +184,7 @@ class DenseHNSWRetriever(_DenseRetriever):
         index.hnsw.efSearch = max(config.ef_search, config.dense.candidates)
         self.index = index
 
-    def search(self, queries: Sequence[str], k: int) -> list[list[ScoredDoc]]:
+    def search_prepared(self, prepared: Sequence[np.ndarray], k: int) -> list[list[ScoredDoc]]:
         if k > self.config.candidates and self.index.hnsw.efSearch < k:
             self.index.hnsw.efSearch = k  # faiss would raise it for this call anyway
-        return super().search(queries, k)
+        return super().search_prepared(prepared, k)

@@ -4,7 +4,8 @@ Stride 0 is retrieved for real (its top ``prefetch_k`` documents fill the cache)
 stride is **speculated**: its documents are guessed from the per-request cache (``SpeculativeCache``,
 the retriever's own scoring), the decoder checkpoints the boundary, and the stride is generated
 with the guess. After ``s`` speculated strides (``s`` from OS^3, ``os3.OS3Scheduler``) their
-queries are verified in ONE ``search`` call. Each verified query's top ``prefetch_k`` documents
+queries are verified in ONE ``search`` call (each query's embedding, made for the cache, is reused:
+``query_memo``). Each verified query's top ``prefetch_k`` documents
 enter the cache. Guesses equal to the retriever's top documents are confirmed, in order; at the
 first that differs, everything generated from that stride on is dropped, the decoder is restored
 to that stride's checkpoint (``StrideDecoder.restore``: the cache plain RAG would hold there), and
@@ -67,7 +68,7 @@ class _Speculation:
         self.state = state
         self.config = config
         self.k = max(state.config.docs_in_prompt, config.prefetch_k)
-        self.cache = SpeculativeCache(state.retriever)
+        self.cache = SpeculativeCache(state.queries)  # scores through the answer's QueryMemo
         self.scheduler = OS3Scheduler(OS3Config(config.max_strides, config.os3_window, config.prior_acceptance,
                                                 config.async_verify, config.os3))
         self.executor = ThreadPoolExecutor(1, thread_name_prefix="specdraft-verify") if config.async_verify else None
