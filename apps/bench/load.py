@@ -43,6 +43,7 @@ from .load_requests import DOCUMENTS, MODES, PLAIN, LoadRequest, load_requests
 
 DEFAULT_MODEL = "smollm2-135m"
 MAX_CLIENTS, MAX_DURATION_S, MAX_REQUESTS = 64, 3600.0, 100_000
+BATCH_GATE = 8  # --compare-batch-verify: both servers' --max-concurrent (the batcher's default --batch-max)
 ENVIRONMENT_SHOWN = ("MALLOC_", "OMP_", "MKL_", "LD_PRELOAD")  # variables named in the report's server line
 
 
@@ -163,7 +164,7 @@ def started_server(args: argparse.Namespace):
         serve_args = [
             "--model", args.model, "--grammar-model", args.grammar_model or args.model, "--device", args.device,
             "--dtype", args.dtype, "--backend", args.backend, "--index-root", str(Path(folder) / "indexes"),
-            *args.serve_arg,
+            *args.serve_arg, *(["--batch-verify"] if getattr(args, "batch_verify", False) else []),
         ]
         log = Path(folder) / "serve.log"
         say(f"starting specdraft serve {' '.join(serve_args)} ...")
@@ -198,6 +199,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     target.add_argument("--device", default="cpu")
     target.add_argument("--dtype", default="auto")
     target.add_argument("--backend", default="auto")
+    target.add_argument("--batch-verify", action="store_true", help="start the server with --batch-verify (verify batching across requests)")
     target.add_argument("--serve-arg", action="append", default=[], metavar="ARG", help="another argument for specdraft serve, e.g. --serve-arg=--max-queue=0 (repeatable)")
     load = parser.add_argument_group("load")
     defaults = LoadConfig()
@@ -212,6 +214,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     sweep = parser.add_argument_group("concurrency sweep (load_concurrency)")
     sweep.add_argument("--concurrency", default=None, metavar="N,N,...", help="instead of the timed load: a sweep over these numbers of concurrent clients, e.g. 1,4,16; writes concurrency.* to --out (default docs/bench/concurrency-NAME)")
     sweep.add_argument("--limit", type=int, default=24, help="with --concurrency: requests per point and mode (default: %(default)s)")
+    sweep.add_argument("--compare-batch-verify", action="store_true", help="with --concurrency: start two servers, without and with --batch-verify, both with --max-concurrent %d unless a --serve-arg sets it, and run every point on both (alternating)" % BATCH_GATE)
     parser.add_argument("--name", default=None, help="run name (default: the model's); output folder docs/bench/load-NAME")
     parser.add_argument("--out", type=Path, default=None, help="output folder (default: docs/bench/load-NAME)")
     return parser.parse_args(argv)
@@ -244,8 +247,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0 if all(report["goals"].values()) else 1
 
 
+def _with_serve_args(args: argparse.Namespace, batch_verify: bool, *extra: str) -> argparse.Namespace:
+    return argparse.Namespace(**{**vars(args), "batch_verify": batch_verify, "serve_arg": [*args.serve_arg, *extra]})
+
+
 def _sweep_main(args: argparse.Namespace) -> int:
-    """``--concurrency``: ``load_concurrency.sweep`` against the server; exit status as ``main``'s."""
+    """``--concurrency``: ``load_concurrency.sweep`` against the server (``--compare-batch-verify``: two
+    servers, ``load_concurrency.sweep_servers``); exit status as ``main``'s."""
     from . import load_concurrency
 
     try:
@@ -253,8 +261,17 @@ def _sweep_main(args: argparse.Namespace) -> int:
             levels=load_concurrency.parse_levels(args.concurrency), limit=args.limit, max_tokens=args.max_tokens, seed=args.seed,
             modes=tuple(mode.strip() for mode in args.modes.split(",") if mode.strip()),
         )
-        with started_server(args) as (client, _pid, server):
-            report = load_concurrency.sweep(config, client, server, args.name)
+        if args.compare_batch_verify:
+            if args.url:
+                raise ValueError("--compare-batch-verify starts its own two servers; it cannot use --url")
+            gate = [] if any(a.startswith("--max-concurrent") for a in args.serve_arg) else [f"--max-concurrent={BATCH_GATE}"]
+            with started_server(_with_serve_args(args, False, *gate)) as (alone, _, alone_server), \
+                    started_server(_with_serve_args(args, True, *gate)) as (batched, _, batched_server):
+                servers = [("alone", alone, alone_server), ("batched", batched, batched_server)]
+                report = load_concurrency.sweep_servers(config, servers, args.name)
+        else:
+            with started_server(args) as (client, _pid, server):
+                report = load_concurrency.sweep(config, client, server, args.name)
     except (ValueError, RuntimeError, TimeoutError) as error:
         print(f"load: error: {error}", file=sys.stderr)
         return 2

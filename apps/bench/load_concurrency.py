@@ -18,6 +18,10 @@ Contract:
   ``generated_tokens_per_s``; errors by status (429 apart); ``identical`` / ``compared``.
 - **Files** (``write``): ``concurrency.json``, ``concurrency.md`` (the table), ``concurrency.png``
   (requests/s and p50 latency against clients, one line per mode).
+- **Several servers** (``sweep_servers``, ``load --compare-batch-verify``): each server (a label, such
+  as "alone" and "batched") gets its own documents and sequential pass, and every point runs on every
+  server in turn, the server order alternating from point to point like the modes; each point names
+  its ``server``. The report also says whether the servers' sequential answers were the same.
 """
 
 from __future__ import annotations
@@ -105,34 +109,48 @@ def point_summary(outcomes: Sequence[Outcome], clients: int, mode: str, seconds:
 
 def sweep(config: ConcurrencyConfig, client: Client, server: str, name: str | None = None) -> dict[str, Any]:
     """Run every point of ``config`` against ``client``'s server; the report (see ``write``)."""
+    return sweep_servers(config, [("", client, server)], name)
+
+
+def sweep_servers(config: ConcurrencyConfig, servers: Sequence[tuple[str, Client, str]], name: str | None = None) -> dict[str, Any]:
+    """``sweep`` over one or more ``(label, client, description)`` servers serving the same model."""
     from .runner import environment
 
-    health = client.get("/healthz")
-    if health.status != 200:
-        raise RuntimeError(f"{client.base_url}/healthz answered HTTP {health.status}: is it specdraft serve?")
-    model = health.body["model"]
+    models = set()
+    for _label, client, _ in servers:
+        health = client.get("/healthz")
+        if health.status != 200:
+            raise RuntimeError(f"{client.base_url}/healthz answered HTTP {health.status}: is it specdraft serve?")
+        models.add(health.body["model"])
+    if len(models) != 1:
+        raise RuntimeError(f"the servers serve different models: {sorted(models)}")
+    model = models.pop()
     zero = time.perf_counter()
     clock = lambda: time.perf_counter() - zero  # noqa: E731
     load_before = os.getloadavg()
     index = f"concurrency-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(2)}"
     requests = load_requests(config.max_tokens, index)
-    add_documents(client, index)
-    expected, alone = sequential_pass(client, requests, config.modes, clock)
+    expected, plain_alone = {}, []
+    for label, client, _ in servers:
+        add_documents(client, index)
+        expected[label], alone = sequential_pass(client, requests, config.modes, clock)
+        plain_alone += [o for o in alone if o.mode == PLAIN]
     points = []
     for number, (clients, mode) in enumerate(config.points()):
-        budget = RequestBudget(config.limit)
-        start = clock()
-        found = run_clients(client, requests, mode, clients, float("inf"), budget, expected, config.seed + number, clock)
-        seconds = max((o.start_s + o.latency_s for o in found), default=start) - start
-        points.append(point_summary(found, clients, mode, seconds))
-        say(f"{clients} clients, {mode}: {points[-1]['requests_per_s']} requests/s, p50 {points[-1]['p50_s']} s, "
-            f"p90 {points[-1]['p90_s']} s, identical {points[-1]['identical']}/{points[-1]['compared']}")
+        order = servers if number % 2 == 0 else list(reversed(servers))
+        for label, client, _ in order:
+            budget = RequestBudget(config.limit)
+            start = clock()
+            found = run_clients(client, requests, mode, clients, float("inf"), budget, expected[label], config.seed + number, clock)
+            seconds = max((o.start_s + o.latency_s for o in found), default=start) - start
+            points.append({**point_summary(found, clients, mode, seconds), **({"server": label} if label else {})})
+            say(f"{clients} clients, {mode}{' ' + label if label else ''}: {points[-1]['requests_per_s']} requests/s, p50 {points[-1]['p50_s']} s, "
+                f"p90 {points[-1]['p90_s']} s, identical {points[-1]['identical']}/{points[-1]['compared']}")
     env = {**environment(), "cpu_count": os.cpu_count(), "load_before": load_before, "load_after": os.getloadavg()}
-    plain_alone = [o for o in alone if o.mode == PLAIN]
-    return {
+    report = {
         "name": name or Path(model).name,
         "model": model,
-        "server": server,
+        "server": " / ".join(f"{label + ': ' if label else ''}{description}" for label, _, description in servers),
         "config": asdict(config),
         "environment": env,
         "sequential": {"requests": len(requests), "plain_identical": sum(o.identical is True for o in plain_alone), "plain_compared": len(plain_alone)},
@@ -143,6 +161,10 @@ def sweep(config: ConcurrencyConfig, client: Client, server: str, name: str | No
             and all(o.identical is True for o in plain_alone),
         },
     }
+    if len(servers) > 1:
+        report["servers"] = [label for label, _, _ in servers]
+        report["sequential"]["same_on_every_server"] = all(expected[label] == expected[servers[0][0]] for label, _, _ in servers)
+    return report
 
 
 def _table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
@@ -152,12 +174,13 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
 
 def markdown(report: dict[str, Any]) -> str:
     """The report as Markdown: one table row per point, and a speed-up column per level."""
-    by = {(p["clients"], p["mode"]): p for p in report["points"]}
+    by = {(p["clients"], p["mode"], p.get("server", "")): p for p in report["points"]}
+    several = len(report.get("servers", ())) > 1
     rows = []
-    for p in sorted(report["points"], key=lambda p: (p["clients"], p["mode"])):
-        plain = by.get((p["clients"], PLAIN))
+    for p in sorted(report["points"], key=lambda p: (p["clients"], p["mode"], p.get("server", ""))):
+        plain = by.get((p["clients"], PLAIN, p.get("server", "")))
         speedup = f"{p['requests_per_s'] / plain['requests_per_s']:.2f}x" if plain and plain["requests_per_s"] and p["mode"] == SPECULATIVE else ""
-        rows.append([p["clients"], p["mode"], f"{p['answered']}/{p['requests']}", f"{p['requests_per_s']:.3f}", speedup,
+        rows.append([p["clients"], p["mode"], *([p.get("server", "")] if several else []), f"{p['answered']}/{p['requests']}", f"{p['requests_per_s']:.3f}", speedup,
                      f"{p['generated_tokens_per_s']:.1f}", f"{p['p50_s']:.2f}", f"{p['p90_s']:.2f}", p["overloaded_429"],
                      f"{p['identical']}/{p['compared']}"])
     env = report["environment"]
@@ -169,7 +192,7 @@ def markdown(report: dict[str, Any]) -> str:
         f"greedy, max_tokens {config['max_tokens']}), {env['cpu_count']} CPUs, load average {env['load_before'][0]:.1f} "
         f"before and {env['load_after'][0]:.1f} after. Latency: the client's wall time, queueing included.",
         "",
-        _table(["clients", "mode", "answered", "requests/s", "spec / plain", "tokens/s", "p50 s", "p90 s", "429", "identical"], rows),
+        _table(["clients", "mode", *(["server"] if several else []), "answered", "requests/s", "spec / plain", "tokens/s", "p50 s", "p90 s", "429", "identical"], rows),
         "",
         f"Goals: {', '.join(f'{k}: {v}' for k, v in report['goals'].items())}.",
     ]
@@ -183,12 +206,13 @@ def plot(report: dict[str, Any], path: Path) -> None:
     import matplotlib.pyplot as plt
 
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
-    for mode in report["config"]["modes"]:
-        points = sorted((p for p in report["points"] if p["mode"] == mode), key=lambda p: p["clients"])
+    for mode, server in [(m, s) for m in report["config"]["modes"] for s in report.get("servers", [""])]:
+        points = sorted((p for p in report["points"] if p["mode"] == mode and p.get("server", "") == server), key=lambda p: p["clients"])
         xs = [p["clients"] for p in points]
-        left.plot(xs, [p["requests_per_s"] for p in points], marker="o", label=mode)
-        right.plot(xs, [p["p50_s"] for p in points], marker="o", label=f"{mode} p50")
-        right.plot(xs, [p["p90_s"] for p in points], marker="x", linestyle="--", label=f"{mode} p90")
+        label = f"{mode} {server}".strip()
+        left.plot(xs, [p["requests_per_s"] for p in points], marker="o", label=label)
+        right.plot(xs, [p["p50_s"] for p in points], marker="o", label=f"{label} p50")
+        right.plot(xs, [p["p90_s"] for p in points], marker="x", linestyle="--", label=f"{label} p90")
     for axis, title in ((left, "requests/s"), (right, "latency (s)")):
         axis.set_xscale("log", base=2)
         axis.set_xlabel("concurrent clients")

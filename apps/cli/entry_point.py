@@ -164,6 +164,10 @@ def _serve(args: argparse.Namespace) -> int:
     )
     check_bind(args.host, config)  # before loading anything
     app = create_app(config, pool=model_pool(args))
+    if config.batch_verify is not None:  # attached to the target, so it is loaded now, --lazy or not
+        from specdraft.verify_batcher import enable_verify_batching
+
+        enable_verify_batching(app.extensions["specdraft"].target(), config.batch_verify)
     if not args.lazy:
         print(f"loading {args.model} ...", file=sys.stderr)
         app.extensions["specdraft"].target()
@@ -174,7 +178,8 @@ def _serve(args: argparse.Namespace) -> int:
         f"  APIs: POST /v1/completions, /v1/chat/completions, /v1/grammar/correct, /v1/rag/documents, /v1/rag/query; GET /healthz\n"
         f"  RAG indexes in {config.index_root}" + (f", datastore {config.datastore}" if config.datastore else "") + "\n"
         + (f"  API keys required ({args.api_key_file})" if config.api_key_file else "  no API keys: answering this machine only (loopback); --api-key-file FILE to serve others")
-        + f"\n  limits: {config.limits.max_concurrent} generations at once, {config.limits.max_queue} queued, {config.limits.request_timeout_s:g} s each",
+        + f"\n  limits: {config.limits.max_concurrent} generations at once, {config.limits.max_queue} queued, {config.limits.request_timeout_s:g} s each"
+        + (f"\n  verify batching: up to {config.batch_verify.max_batch} requests per pass, window {config.batch_verify.window_ms:g} ms" if config.batch_verify else ""),
         file=sys.stderr,
     )
     serve(app, config, args.host, args.port)

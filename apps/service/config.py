@@ -17,6 +17,7 @@ from specdraft.copydraft.editor import COPY_SPECULATION
 from specdraft.apps.model_pool import DrafterSpec
 from specdraft.retrieval.embedder import DEFAULT_EMBEDDER
 from specdraft.retrieval.pipeline import DRAFTERS, RAG_SPECULATION
+from specdraft.verify_batch_config import VerifyBatchConfig
 
 from .edge_sessions import EdgeConfig
 from .limits import LimitConfig
@@ -51,7 +52,9 @@ class ServiceConfig:
     query's defaults; ``max_rag_top_k``, ``max_rag_documents``: per-request limits.
     Access: ``api_key_file`` lists the API keys and their scopes (None: no keys, loopback only);
     ``allowed_origins``/``allowed_hosts``: other origins whose pages may send requests, other Host
-    names accepted without keys (see ``access``). ``limits``: concurrency, queue and time limits."""
+    names accepted without keys (see ``access``). ``limits``: concurrency, queue and time limits.
+    ``batch_verify``: None (default) runs every verification pass alone; a ``VerifyBatchConfig`` verifies
+    concurrent requests' drafts in one padded pass (transformers backend only; ``specdraft.verify_batcher``)."""
 
     model: str = DEFAULT_MODEL
     drafter: str = "prompt-lookup"
@@ -89,6 +92,7 @@ class ServiceConfig:
     # the edge verify server (``specdraft serve --edge``, see ``edge``): needs API keys
     edge: bool = False
     edge_config: EdgeConfig = EdgeConfig()
+    batch_verify: VerifyBatchConfig | None = None
 
     def __post_init__(self) -> None:
         if not self.model.strip():
@@ -114,6 +118,8 @@ class ServiceConfig:
             raise ValueError(f"rag_top_k must be in [1, max_rag_top_k={self.max_rag_top_k}], got {self.rag_top_k}")
         if self.max_rag_documents < 1:
             raise ValueError(f"max_rag_documents must be >= 1, got {self.max_rag_documents}")
+        if self.batch_verify is not None and self.model_config.resolved_backend != "transformers":
+            raise ValueError(f"verify batching (--batch-verify) is for the transformers backend, not {self.model_config.resolved_backend}")
         if self.edge and self.api_key_file is None:
             raise ValueError("the edge verify server needs API keys: give api_key_file (--api-key-file FILE)")
 
