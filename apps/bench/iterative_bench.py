@@ -21,7 +21,9 @@ real wall clock, overlap included), the answer's own stats (retrieval and genera
 hits, rollbacks), the token ids and the documents used per stride. ``identical`` means token ids
 *and* documents per stride equal plain's. Also measured once per setting: each retriever's build
 time, the time of one query's search (median over ``probe_queries`` questions: the whole
-``search([q], 1)``, and for exact dense the bare FAISS ``IndexFlatIP.search`` of one vector), and
+``search([q], 1)``; split into ``prepare`` (dense: the query's embedding; BM25: its tokenization)
+and ``search_prepared``, the part a verification pays since the speculative cache has prepared the
+query already; for exact dense also the bare FAISS ``IndexFlatIP.search`` of one vector), and
 each model's decoding step (plain's generation seconds per generated token).
 
 Summaries (``summarize``) per (model, retriever, method): speed-up = plain's total wall / the
@@ -125,6 +127,10 @@ def probe_search(kind: str, retriever: Any, questions: Sequence[str], vectors: n
     """Median seconds of one query's ``search([q], 1)``; for exact dense also the bare FAISS flat search."""
     retriever.search([questions[0]], 1)  # warm-up
     facts = {"search_s": _median_seconds([lambda q=q: retriever.search([q], 1) for q in questions])}
+    if hasattr(retriever, "prepare"):  # what a verification costs once the cache has prepared the query
+        prepared = retriever.prepare(list(questions))
+        facts["prepare_s"] = _median_seconds([lambda q=q: retriever.prepare([q]) for q in questions])
+        facts["prepared_search_s"] = _median_seconds([lambda p=p: retriever.search_prepared([p], 1) for p in prepared])
     if kind == "dense" and vectors is not None:
         from specdraft.retrieval.faiss_index import import_faiss
 

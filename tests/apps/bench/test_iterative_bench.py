@@ -51,6 +51,7 @@ def test_bench_runs_every_method_identically_and_writes_the_report(tiny_model, t
     assert all(r["speedup"] == 1.0 and r["cache_hit_rate"] is None for r in plain)
     assert set(result["retrievers"]) == {"dense", "hnsw", "bm25"}
     assert result["retrievers"]["dense"]["faiss_flat_search_s"] > 0
+    assert all(facts["prepare_s"] > 0 and facts["prepared_search_s"] > 0 for facts in result["retrievers"].values())
     assert result["collection"]["chunks"] == len(chunks)
     paths = write_iterative_report(result, tmp_path / "out")
     assert json.loads(paths["json"].read_text())["summaries"] == rows
