@@ -104,7 +104,13 @@ class VerifyBatcher:
             if call.done:
                 return call.result()
             self._leading = True
-            batch = self._gather(call)
+            try:
+                batch = self._gather(call)
+            except BaseException:  # e.g. interrupted while waiting: hand the lead on
+                self._queue.remove(call)
+                self._leading = False
+                self._cond.notify_all()
+                raise
         try:
             self._run(batch)
         finally:
