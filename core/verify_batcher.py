@@ -10,7 +10,8 @@ Contracts:
 
 - **Grouping**: the first waiting call leads; it waits at most ``window_ms`` after its own arrival
   for other sequences' calls, and not at all when no other sequence has passed here within
-  ``active_ms`` (a lone request pays nothing), nor once ``max_batch`` calls, or as many calls as
+  ``active_ms`` and still exists (a lone request pays nothing: a finished request's cache is freed
+  and forgotten, held only by a weak reference here), nor once ``max_batch`` calls, or as many calls as
   sequences recently active, are waiting. Calls that arrive while a batch runs wait for the next one.
 - **One pass**: the leader stacks the rows' caches per layer (keys/values left-padded to the longest
   past), right-pads the new tokens, gives per-row position ids and a 4-D float mask: a real query sees
@@ -36,6 +37,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+import weakref
 from typing import TYPE_CHECKING, Sequence
 
 import torch
@@ -80,7 +82,7 @@ class VerifyBatcher:
         self._cond = threading.Condition()
         self._queue: list[_Call] = []
         self._leading = False
-        self._seen: dict[int, float] = {}  # id(cache) -> when it last passed here (monotonic)
+        self._seen: dict[int, tuple[weakref.ref, float]] = {}  # id(cache) -> (the cache, when it last passed here)
         self.batched_passes = 0  # forwards over two rows or more
         self.batched_rows = 0  # rows those forwards carried
         self.lone_passes = 0  # calls that ran alone (no partner, or refused by the batch)
@@ -89,6 +91,11 @@ class VerifyBatcher:
         """Whether a pass on ``cache`` may be batched (a non-empty plain ``KVCache``)."""
         return isinstance(cache, KVCache) and len(cache) > 0 and cache.supports_snapshots
 
+    def note_active(self, cache: KVCache, when: float | None = None) -> None:
+        """(Holding the condition, or before any pass.) ``cache``'s sequence counts as active from
+        ``when`` (monotonic; default now) for ``active_ms``, or until the cache is freed."""
+        self._seen[id(cache)] = (weakref.ref(cache), time.monotonic() if when is None else when)
+
     def stats(self) -> dict[str, int]:
         return {"batched_passes": self.batched_passes, "batched_rows": self.batched_rows, "lone_passes": self.lone_passes}
 
@@ -96,7 +103,7 @@ class VerifyBatcher:
         """``TransformersModel.forward``'s contract for one verification pass, possibly in a batch."""
         call = _Call(cache, [int(t) for t in tokens], positions, tree_mask)
         with self._cond:
-            self._seen[id(cache)] = call.arrived
+            self.note_active(cache, call.arrived)
             self._queue.append(call)
             self._cond.notify_all()
             while not call.done and self._leading:
@@ -127,8 +134,8 @@ class VerifyBatcher:
         while True:
             now = time.monotonic()
             horizon = now - self.config.active_ms / 1000
-            for key in [k for k, t in self._seen.items() if t < horizon]:
-                del self._seen[key]
+            for key in [k for k, (ref, t) in self._seen.items() if t < horizon or ref() is None]:
+                del self._seen[key]  # gone quiet, or its request has ended (the cache was freed)
             wanted = min(self.config.max_batch, len(self._seen))
             if len(self._queue) >= wanted or now >= deadline:
                 break

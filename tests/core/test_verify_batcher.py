@@ -135,7 +135,7 @@ def _passes(tokenizer):
 def _mark_active(batcher, caches) -> None:
     """As if every sequence had passed once already: the leader then waits for all of them."""
     for cache in caches:
-        batcher._seen[id(cache)] = time.monotonic()
+        batcher.note_active(cache)
 
 
 def _one_pass(model, cache, tokens, tree):
@@ -223,6 +223,18 @@ def test_a_lone_request_runs_alone_without_waiting(model, tokenizer):
     assert batcher.batched_passes == 0 and batcher.lone_passes == again.stats.target_forward_passes - 1  # the prefill is not a verify pass
     assert time.perf_counter() - start < 1.0  # no window of 1 s was waited
     assert model.cost.snapshot().keys() >= recorded.keys()  # lone passes keep recording their cost
+
+
+def test_a_finished_sequence_stops_counting_as_active(model, tokenizer):
+    batcher = enable_verify_batching(model, VerifyBatchConfig(window_ms=1000, max_batch=4))
+    ids = tokenizer(PROMPTS[0]).input_ids
+    gone = _prefilled(model, ids)
+    batcher.note_active(gone)
+    del gone  # its request ended: the cache is freed, so nobody is waited for
+    cache = _prefilled(model, ids)
+    start = time.perf_counter()
+    model.forward(cache, [1, 2])
+    assert time.perf_counter() - start < 0.9 and batcher.lone_passes == 1 and len(batcher._seen) == 1
 
 
 def test_prefills_and_sliding_window_caches_are_never_batched(model):
