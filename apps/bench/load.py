@@ -151,6 +151,8 @@ def run(config: LoadConfig, client: Client, pid: int | None, server: str, name: 
 def started_server(args: argparse.Namespace):
     """``(client, pid, description)`` for ``--url``, or for a ``specdraft serve`` started here."""
     if args.url:
+        if getattr(args, "batch_verify", False):
+            raise ValueError("--batch-verify starts the server with it; a server at --url has its own settings")
         url = check_loopback(args.url)
         pid = args.server_pid or listening_pid(urllib.parse.urlsplit(url).port or 80)
         yield Client(url, args.key, args.request_timeout), pid, url

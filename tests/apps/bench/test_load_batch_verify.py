@@ -42,3 +42,5 @@ def test_a_short_comparison_runs_every_point_on_both_servers(chat_checkpoint, tm
 def test_compare_needs_servers_of_its_own(capsys):
     assert main(["--concurrency", "1", "--compare-batch-verify", "--url", "http://127.0.0.1:9"]) == 2
     assert "--compare-batch-verify" in capsys.readouterr().err
+    assert main(["--concurrency", "1", "--batch-verify", "--url", "http://127.0.0.1:9"]) == 2
+    assert "--batch-verify" in capsys.readouterr().err
