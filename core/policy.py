@@ -16,6 +16,17 @@ on a CPU: a 17-token pass cost 9x a one-token pass) a long probe cost more than 
 back-off (up to ``max_backoff``). Until a 1-token pass has been timed, drafts are
 ``initial_draft_len`` long and every ``window``-th step is a plain step that measures it.
 With ``adaptive=False`` the length is fixed at ``initial_draft_len`` and there is no fall-back.
+
+The prior: ``alpha`` starts at ``prior_alpha`` weighted as ``prior_weight`` draft tokens seen, so
+one short draft accepted whole (4 of 4) moves a 0.8 prior to 0.91, not to 0.96: with a weight of 1
+the next draft was 31 tokens long where a pass costs ``1 + 0.067 * (n - 1)`` (a 16-token pass 2x
+a one-token one, float32 transformers on a CPU), 15 now.
+
+First step (``plain_first_step``): on targets whose prefill already chose the first token
+(transformers, llama.cpp) a plain first step needs no pass at all, while a draft there costs a
+whole pass and is made from the prompt's tail, a chat template's assistant header, which no
+earlier text continues the way the answer will (on the rag, chat-summarization and chat-multiturn
+prompts prompt lookup's first draft was refused 16 times in 16). Off by default.
 """
 
 from __future__ import annotations
@@ -37,6 +48,8 @@ class SpeculationConfig:
     max_backoff: int = 16  # short: copies come in bursts, and a missed burst costs more than a probe
     decay: float = 0.9  # weight of the past in the acceptance estimate, per verify step
     prior_alpha: float = 0.5
+    prior_weight: float = 4.0  # the prior counts as this many draft tokens seen (module docstring)
+    plain_first_step: bool = False  # decode a request's first step plainly (module docstring)
 
     def __post_init__(self) -> None:
         if not 1 <= self.min_draft_len <= self.initial_draft_len <= self.max_draft_len:
@@ -45,6 +58,8 @@ class SpeculationConfig:
             raise ValueError("need window >= 1 and 1 <= backoff <= max_backoff")
         if not 0.0 < self.decay < 1.0 or not 0.0 < self.prior_alpha < 1.0:
             raise ValueError("decay and prior_alpha must be in (0, 1)")
+        if self.prior_weight <= 0.0:
+            raise ValueError("prior_weight must be > 0")
 
 
 def expected_tokens(alpha: float, k: int) -> float:
@@ -56,8 +71,9 @@ class SpeculationPolicy:
     def __init__(self, config: SpeculationConfig, cost: PassCostProfile) -> None:
         self.config = config
         self.cost = cost
-        self._accepted = config.prior_alpha  # decayed count of accepted draft tokens
-        self._rejected = 1.0 - config.prior_alpha  # decayed count of rejections
+        self._accepted = config.prior_weight * config.prior_alpha  # decayed count of accepted draft tokens
+        self._rejected = config.prior_weight * (1.0 - config.prior_alpha)  # decayed count of rejections
+        self._first_step = config.plain_first_step  # the next budget() is a request's first
         self.plain_steps_left = 0
         self._probe_next = False
         self._backoff = config.backoff
@@ -88,6 +104,9 @@ class SpeculationPolicy:
     def budget(self) -> int:
         """Nodes to request for the next step; 0 means decode this step plainly."""
         config = self.config
+        if self._first_step:
+            self._first_step = False
+            return 0
         if not config.adaptive:
             return config.initial_draft_len
         if self.plain_steps_left > 0:

@@ -137,3 +137,47 @@ def test_cost_estimates_never_decrease_with_size():
     cost.record(16, 2.0)  # noise: a wider pass measured cheaper
     assert cost.estimate(16) == 3.0 and cost.estimate(12) == 3.0
     assert cost.estimate(32) == 3.0  # beyond the largest: the line through 8 and 16 (slope 0 here)
+
+
+def test_one_short_full_acceptance_does_not_send_the_next_draft_far():
+    """The prior counts as ``prior_weight`` tokens seen: a 4-of-4 draft moves a 0.8 prior to ~0.91
+    (to ~0.96 with a weight of 1) and the next draft grows less."""
+    lengths = {}
+    for weight in (1.0, 4.0):
+        config = SpeculationConfig(initial_draft_len=16, max_draft_len=64, prior_alpha=0.8, prior_weight=weight)
+        policy = SpeculationPolicy(config, profile(one=1.0, per_token=0.067))
+        policy.observe(policy.budget(), 4, 4)  # the drafter had only 4 tokens, all accepted
+        lengths[weight] = (round(policy.alpha, 2), policy.budget())
+    assert lengths[4.0][0] == 0.91 and lengths[1.0][0] == 0.96
+    assert lengths[4.0][1] < lengths[1.0][1]
+    with pytest.raises(ValueError, match="prior_weight"):
+        SpeculationConfig(prior_weight=0.0)
+
+
+def test_plain_first_step_decodes_the_first_step_plainly_then_drafts():
+    for adaptive in (True, False):
+        config = SpeculationConfig(plain_first_step=True, adaptive=adaptive)
+        policy = SpeculationPolicy(config, profile(one=1.0, per_token=0.05))
+        assert policy.budget() == 0 and not policy.falling_back
+        policy.observe(0, 0, 0)
+        assert policy.budget() == (SpeculationPolicy(SpeculationConfig(adaptive=adaptive), profile(1.0, 0.05)).budget())
+        assert policy.budget() > 0
+
+
+def test_plain_first_step_saves_the_first_pass_and_changes_no_token(tiny_model, tokenizer):
+    """On the transformers target the prefill chose the first token: a plain first step needs no
+    pass, where a refused draft there cost one. Same tokens either way."""
+    from specdraft import GenerationConfig, SpeculativeGenerator
+    from specdraft.drafters import PromptLookupDrafter
+
+    prompt_ids = tokenizer("The dog sleeps. The dog sleeps. The dog").input_ids
+    config = GenerationConfig(max_new_tokens=12, ignore_eos=True)
+    plain = SpeculativeGenerator(tiny_model).generate(prompt_ids, None, config)
+    results = {}
+    for first in (False, True):
+        speculation = SpeculationConfig(plain_first_step=first)
+        results[first] = SpeculativeGenerator(tiny_model, speculation, prefix_cache=False).generate(prompt_ids, PromptLookupDrafter(), config)
+        assert results[first].token_ids == plain.token_ids
+    # passes: the prefill, then one per step, except a first step without a draft
+    assert results[True].stats.target_forward_passes == results[True].stats.verify_steps
+    assert results[False].stats.target_forward_passes == results[False].stats.verify_steps + 1  # it drafted "dog ..."
