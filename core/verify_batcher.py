@@ -247,6 +247,8 @@ def enable_verify_batching(model: "TransformersModel", config: VerifyBatchConfig
     """Attach a ``VerifyBatcher`` to ``model`` (a ``TransformersModel``; replaces any earlier one)."""
     if getattr(model, "backend", None) != "transformers" or not hasattr(model, "forward_alone"):
         raise ValueError(f"verify batching is for the transformers backend; {getattr(model, 'name', model)} runs on {getattr(model, 'backend', '?')}")
+    if getattr(model, "fast_path", False):
+        raise ValueError("verify batching (--batch-verify) and the fast path (--fast-path) do not combine: the fast path's static caches run alone")
     batcher = VerifyBatcher(model, config)
     model.verify_batcher = batcher
     return batcher

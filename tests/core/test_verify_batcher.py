@@ -260,3 +260,10 @@ def test_only_transformers_models_take_a_batcher():
 
     with pytest.raises(ValueError, match="transformers"):
         enable_verify_batching(Other())
+
+
+def test_the_fast_path_takes_no_batcher(model):
+    from specdraft.fast_path import FastPathModel
+
+    with pytest.raises(ValueError, match="fast path"):
+        enable_verify_batching(FastPathModel(model))
