@@ -164,10 +164,6 @@ def _serve(args: argparse.Namespace) -> int:
     )
     check_bind(args.host, config)  # before loading anything
     app = create_app(config, pool=model_pool(args))
-    if config.batch_verify is not None:  # attached to the target, so it is loaded now, --lazy or not
-        from specdraft.verify_batcher import enable_verify_batching
-
-        enable_verify_batching(app.extensions["specdraft"].target(), config.batch_verify)
     if not args.lazy:
         print(f"loading {args.model} ...", file=sys.stderr)
         app.extensions["specdraft"].target()

@@ -26,7 +26,7 @@ def add_access_args(parser: argparse.ArgumentParser) -> None:
     limits.add_argument("--queue-timeout", type=float, default=_LIMITS.queue_timeout_s, metavar="S", help="seconds a request waits for a place before a 429 (default: %(default)s)")
     limits.add_argument("--request-timeout", type=float, default=_LIMITS.request_timeout_s, metavar="S", help="seconds a generation may run; then it ends with what it has (default: %(default)s)")
     batching = parser.add_argument_group("verify batching (opt-in; see README: Throughput under concurrency)")
-    batching.add_argument("--batch-verify", action="store_true", help="transformers: verify concurrent requests' drafts in one padded forward pass (float32 may round differently from a lone pass: see README); loads the model at start")
+    batching.add_argument("--batch-verify", action="store_true", help="transformers: verify concurrent requests' drafts in one padded forward pass (float32 may round differently from a lone pass: see README)")
     batching.add_argument("--batch-window-ms", type=float, default=_BATCH.window_ms, metavar="MS", help="with --batch-verify: how long a pass waits for other requests' passes (default: %(default)s)")
     batching.add_argument("--batch-max", type=int, default=_BATCH.max_batch, metavar="N", help="with --batch-verify: most requests in one pass (default: %(default)s)")
 

@@ -61,7 +61,12 @@ class ServiceState:
         if self._target is None:
             with self._lock:
                 if self._target is None:
-                    self._target = self.pool.get(self.config.model)
+                    target = self.pool.get(self.config.model)
+                    if self.config.batch_verify is not None:  # ServiceConfig checked the backend
+                        from specdraft.verify_batcher import enable_verify_batching
+
+                        enable_verify_batching(target, self.config.batch_verify)
+                    self._target = target
         return self._target
 
     def model(self, name: str) -> Model:

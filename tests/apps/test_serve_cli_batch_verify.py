@@ -33,3 +33,4 @@ def test_bad_batch_settings_and_other_backends_are_refused():
         config_of("--batch-verify", "--batch-max", "1")
     with pytest.raises(ValueError, match="transformers backend"):
         ServiceConfig(backend="llama-cpp", batch_verify=VerifyBatchConfig())
+

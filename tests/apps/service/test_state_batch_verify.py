@@ -1,0 +1,20 @@
+"""``ServiceConfig.batch_verify``: the service attaches the verify batcher to its target when it loads
+it (so ``create_app`` alone batches, and ``--lazy`` still loads on the first request)."""
+
+from tiny_service import make_app, make_chat_model
+
+from specdraft.verify_batch_config import VerifyBatchConfig
+
+
+def test_a_service_built_with_batch_verify_batches_its_target_when_it_loads(tokenizer):
+    model = make_chat_model(tokenizer)
+    app = make_app(model, batch_verify=VerifyBatchConfig(window_ms=1, max_batch=4))
+    assert model.verify_batcher is None  # lazy: nothing attached before the model is asked for
+    assert app.extensions["specdraft"].target() is model
+    assert model.verify_batcher is not None and model.verify_batcher.config == VerifyBatchConfig(window_ms=1, max_batch=4)
+
+
+def test_without_batch_verify_passes_run_alone(tokenizer):
+    model = make_chat_model(tokenizer)
+    make_app(model).extensions["specdraft"].target()
+    assert model.verify_batcher is None
