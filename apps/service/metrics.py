@@ -29,6 +29,10 @@ Metrics (counters end in ``_total``):
   ``specdraft_prefix_cache_entries``, ``specdraft_prefix_cache_max_bytes``: gauges, the served
   model's prefix cache now (``specdraft.prefix_cache``; 0 until the model is loaded or when the
   cache is off).
+- ``specdraft_verify_batcher_batched_passes``, ``specdraft_verify_batcher_batched_rows``,
+  ``specdraft_verify_batcher_lone_passes``: gauges, the served model's verify batcher since it was
+  attached (``serve --batch-verify``; ``specdraft.verify_batcher``): padded passes run, the requests'
+  passes they held, verification passes that ran alone (0 when batching is off).
 - ``specdraft_rejected_requests_total{route, reason}``: requests refused for load (``reason``
   "overload": every 429 answer counts, whichever part of the app gave it).
 
@@ -66,6 +70,7 @@ STATS_COUNTERS = (
 )
 
 PREFIX_CACHE_GAUGES = ("bytes", "tokens", "entries", "max_bytes")  # ``PrefixCache.stats()`` facts
+BATCHER_GAUGES = ("batched_passes", "batched_rows", "lone_passes")  # ``VerifyBatcher.stats()`` facts
 
 bp = Blueprint("metrics", __name__)
 S = TypeVar("S")
@@ -97,6 +102,11 @@ class ServiceMetrics:
         Gauge("specdraft_queued_requests", "Requests waiting for a generation slot", registry=r).set_function(lambda: self._queued())
         Gauge("specdraft_generations_in_flight", "Generations running now", registry=r).set_function(lambda: self._in_flight())
         self.prefix_cache: PrefixCache | None = None  # the served model's, set at each scrape
+        self.batcher: Any = None  # the served model's VerifyBatcher, set at each scrape
+        for fact in BATCHER_GAUGES:
+            Gauge(f"specdraft_verify_batcher_{fact}", f"The served model's verify batcher: {fact}", registry=r).set_function(
+                lambda fact=fact: 0.0 if self.batcher is None else float(self.batcher.stats()[fact])
+            )
         for fact in PREFIX_CACHE_GAUGES:
             Gauge(f"specdraft_prefix_cache_{fact}", f"The served model's prefix cache: {fact}", registry=r).set_function(
                 lambda fact=fact: 0.0 if self.prefix_cache is None else float(self.prefix_cache.stats()[fact])
@@ -217,6 +227,7 @@ def metrics() -> Response:
 
     state, found = current_state(), current_metrics()
     found.prefix_cache = prefix_cache_for(state.target()) if state.loaded else None
+    found.batcher = getattr(state.target(), "verify_batcher", None) if state.loaded else None
     return Response(found.exposition(), content_type=CONTENT_TYPE_PLAIN_0_0_4)
 
 
