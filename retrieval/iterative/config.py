@@ -12,7 +12,9 @@ to ``max_strides``; off: always ``max_strides``); ``async_verify``: verify on a 
 the model keeps generating; ``prefetch_k``: each verified query's top ``prefetch_k`` documents enter
 the cache (at most ``MAX_PREFETCH_K``, the retrievers' candidate count: up to there a query's top
 documents do not depend on how many are asked for); ``os3_window``: verification rounds the acceptance estimate looks back over;
-``prior_acceptance``: the estimate before any round.
+``prior_acceptance``: the estimate before any round; ``allow_plain`` (with ``os3``): OS^3 may choose
+to retrieve a stride plainly (synchronous search, then the stride with the true documents) when that
+is expected to be faster than speculating (cheap retrieval, frequent wrong guesses; ``os3``).
 """
 
 from __future__ import annotations
@@ -53,6 +55,7 @@ class SpeculativeRetrievalConfig:
     prefetch_k: int = 4
     os3_window: int = 5
     prior_acceptance: float = 0.5
+    allow_plain: bool = True
 
     def __post_init__(self) -> None:
         for name in ("max_strides", "prefetch_k", "os3_window"):

@@ -20,6 +20,21 @@ expected strides per second, ``E(s) / T(s)``. ``g`` is estimated as matched / co
 the last ``window`` verifications (a round compares guesses up to its first wrong one), starting
 from ``prior``; ``a`` and ``b`` are the means of the last ``window`` measurements. Until both are
 measured the scheduler answers ``initial``. Only the speed depends on ``s``; the answer does not.
+
+**Plain strides** (``allow_plain``, issue 11): ``s = 0`` means "retrieve this stride for real, then
+generate it with the true documents", as plain iterative RAG does. Such a stride settles one stride
+in ``a + r`` seconds, ``r`` the mean of the last ``window`` measured plain retrievals (one query on
+the answering thread: the pipeline's exact first stride and its plain strides; until one is
+measured, plain is not considered), so OS^3 answers 0 when
+
+    1 / (a + r)  >  max over s in [1, max_strides] of E(s) / T(s)
+
+(strictly: a tie speculates). Where retrieval is cheap against a stride and guesses are often wrong,
+each wrong guess costs a regenerated stride worth far more than the retrieval it saved, and plain
+wins; with the choice the expected rate is the best of OS^3's and plain's. Plain is considered only
+once the acceptance estimate rests on a full window (``window`` rounds; a plain stride's cache
+guess, compared with the true documents, counts as a round of one), so speculation is never given
+up on the prior or on a couple of guesses.
 """
 
 from __future__ import annotations
@@ -27,7 +42,7 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass
 
-__all__ = ["OS3Config", "OS3Scheduler", "expected_strides", "round_seconds"]
+__all__ = ["OS3Config", "OS3Scheduler", "expected_strides", "plain_seconds", "round_seconds"]
 
 
 @dataclass(frozen=True)
@@ -37,6 +52,7 @@ class OS3Config:
     prior: float = 0.5
     asynchronous: bool = True
     enabled: bool = True  # False: always max_strides
+    allow_plain: bool = True  # may answer 0: retrieve this stride plainly (never when enabled is False)
 
     def __post_init__(self) -> None:
         if self.max_strides < 1 or self.window < 1 or not 0.0 <= self.prior <= 1.0:
@@ -56,12 +72,18 @@ def round_seconds(s: int, g: float, a: float, b: float, asynchronous: bool) -> f
     return s * a + b + (1.0 - hit) * a
 
 
+def plain_seconds(a: float, r: float) -> float:
+    """Seconds of one plain stride: a real retrieval of ``r`` seconds, then the stride (``a``)."""
+    return a + r
+
+
 class OS3Scheduler:
     def __init__(self, config: OS3Config = OS3Config()) -> None:
         self.config = config
         self._rounds: deque[tuple[int, int]] = deque(maxlen=config.window)
         self._strides: deque[float] = deque(maxlen=config.window)
         self._verifications: deque[float] = deque(maxlen=config.window)
+        self._retrievals: deque[float] = deque(maxlen=config.window)
 
     @property
     def initial(self) -> int:
@@ -78,6 +100,10 @@ class OS3Scheduler:
     def observe_verification(self, seconds: float) -> None:
         self._verifications.append(seconds)
 
+    def observe_retrieval(self, seconds: float) -> None:
+        """A plain (single-query) retrieval took ``seconds``."""
+        self._retrievals.append(seconds)
+
     @property
     def acceptance(self) -> float:
         compared = sum(c for _, c in self._rounds)
@@ -86,7 +112,8 @@ class OS3Scheduler:
         return sum(m for m, _ in self._rounds) / compared
 
     def strides(self) -> int:
-        """The number of strides to speculate before the next verification."""
+        """The number of strides to speculate before the next verification; 0: retrieve the next
+        stride plainly (only with ``allow_plain``)."""
         config = self.config
         if not config.enabled:
             return config.max_strides
@@ -100,4 +127,8 @@ class OS3Scheduler:
             rate = expected_strides(s, g) / max(round_seconds(s, g, a, b, config.asynchronous), 1e-12)
             if rate > best_rate + 1e-12:
                 best, best_rate = s, rate
+        if config.allow_plain and self._retrievals and len(self._rounds) >= config.window:
+            r = sum(self._retrievals) / len(self._retrievals)
+            if 1.0 / max(plain_seconds(a, r), 1e-12) > best_rate * (1.0 + 1e-9) + 1e-12:
+                return 0
         return best

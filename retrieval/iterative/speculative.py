@@ -12,6 +12,14 @@ to that stride's checkpoint (``StrideDecoder.restore``: the cache plain RAG woul
 the stride is generated again with the retriever's documents. Confirmed strides are streamed
 (record, then text); nothing unconfirmed is ever shown.
 
+Plain strides (``allow_plain``): when OS^3 answers 0 (retrieval is cheap against a stride and guesses
+are often wrong: ``os3``), the pending guesses are verified first, then the stride is done as plain
+iterative RAG does it: a real search of its query on the answering thread, then the stride with the
+retriever's documents (record "retriever" / "exact", counted in ``stats["plain_strides"]``). The
+estimates stay fresh: the cache's guess for the query is still made and counted in the acceptance
+estimate against the true documents, the true top ``prefetch_k`` enter the cache as after a
+verification, and the stride's seconds (guess + generation) and the search's are measured.
+
 Asynchronous verification (``async_verify``): the batched search runs on a worker thread while the
 answering thread speculates up to ``s`` more strides; when the verification returns, a wrong
 guess drops those strides too. FAISS and numpy release the GIL in their heavy loops, so the search
@@ -70,14 +78,15 @@ class _Speculation:
         self.k = max(state.config.docs_in_prompt, config.prefetch_k)
         self.cache = SpeculativeCache(state.queries)  # scores through the answer's QueryMemo
         self.scheduler = OS3Scheduler(OS3Config(config.max_strides, config.os3_window, config.prior_acceptance,
-                                                config.async_verify, config.os3))
+                                                config.async_verify, config.os3, config.allow_plain))
         self.executor = ThreadPoolExecutor(1, thread_name_prefix="specdraft-verify") if config.async_verify else None
         self.unverified: list[_Guess] = []
         self.inflight: tuple[Future, list[_Guess]] | None = None
         self.end: str | None = None  # the answer, as speculated so far, has ended
         self.next_stride = 0
         state.stats.update(speculated_strides=0, overlapped_strides=0, cache_hits=0, rollbacks=0, verifications=0, discarded_tokens=0,
-                           stride_counts=[], async_verify=config.async_verify, os3=config.os3)
+                           plain_strides=0, plain_cache_hits=0, stride_counts=[], async_verify=config.async_verify,
+                           os3=config.os3, allow_plain=config.allow_plain)
 
     @property
     def s(self) -> int:
@@ -87,18 +96,18 @@ class _Speculation:
         state = self.state
         yield from self._exact_first_stride()
         while not state.finished:
-            if self.inflight is not None and (self.inflight[0].done() or self._must_wait()):
+            s = self.s  # 0: the next stride goes plain, once nothing is pending
+            if self.inflight is not None and (self.inflight[0].done() or self.end is not None or len(self.unverified) >= s):
                 yield from self._settle(*self._collect())
-            elif self.unverified and self.inflight is None and (len(self.unverified) >= self.s or self.end is not None):
+            elif self.unverified and self.inflight is None and (len(self.unverified) >= s or self.end is not None):
                 self._submit()
-            elif self.end is None and len(self.unverified) < self.s:
+            elif self.end is None and len(self.unverified) < s:
                 self._speculate()
+            elif s == 0 and self.end is None and self.inflight is None and not self.unverified:
+                yield from self._plain_stride()
             else:  # pragma: no cover - every state above makes progress
                 raise RuntimeError("speculative retrieval has nothing to do before the answer ended")
         yield from state.tail()
-
-    def _must_wait(self) -> bool:
-        return self.end is not None or len(self.unverified) >= self.s
 
     # --- the stride types ----------------------------------------------------------------------
     def _exact_first_stride(self) -> Iterator[Event]:
@@ -108,10 +117,35 @@ class _Speculation:
         state.count_search(1, seconds)
         state.stats["retrieval_wait_seconds"] += seconds
         self.cache.add(hit.doc for hit in results[0][: self.config.prefetch_k])
+        self.scheduler.observe_retrieval(seconds)
         docs = state.top_docs(results[0])
         self.end = state.generate_stride(docs)
         self.next_stride = 1
         yield from state.confirm(state.record(0, query, docs, "retriever", "exact", seconds, 0), len(state.decoder.answer), self.end)
+
+    def _plain_stride(self) -> Iterator[Event]:
+        """Retrieve the next stride for real, then generate it (OS^3 chose 0); keep the estimates fresh."""
+        state = self.state
+        start = len(state.decoder.answer)
+        query = state.query(start)
+        results, seconds = state.search([query], self.k)  # searched first: its seconds include preparing the query
+        state.count_search(1, seconds)
+        state.stats["retrieval_wait_seconds"] += seconds
+        self.scheduler.observe_retrieval(seconds)
+        true = state.top_docs(results[0])
+        began = time.perf_counter()
+        guess, guess_seconds = self.cache.guess(query, state.config.docs_in_prompt)  # what speculating would have used
+        state.stats["cache_seconds"] += guess_seconds
+        state.stats["retrieval_seconds"] += guess_seconds
+        hit = guess == true
+        self.scheduler.observe_round(int(hit), 1)
+        self.cache.add(doc.doc for doc in results[0][: self.config.prefetch_k])
+        self.end = state.generate_stride(true)
+        self.scheduler.observe_stride(time.perf_counter() - began)
+        state.stats["plain_strides"] += 1
+        state.stats["plain_cache_hits"] += hit
+        stride, self.next_stride = self.next_stride, self.next_stride + 1
+        yield from state.confirm(state.record(stride, query, true, "retriever", "exact", seconds, start), len(state.decoder.answer), self.end)
 
     def _speculate(self) -> None:
         state = self.state

@@ -1,0 +1,140 @@
+"""OS^3's plain choice (issue 11): the scheduler answers 0 ("retrieve this stride plainly") exactly
+when a plain stride, ``1 / (a + r)``, is expected to settle more strides per second than the best
+speculation round, and only once the acceptance estimate rests on a full window; the pipeline then
+retrieves that stride for real, and the answer is still plain RAG's, token for token and document
+for document."""
+
+import pytest
+
+from iterative_fixtures import QUESTION, Disagreeing, retrievers, salad_collection
+from specdraft import GenerationConfig
+from specdraft.retrieval.iterative import IterativeRAG, IterativeRAGConfig, SpeculativeRetrievalConfig
+from specdraft.retrieval.iterative.os3 import OS3Config, OS3Scheduler, expected_strides, plain_seconds, round_seconds
+
+
+def scheduler(rounds, a, b, r=None, asynchronous=False, max_strides=4, window=5, allow_plain=True, enabled=True):
+    s = OS3Scheduler(OS3Config(max_strides=max_strides, window=window, prior=0.5, asynchronous=asynchronous,
+                               enabled=enabled, allow_plain=allow_plain))
+    for matched, compared in rounds:
+        s.observe_round(matched, compared)
+    s.observe_stride(a)
+    s.observe_verification(b)
+    if r is not None:
+        s.observe_retrieval(r)
+    return s
+
+
+def best_rate(g, a, b, asynchronous, max_strides):
+    return max(expected_strides(s, g) / round_seconds(s, g, a, b, asynchronous) for s in range(1, max_strides + 1))
+
+
+@pytest.mark.parametrize("asynchronous", [False, True])
+def test_cheap_retrieval_and_wrong_guesses_go_plain(asynchronous):
+    # every guess wrong: a round costs a stride, the verification and the regenerated stride
+    assert scheduler([(0, 1)] * 5, a=0.34, b=0.005, r=0.005, asynchronous=asynchronous).strides() == 0
+    # the measured case of issue 11: BM25 5 ms against a 340 ms stride, 85% of guesses right
+    assert scheduler([(17, 20)] * 5, a=0.34, b=0.005, r=0.005, asynchronous=asynchronous).strides() == 0
+
+
+def test_expensive_retrieval_or_right_guesses_keep_speculating():
+    assert scheduler([(5, 5)] * 5, a=0.01, b=1.0, r=1.0, max_strides=6).strides() == 6
+    assert scheduler([(5, 5)] * 5, a=0.34, b=0.005, r=0.005, asynchronous=True).strides() >= 1  # all overlapped
+    # a tie (synchronous, all right, s*r == b) speculates
+    assert scheduler([(1, 1)] * 5, a=0.1, b=0.02, r=0.02, max_strides=1).strides() == 1
+
+
+@pytest.mark.parametrize("asynchronous", [False, True])
+@pytest.mark.parametrize("rounds,a,b,r", [([(0, 1)] * 5, 0.1, 0.05, 0.05), ([(3, 4)] * 5, 0.1, 0.02, 0.01),
+                                          ([(9, 10)] * 5, 0.2, 0.3, 0.3), ([(1, 2)] * 5, 0.05, 0.2, 0.1),
+                                          ([(4, 4)] * 5, 0.3, 0.01, 0.002)])
+def test_zero_exactly_when_plain_is_faster(asynchronous, rounds, a, b, r):
+    s = scheduler(rounds, a, b, r, asynchronous)
+    g = sum(m for m, _ in rounds) / sum(c for _, c in rounds)
+    plain_faster = 1.0 / plain_seconds(a, r) > best_rate(g, a, b, asynchronous, 4)
+    assert (s.strides() == 0) == plain_faster
+    off = scheduler(rounds, a, b, r, asynchronous, allow_plain=False)
+    assert off.strides() >= 1 and (s.strides() == 0 or s.strides() == off.strides())
+
+
+def test_plain_needs_a_full_window_a_measured_retrieval_and_os3():
+    assert scheduler([(0, 1)] * 4, a=0.34, b=0.005, r=0.005).strides() >= 1  # window not full yet
+    assert scheduler([(0, 1)] * 5, a=0.34, b=0.005).strides() >= 1  # no plain retrieval measured
+    assert scheduler([(0, 1)] * 5, a=0.34, b=0.005, r=0.005, allow_plain=False).strides() >= 1
+    assert scheduler([(0, 1)] * 5, a=0.34, b=0.005, r=0.005, enabled=False).strides() == 4
+    fresh = OS3Scheduler(OS3Config(max_strides=4))
+    assert fresh.strides() == fresh.initial == 2  # nothing measured: OS^3's initial guess
+
+
+def test_guesses_that_turn_right_bring_speculation_back():
+    s = scheduler([(0, 1)] * 5, a=0.1, b=0.05, r=0.05, asynchronous=True, window=3)
+    assert s.strides() == 0
+    for _ in range(3):  # plain strides still count their cache guess against the true documents
+        s.observe_round(1, 1)
+    assert s.acceptance == 1.0 and s.strides() >= 1
+
+
+# --- end to end: the pipeline goes plain part of the time, and the answer is plain RAG's -----------
+CONFIG = IterativeRAGConfig(stride=3, query_tokens=8, max_new_tokens=30)
+GREEDY = GenerationConfig(max_new_tokens=30, ignore_eos=True)
+SEEDED = GenerationConfig(max_new_tokens=30, ignore_eos=True, temperature=0.9, top_p=0.95, seed=5)
+
+
+@pytest.fixture(scope="module")
+def collection(tokenizer):
+    return salad_collection(tokenizer)
+
+
+@pytest.fixture(scope="module")
+def bm25(collection):
+    return retrievers(collection)["bm25"]
+
+
+def same_answer(answer, plain):
+    assert answer.token_ids == plain.token_ids
+    assert answer.docs == plain.docs
+    assert answer.text == plain.text
+    assert [r.query for r in answer.retrievals] == [r.query for r in plain.retrievals]
+    assert [r.stride for r in answer.retrievals] == list(range(len(plain.retrievals)))
+
+
+@pytest.mark.parametrize("asynchronous", [False, True], ids=["sync", "async"])
+@pytest.mark.parametrize("generation", [GREEDY, SEEDED], ids=["greedy", "seeded"])
+def test_speculation_that_goes_plain_keeps_the_answer(tiny_model, collection, bm25, asynchronous, generation):
+    """A cheap retriever and a cache that guesses wrong at every stride: after ``os3_window`` rounds
+    OS^3 retrieves plainly (a plain stride costs ``a + r``; a wrong guess ``2a + b``)."""
+    plain = IterativeRAG(tiny_model, bm25, collection, CONFIG).generate(QUESTION, generation)
+    n = len(plain.retrievals)
+    assert n == 10
+    wrong = [r.query for r in plain.retrievals]
+    speculative = SpeculativeRetrievalConfig(async_verify=asynchronous, max_strides=3, os3_window=2)
+    answer = IterativeRAG(tiny_model, Disagreeing(bm25, wrong), collection, CONFIG, speculative).generate(QUESTION, generation)
+    same_answer(answer, plain)
+    stats = answer.stats
+    assert stats["plain_strides"] >= 1 and stats["plain_cache_hits"] == 0  # every guess was wrong
+    assert stats["rollbacks"] >= 2  # the window filled before plain was considered
+    statuses = [r.status for r in answer.retrievals]
+    assert statuses.count("exact") == 1 + stats["plain_strides"]
+    assert statuses.count("rolled_back") == stats["rollbacks"] and statuses.count("confirmed") == stats["cache_hits"]
+    assert stats["plain_strides"] + stats["rollbacks"] + stats["cache_hits"] == n - 1
+    # one query searched per plain stride, the first stride and each verified guess (asynchronously,
+    # guesses speculated behind a wrong one are dropped unverified)
+    searched = stats["searched_queries"] - 1 - stats["plain_strides"]
+    assert stats["rollbacks"] + stats["cache_hits"] <= searched <= stats["speculated_strides"]
+
+    off = SpeculativeRetrievalConfig(async_verify=asynchronous, max_strides=3, os3_window=2, allow_plain=False)
+    never = IterativeRAG(tiny_model, Disagreeing(bm25, wrong), collection, CONFIG, off).generate(QUESTION, generation)
+    same_answer(never, plain)
+    assert never.stats["plain_strides"] == 0 and never.stats["rollbacks"] == n - 1
+
+
+def test_plain_strides_keep_filling_the_cache_and_counting_hits(tiny_model, collection, bm25):
+    """Guesses wrong only at the first strides: plain strides then see the cache guess right (counted),
+    and the answer is plain's whatever the mix."""
+    plain = IterativeRAG(tiny_model, bm25, collection, CONFIG).generate(QUESTION, GREEDY)
+    wrong = [r.query for r in plain.retrievals[:4]]
+    speculative = SpeculativeRetrievalConfig(async_verify=False, max_strides=3, os3_window=2)
+    answer = IterativeRAG(tiny_model, Disagreeing(bm25, wrong), collection, CONFIG, speculative).generate(QUESTION, GREEDY)
+    same_answer(answer, plain)
+    stats = answer.stats
+    assert stats["plain_strides"] + stats["rollbacks"] + stats["cache_hits"] == len(plain.retrievals) - 1
+    assert 0 <= stats["plain_cache_hits"] <= stats["plain_strides"]
