@@ -32,7 +32,7 @@ measured, plain is not considered), so OS^3 answers 0 when
 (strictly: a tie speculates). Where retrieval is cheap against a stride and guesses are often wrong,
 each wrong guess costs a regenerated stride worth far more than the retrieval it saved, and plain
 wins; with the choice the expected rate is the best of OS^3's and plain's. Plain is considered only
-once the acceptance estimate rests on a full window (``window`` rounds; a plain stride's cache
+once the acceptance estimate rests on at least ``window`` compared guesses (a plain stride's cache
 guess, compared with the true documents, counts as a round of one), so speculation is never given
 up on the prior or on a couple of guesses.
 """
@@ -127,7 +127,7 @@ class OS3Scheduler:
             rate = expected_strides(s, g) / max(round_seconds(s, g, a, b, config.asynchronous), 1e-12)
             if rate > best_rate + 1e-12:
                 best, best_rate = s, rate
-        if config.allow_plain and self._retrievals and len(self._rounds) >= config.window:
+        if config.allow_plain and self._retrievals and sum(c for _, c in self._rounds) >= config.window:
             r = sum(self._retrievals) / len(self._retrievals)
             if 1.0 / max(plain_seconds(a, r), 1e-12) > best_rate * (1.0 + 1e-9) + 1e-12:
                 return 0
