@@ -39,6 +39,7 @@ up on the prior or on a couple of guesses.
 
 from __future__ import annotations
 
+import threading
 from collections import deque
 from dataclasses import dataclass
 
@@ -78,8 +79,12 @@ def plain_seconds(a: float, r: float) -> float:
 
 
 class OS3Scheduler:
+    """The measurements and the choice. Thread-safe, so one scheduler may be shared by the answers of
+    a pipeline (its estimates then carry from one answer to the next; only the speed depends on it)."""
+
     def __init__(self, config: OS3Config = OS3Config()) -> None:
         self.config = config
+        self._lock = threading.Lock()
         self._rounds: deque[tuple[int, int]] = deque(maxlen=config.window)
         self._strides: deque[float] = deque(maxlen=config.window)
         self._verifications: deque[float] = deque(maxlen=config.window)
@@ -92,24 +97,30 @@ class OS3Scheduler:
     def observe_round(self, matched: int, compared: int) -> None:
         """A verification compared ``compared`` guesses (up to the first wrong one) and ``matched`` were right."""
         if compared > 0:
-            self._rounds.append((matched, compared))
+            with self._lock:
+                self._rounds.append((matched, compared))
 
     def observe_stride(self, seconds: float) -> None:
-        self._strides.append(seconds)
+        with self._lock:
+            self._strides.append(seconds)
 
     def observe_verification(self, seconds: float) -> None:
-        self._verifications.append(seconds)
+        with self._lock:
+            self._verifications.append(seconds)
 
     def observe_retrieval(self, seconds: float) -> None:
         """A plain (single-query) retrieval took ``seconds``."""
-        self._retrievals.append(seconds)
+        with self._lock:
+            self._retrievals.append(seconds)
 
     @property
     def acceptance(self) -> float:
-        compared = sum(c for _, c in self._rounds)
+        with self._lock:
+            rounds = list(self._rounds)
+        compared = sum(c for _, c in rounds)
         if compared == 0:
             return self.config.prior
-        return sum(m for m, _ in self._rounds) / compared
+        return sum(m for m, _ in rounds) / compared
 
     def strides(self) -> int:
         """The number of strides to speculate before the next verification; 0: retrieve the next
@@ -117,18 +128,22 @@ class OS3Scheduler:
         config = self.config
         if not config.enabled:
             return config.max_strides
-        if not self._strides or not self._verifications:
+        with self._lock:
+            rounds, strides = list(self._rounds), list(self._strides)
+            verifications, retrievals = list(self._verifications), list(self._retrievals)
+        if not strides or not verifications:
             return min(self.initial, config.max_strides)
-        g = self.acceptance
-        a = sum(self._strides) / len(self._strides)
-        b = sum(self._verifications) / len(self._verifications)
+        compared = sum(c for _, c in rounds)
+        g = sum(m for m, _ in rounds) / compared if compared else config.prior
+        a = sum(strides) / len(strides)
+        b = sum(verifications) / len(verifications)
         best, best_rate = 1, -1.0
         for s in range(1, config.max_strides + 1):
             rate = expected_strides(s, g) / max(round_seconds(s, g, a, b, config.asynchronous), 1e-12)
             if rate > best_rate + 1e-12:
                 best, best_rate = s, rate
-        if config.allow_plain and self._retrievals and sum(c for _, c in self._rounds) >= config.window:
-            r = sum(self._retrievals) / len(self._retrievals)
+        if config.allow_plain and retrievals and compared >= config.window:
+            r = sum(retrievals) / len(retrievals)
             if 1.0 / max(plain_seconds(a, r), 1e-12) > best_rate * (1.0 + 1e-9) + 1e-12:
                 return 0
         return best

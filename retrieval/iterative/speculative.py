@@ -45,7 +45,13 @@ from .os3 import OS3Config, OS3Scheduler
 from .retriever import ScoredDoc
 from .spec_cache import SpeculativeCache
 
-__all__ = ["answer_speculatively"]
+__all__ = ["answer_speculatively", "os3_config"]
+
+
+def os3_config(config: SpeculativeRetrievalConfig) -> OS3Config:
+    """The OS^3 scheduler's configuration for ``config``."""
+    return OS3Config(config.max_strides, config.os3_window, config.prior_acceptance, config.async_verify, config.os3,
+                     config.allow_plain)
 
 
 @dataclass
@@ -62,9 +68,12 @@ class _Guess:
     ended: str | None  # the answer ended in this stride (if its guess holds)
 
 
-def answer_speculatively(state: Answering, config: SpeculativeRetrievalConfig) -> Iterator[Event]:
-    """Yield confirmed records and text, as plain iterative RAG would (see the module docstring)."""
-    run = _Speculation(state, config)
+def answer_speculatively(state: Answering, config: SpeculativeRetrievalConfig,
+                         scheduler: OS3Scheduler | None = None) -> Iterator[Event]:
+    """Yield confirmed records and text, as plain iterative RAG would (see the module docstring).
+    ``scheduler``: an OS^3 scheduler shared with other answers, so its estimates carry over (None:
+    a fresh one from ``config``); only the speed depends on it."""
+    run = _Speculation(state, config, scheduler)
     try:
         yield from run.run()
     finally:
@@ -72,13 +81,12 @@ def answer_speculatively(state: Answering, config: SpeculativeRetrievalConfig) -
 
 
 class _Speculation:
-    def __init__(self, state: Answering, config: SpeculativeRetrievalConfig) -> None:
+    def __init__(self, state: Answering, config: SpeculativeRetrievalConfig, scheduler: OS3Scheduler | None = None) -> None:
         self.state = state
         self.config = config
         self.k = max(state.config.docs_in_prompt, config.prefetch_k)
         self.cache = SpeculativeCache(state.queries)  # scores through the answer's QueryMemo
-        self.scheduler = OS3Scheduler(OS3Config(config.max_strides, config.os3_window, config.prior_acceptance,
-                                                config.async_verify, config.os3, config.allow_plain))
+        self.scheduler = scheduler or OS3Scheduler(os3_config(config))
         self.executor = ThreadPoolExecutor(1, thread_name_prefix="specdraft-verify") if config.async_verify else None
         self.unverified: list[_Guess] = []
         self.inflight: tuple[Future, list[_Guess]] | None = None
@@ -145,7 +153,8 @@ class _Speculation:
         state.stats["plain_strides"] += 1
         state.stats["plain_cache_hits"] += hit
         stride, self.next_stride = self.next_stride, self.next_stride + 1
-        yield from state.confirm(state.record(stride, query, true, "retriever", "exact", seconds, start), len(state.decoder.answer), self.end)
+        record = state.record(stride, query, true, "retriever", "exact", seconds, start)
+        yield from state.confirm(record, len(state.decoder.answer), self.end)
 
     def _speculate(self) -> None:
         state = self.state

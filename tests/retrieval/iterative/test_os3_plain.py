@@ -139,3 +139,26 @@ def test_plain_strides_keep_filling_the_cache_and_counting_hits(tiny_model, coll
     stats = answer.stats
     assert stats["plain_strides"] + stats["rollbacks"] + stats["cache_hits"] == len(plain.retrievals) - 1
     assert 0 <= stats["plain_cache_hits"] <= stats["plain_strides"]
+
+
+def test_a_shared_scheduler_carries_its_estimates_to_the_next_answer(tiny_model, collection, bm25):
+    """With one scheduler across answers (``answer_speculatively(..., scheduler=)``), an answer can go
+    plain from its first speculative stride on what earlier answers measured; the answer is plain's."""
+    from specdraft.retrieval.iterative.answering import Answering
+    from specdraft.retrieval.iterative.speculative import answer_speculatively, os3_config
+
+    plain = IterativeRAG(tiny_model, bm25, collection, CONFIG).generate(QUESTION, GREEDY)
+    retriever = Disagreeing(bm25, [r.query for r in plain.retrievals])
+    speculative = SpeculativeRetrievalConfig(async_verify=False, max_strides=3, os3_window=2)
+    shared = OS3Scheduler(os3_config(speculative))
+    answers = []
+    for _ in range(2):
+        state = Answering(tiny_model, retriever, collection, CONFIG, QUESTION, GREEDY)
+        try:
+            list(answer_speculatively(state, speculative, shared))
+            answers.append(state.answer())
+        finally:
+            state.close()
+    for answer in answers:
+        same_answer(answer, plain)
+    assert answers[1].stats["rollbacks"] == 0 and answers[1].stats["plain_strides"] == len(plain.retrievals) - 1
