@@ -186,10 +186,13 @@ def run_iterative_bench(config: IterativeBenchConfig, progress: Callable[[str], 
     for model_name in config.models:
         target = pool.get(model_name)
         for kind in config.retrievers:
+            # one pipeline per method across the questions, as an application keeps one: OS^3's estimates carry over
+            rags = {method: IterativeRAG(target, retrievers[kind], collection, rag_config, speculative=speculative_config(method, config))
+                    for method in METHODS}
             for index, question in enumerate(questions):
                 reference: Run | None = None
                 for method in METHODS:
-                    rag = IterativeRAG(target, retrievers[kind], collection, rag_config, speculative=speculative_config(method, config))
+                    rag = rags[method]
                     started = time.perf_counter()
                     answer = rag.generate(question["question"], generation)
                     wall = time.perf_counter() - started

@@ -17,7 +17,13 @@ passes), ``wall_seconds`` (the wall clock, from the question to the answer), ``s
 ``searched_queries``, ``model_passes``, ``prefill_tokens``, ``replayed_tokens``, ``strides``,
 ``generated_tokens``; with speculation also ``speculated_strides``, ``overlapped_strides`` (speculated
 while a verification was running), ``cache_hits``, ``rollbacks``,
-``verifications``, ``discarded_tokens``, ``stride_counts`` (the s of each verification), ``async``.
+``verifications``, ``discarded_tokens``, ``stride_counts`` (the s of each verification), ``async``,
+``plain_strides`` (strides OS^3 chose to retrieve plainly, s = 0) and ``plain_cache_hits``.
+
+One OS^3 scheduler (``os3.OS3Scheduler``) serves every answer of an ``IterativeRAG``, so its
+estimates (acceptance, stride and retrieval seconds) carry over from one question to the next: a short
+answer alone rarely compares enough guesses to decide that plain retrieval is faster. It is
+thread-safe; the estimates change only the speed, never an answer.
 """
 
 from __future__ import annotations
@@ -76,6 +82,7 @@ class IterativeRAG:
         self.collection = collection
         self.config = config
         self.speculative = speculative
+        self._scheduler = None  # OS^3, shared by this pipeline's answers (built on first use)
 
     @property
     def speculating(self) -> bool:
@@ -86,9 +93,12 @@ class IterativeRAG:
         generation = generation or GenerationConfig(max_new_tokens=self.config.max_new_tokens)
         state = Answering(self.model, self.retriever, self.collection, self.config, question, generation)
         if self.speculating:
-            from .speculative import answer_speculatively
+            from .os3 import OS3Scheduler
+            from .speculative import answer_speculatively, os3_config
 
-            events = answer_speculatively(state, self.speculative)
+            if self._scheduler is None:
+                self._scheduler = OS3Scheduler(os3_config(self.speculative))
+            events = answer_speculatively(state, self.speculative, self._scheduler)
         else:
             events = answer_plainly(state)
         return IterativeStream(state, events)
