@@ -145,13 +145,19 @@ def _one_pass(model, cache, tokens, tree):
     return model.forward(cache, tokens, positions, tree.ancestor_mask())
 
 
-def test_one_padded_pass_gives_each_row_its_own_logits_and_keys(model, tokenizer):
+def _lone_then_batching(model, tokenizer):
+    """The rows, their lone passes' logits, a batcher now on, and fresh prefilled caches marked active."""
     rows = _passes(tokenizer)
     lone_caches = [_prefilled(model, ids) for ids, _, _ in rows]
     lone = [_one_pass(model, cache, tokens, tree) for cache, (_, tokens, tree) in zip(lone_caches, rows)]
     batcher = enable_verify_batching(model, VerifyBatchConfig(window_ms=500, max_batch=8))
     caches = [_prefilled(model, ids) for ids, _, _ in rows]
     _mark_active(batcher, caches)
+    return rows, lone_caches, lone, batcher, caches
+
+
+def test_one_padded_pass_gives_each_row_its_own_logits_and_keys(model, tokenizer):
+    rows, lone_caches, lone, batcher, caches = _lone_then_batching(model, tokenizer)
     out = _concurrently(lambda i: _one_pass(model, caches[i], rows[i][1], rows[i][2]), len(rows))
     assert batcher.stats() == {"batched_passes": 1, "batched_rows": len(rows), "lone_passes": 0}
     for got, want, cache, lone_cache in zip(out, lone, caches, lone_caches):
@@ -191,12 +197,7 @@ def test_a_bad_row_gets_its_own_error_and_the_others_are_untouched(model, tokeni
 
 
 def test_a_failing_batched_forward_runs_every_row_alone(model, tokenizer, monkeypatch):
-    rows = _passes(tokenizer)
-    lone_caches = [_prefilled(model, ids) for ids, _, _ in rows]
-    lone = [_one_pass(model, cache, tokens, tree) for cache, (_, tokens, tree) in zip(lone_caches, rows)]
-    batcher = enable_verify_batching(model, VerifyBatchConfig(window_ms=500, max_batch=8))
-    caches = [_prefilled(model, ids) for ids, _, _ in rows]
-    _mark_active(batcher, caches)
+    rows, lone_caches, lone, batcher, caches = _lone_then_batching(model, tokenizer)
     real = model.hf_model.forward
 
     def refuse_batches(*args, **kwargs):

@@ -80,3 +80,12 @@ class Disagreeing:
             return scores
         top = self.inner.search([query], 1)[0][0].doc
         return np.where(np.asarray(docs) == top, -1.0, 0.0)
+
+
+def same_answer(answer, plain) -> None:
+    """The speculative ``answer`` equals the ``plain`` one: tokens, documents per stride, text, queries."""
+    assert answer.token_ids == plain.token_ids
+    assert answer.docs == plain.docs
+    assert answer.text == plain.text
+    assert [r.query for r in answer.retrievals] == [r.query for r in plain.retrievals]
+    assert [r.stride for r in answer.retrievals] == list(range(len(plain.retrievals)))

@@ -4,7 +4,7 @@ misses and misses forced at chosen strides (first, middle, last, every one)."""
 
 import pytest
 
-from iterative_fixtures import QUESTION, Disagreeing, retrievers, salad_collection
+from iterative_fixtures import QUESTION, Disagreeing, retrievers, salad_collection, same_answer
 from specdraft import GenerationConfig
 from specdraft.retrieval.iterative import (
     IterativeRAG,
@@ -40,13 +40,6 @@ def plain_answers(tiny_model, collection, all_retrievers):
         for name, generation in (("greedy", GREEDY), ("seeded", SEEDED))
     }
 
-
-def same_answer(answer, plain):
-    assert answer.token_ids == plain.token_ids
-    assert answer.docs == plain.docs
-    assert answer.text == plain.text
-    assert [r.query for r in answer.retrievals] == [r.query for r in plain.retrievals]
-    assert [r.stride for r in answer.retrievals] == list(range(len(plain.retrievals)))
 
 
 @pytest.mark.parametrize("kind", ["dense", "hnsw", "bm25"])

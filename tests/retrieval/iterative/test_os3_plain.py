@@ -6,7 +6,7 @@ and document for document."""
 
 import pytest
 
-from iterative_fixtures import QUESTION, Disagreeing, retrievers, salad_collection
+from iterative_fixtures import QUESTION, Disagreeing, retrievers, salad_collection, same_answer
 from specdraft import GenerationConfig
 from specdraft.retrieval.iterative import IterativeRAG, IterativeRAGConfig, SpeculativeRetrievalConfig
 from specdraft.retrieval.iterative.os3 import OS3Config, OS3Scheduler, expected_strides, plain_seconds, round_seconds
@@ -89,13 +89,6 @@ def collection(tokenizer):
 def bm25(collection):
     return retrievers(collection)["bm25"]
 
-
-def same_answer(answer, plain):
-    assert answer.token_ids == plain.token_ids
-    assert answer.docs == plain.docs
-    assert answer.text == plain.text
-    assert [r.query for r in answer.retrievals] == [r.query for r in plain.retrievals]
-    assert [r.stride for r in answer.retrievals] == list(range(len(plain.retrievals)))
 
 
 @pytest.mark.parametrize("asynchronous", [False, True], ids=["sync", "async"])
