@@ -4,7 +4,7 @@ real ``specdraft serve`` (a subprocess on loopback) serving a tiny checkpoint.""
 import json
 
 import pytest
-from chat_checkpoint import save_chat_checkpoint
+from chat_checkpoint import chat_checkpoint  # noqa: F401 (a fixture)
 
 from specdraft.apps.bench.load import LoadConfig, main
 from specdraft.apps.bench.load_client import Outcome, check_loopback
@@ -82,13 +82,6 @@ def test_ratios_compare_the_medians_of_each_request_in_both_modes():
     summary = ratio_summary(found["latency"])
     assert summary["min"] == 0.5 and summary["below_1"] == 1 and summary["median_by_kind"] == {"chat": 2.0, "rag": 0.5}
 
-
-@pytest.fixture(scope="module")
-def chat_checkpoint(tmp_path_factory, tokenizer):
-    """A tiny float32 checkpoint whose tokenizer has a chat template (the chat route needs one)."""
-    path = tmp_path_factory.mktemp("chat-checkpoint")
-    save_chat_checkpoint(path, tokenizer)
-    return path
 
 
 def test_a_short_run_against_a_real_server_has_no_errors_but_429s_and_identical_answers(chat_checkpoint, tmp_path):

@@ -3,18 +3,11 @@ with ``--batch-verify``) on a tiny checkpoint, every point run on both; and the 
 
 import json
 
-import pytest
-from chat_checkpoint import save_chat_checkpoint
+from chat_checkpoint import chat_checkpoint  # noqa: F401 (a fixture)
 
 from specdraft.apps.bench.load import main
 from specdraft.apps.bench.load_concurrency import ConcurrencyConfig, markdown
 
-
-@pytest.fixture(scope="module")
-def chat_checkpoint(tmp_path_factory, tokenizer):
-    path = tmp_path_factory.mktemp("chat-checkpoint")
-    save_chat_checkpoint(path, tokenizer)
-    return path
 
 
 def test_a_short_comparison_runs_every_point_on_both_servers(chat_checkpoint, tmp_path):

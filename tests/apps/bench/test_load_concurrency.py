@@ -5,7 +5,7 @@ subprocess on loopback) serving a tiny checkpoint, and the probe on that checkpo
 import json
 
 import pytest
-from chat_checkpoint import save_chat_checkpoint
+from chat_checkpoint import chat_checkpoint  # noqa: F401 (a fixture)
 
 from specdraft.apps.bench.load import main
 from specdraft.apps.bench.load_batch_probe import ProbeConfig
@@ -46,13 +46,6 @@ def test_bad_sweep_arguments_exit_2_before_starting_a_server(capsys):
     assert "--concurrency" in capsys.readouterr().err
     assert main(["--concurrency", "1", "--limit", "0"]) == 2
 
-
-@pytest.fixture(scope="module")
-def chat_checkpoint(tmp_path_factory, tokenizer):
-    """A tiny float32 checkpoint whose tokenizer has a chat template (the chat route needs one)."""
-    path = tmp_path_factory.mktemp("chat-checkpoint")
-    save_chat_checkpoint(path, tokenizer)
-    return path
 
 
 def test_a_short_sweep_against_a_real_server_answers_identically_at_every_level(chat_checkpoint, tmp_path):
