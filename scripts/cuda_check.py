@@ -28,6 +28,8 @@ from pathlib import Path
 
 import torch
 
+from specdraft.apps.bench.pass_cost import IdsOnlyTokenizer  # prompts are token ids: no EOS, a plain decode
+
 
 def small_llama(vocab: int, dtype: torch.dtype, seed: int = 0):
     from transformers import LlamaConfig, LlamaForCausalLM
@@ -41,21 +43,6 @@ def small_llama(vocab: int, dtype: torch.dtype, seed: int = 0):
     model.generation_config.eos_token_id = None
     model.generation_config.pad_token_id = None
     return model
-
-
-class IdsOnlyTokenizer:
-    """What the engine asks of a tokenizer when prompts are token ids: an EOS id (none) and a decode."""
-
-    eos_token_id = None
-
-    def __init__(self, vocab: int) -> None:
-        self.vocab = vocab
-
-    def __len__(self) -> int:
-        return self.vocab
-
-    def decode(self, ids, skip_special_tokens: bool = True) -> str:
-        return " ".join(map(str, ids))
 
 
 def lossless(new_tokens: int) -> dict:
