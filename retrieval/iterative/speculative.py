@@ -121,33 +121,36 @@ class _Speculation:
     def _exact_first_stride(self) -> Iterator[Event]:
         state = self.state
         query = state.query(0)
-        results, seconds = state.search([query], self.k)
-        state.count_search(1, seconds)
-        state.stats["retrieval_wait_seconds"] += seconds
-        self.cache.add(hit.doc for hit in results[0][: self.config.prefetch_k])
-        self.scheduler.observe_retrieval(seconds)
-        docs = state.top_docs(results[0])
+        hits, seconds = self._search_now(query)
+        self.cache.add(hit.doc for hit in hits[: self.config.prefetch_k])
+        docs = state.top_docs(hits)
         self.end = state.generate_stride(docs)
         self.next_stride = 1
         yield from state.confirm(state.record(0, query, docs, "retriever", "exact", seconds, 0), len(state.decoder.answer), self.end)
+
+    def _search_now(self, query: str) -> tuple[list, float]:
+        """The real retriever's hits for ``query``, searched now while the answer waits (counted, timed,
+        and the seconds given to OS^3 as a plain retrieval's cost)."""
+        results, seconds = self.state.search([query], self.k)
+        self.state.count_search(1, seconds)
+        self.state.stats["retrieval_wait_seconds"] += seconds
+        self.scheduler.observe_retrieval(seconds)
+        return results[0], seconds
 
     def _plain_stride(self) -> Iterator[Event]:
         """Retrieve the next stride for real, then generate it (OS^3 chose 0); keep the estimates fresh."""
         state = self.state
         start = len(state.decoder.answer)
         query = state.query(start)
-        results, seconds = state.search([query], self.k)  # searched first: its seconds include preparing the query
-        state.count_search(1, seconds)
-        state.stats["retrieval_wait_seconds"] += seconds
-        self.scheduler.observe_retrieval(seconds)
-        true = state.top_docs(results[0])
+        hits, seconds = self._search_now(query)  # searched first: its seconds include preparing the query
+        true = state.top_docs(hits)
         began = time.perf_counter()
         guess, guess_seconds = self.cache.guess(query, state.config.docs_in_prompt)  # what speculating would have used
         state.stats["cache_seconds"] += guess_seconds
         state.stats["retrieval_seconds"] += guess_seconds
         hit = guess == true
         self.scheduler.observe_round(int(hit), 1)
-        self.cache.add(doc.doc for doc in results[0][: self.config.prefetch_k])
+        self.cache.add(doc.doc for doc in hits[: self.config.prefetch_k])
         self.end = state.generate_stride(true)
         self.scheduler.observe_stride(time.perf_counter() - began)
         state.stats["plain_strides"] += 1
