@@ -9,6 +9,15 @@ else embedded again) and embed queries with the index's embedder. Retrievers are
 one, gets new retrievers; an answer in progress keeps the retriever it started with, so it never
 mixes two versions of an index.
 
+Speculative answers share one OS^3 scheduler (``OS3Scheduler``, which picks how many strides to
+speculate, or to retrieve plainly) per (retriever object, model, OS^3 configuration):
+``SharedSchedulers``, module-wide as ``SCHEDULERS`` and held weakly by the retriever, so the
+estimates (acceptance, stride, verification and retrieval seconds) carry across requests over one
+index version, and a new version (a new retriever from ``IterativeRetrievers``) starts a fresh one.
+The model is part of the key because a stride's seconds and the acceptance are the model's. Only
+the speed depends on the scheduler, never an answer. A retriever or model that cannot be weakly
+referenced gets a fresh scheduler per answer (as before sharing).
+
 ``event_dict`` is the JSON shape of one streamed event: ``{"retrieval": RetrievalRecord.to_dict()
 + "doc_id"}`` or ``{"text": ...}``.
 """
@@ -16,13 +25,17 @@ mixes two versions of an index.
 from __future__ import annotations
 
 import threading
+import weakref
 from typing import Any
 
 import numpy as np
 
 from specdraft.retrieval.iterative import Collection, IterativeRAG, IterativeRAGConfig, RetrievalRecord, SpeculativeRetrievalConfig, make_retriever
+from specdraft.retrieval.iterative.os3 import OS3Config, OS3Scheduler
+from specdraft.retrieval.iterative.speculative import os3_config
 
-__all__ = ["RETRIEVER_CHOICES", "IterativeRetrievers", "collection_of", "iterative_rag", "event_dict"]
+__all__ = ["RETRIEVER_CHOICES", "SCHEDULERS", "IterativeRetrievers", "SharedScheduler", "SharedSchedulers", "collection_of",
+           "iterative_rag", "event_dict"]
 
 RETRIEVER_CHOICES = ("dense", "hnsw", "bm25")
 RETRIEVAL_TIMEOUT_S = 60.0  # one search past this ends the answer with an error naming the retriever (a 502 over HTTP)
@@ -69,12 +82,78 @@ class IterativeRetrievers:
             return retriever, collection
 
 
-def iterative_rag(model: Any, retriever: Any, collection: Collection, max_new_tokens: int, speculative: bool) -> IterativeRAG:
+class SharedScheduler(OS3Scheduler):
+    """An ``OS3Scheduler`` that counts what it was told (``observations``) and the answers it served
+    (``answers``), so a caller can see that its estimates carry across answers."""
+
+    def __init__(self, config: OS3Config = OS3Config()) -> None:
+        super().__init__(config)
+        self.observations = 0
+        self.answers = 0
+
+    def _count(self) -> None:
+        with self._lock:
+            self.observations += 1
+
+    def observe_round(self, matched: int, compared: int) -> None:
+        super().observe_round(matched, compared)
+        self._count()
+
+    def observe_stride(self, seconds: float) -> None:
+        super().observe_stride(seconds)
+        self._count()
+
+    def observe_verification(self, seconds: float) -> None:
+        super().observe_verification(seconds)
+        self._count()
+
+    def observe_retrieval(self, seconds: float) -> None:
+        super().observe_retrieval(seconds)
+        self._count()
+
+
+class SharedSchedulers:
+    """One ``SharedScheduler`` per (retriever, model, OS^3 configuration), held only as long as the
+    retriever and the model live (module docstring); thread-safe."""
+
+    def __init__(self) -> None:
+        self._by_retriever: "weakref.WeakKeyDictionary[Any, weakref.WeakKeyDictionary[Any, dict[OS3Config, SharedScheduler]]]" = \
+            weakref.WeakKeyDictionary()
+        self._lock = threading.Lock()
+
+    def get(self, retriever: Any, model: Any, config: OS3Config) -> SharedScheduler:
+        """The scheduler for this retriever and model (a new one the first time); counts one answer."""
+        with self._lock:
+            try:
+                by_model = self._by_retriever.setdefault(retriever, weakref.WeakKeyDictionary())
+                scheduler = by_model.setdefault(model, {}).setdefault(config, SharedScheduler(config))
+            except TypeError:  # not weakly referenceable: no sharing
+                scheduler = SharedScheduler(config)
+            scheduler.answers += 1
+            return scheduler
+
+    def find(self, retriever: Any, model: Any, config: OS3Config) -> SharedScheduler | None:
+        """The scheduler already kept for this retriever and model, if any (counts nothing)."""
+        with self._lock:
+            try:
+                return self._by_retriever.get(retriever, {}).get(model, {}).get(config)
+            except TypeError:
+                return None
+
+
+SCHEDULERS = SharedSchedulers()
+
+
+def iterative_rag(model: Any, retriever: Any, collection: Collection, max_new_tokens: int, speculative: bool,
+                  schedulers: SharedSchedulers | None = SCHEDULERS) -> IterativeRAG:
     """Iterative RAG with the default stride and query length, each search limited to
-    ``RETRIEVAL_TIMEOUT_S``; speculative retrieval (async verification, OS^3) when ``speculative``."""
+    ``RETRIEVAL_TIMEOUT_S``; speculative retrieval (async verification, OS^3) when ``speculative``,
+    with the OS^3 scheduler that ``schedulers`` keeps for this retriever and model (None: a fresh
+    one for this pipeline)."""
     config = IterativeRAGConfig(max_new_tokens=max_new_tokens, retrieval_timeout_s=RETRIEVAL_TIMEOUT_S)
     spec = SpeculativeRetrievalConfig() if speculative else None
-    return IterativeRAG(model, retriever, collection, config, speculative=spec)
+    scheduler = schedulers.get(retriever, model, os3_config(spec)) if spec is not None and schedulers is not None else None
+    return IterativeRAG(model, retriever, collection, config, speculative=spec, scheduler=scheduler)
 
 
 def event_dict(event: Any, collection: Collection) -> dict[str, Any]:

@@ -23,12 +23,14 @@ while a verification was running), ``cache_hits``, ``rollbacks``,
 One OS^3 scheduler (``os3.OS3Scheduler``) serves every answer of an ``IterativeRAG``, so its
 estimates (acceptance, stride and retrieval seconds) carry over from one question to the next: a short
 answer alone rarely compares enough guesses to decide that plain retrieval is faster. It is
-thread-safe; the estimates change only the speed, never an answer.
+thread-safe; the estimates change only the speed, never an answer. ``scheduler=`` hands in one shared
+with other pipelines over the same model and retriever (the service keeps one per index version:
+``specdraft.apps.iterative_rag``); None builds one from ``speculative`` on first use.
 """
 
 from __future__ import annotations
 
-from typing import Iterator
+from typing import TYPE_CHECKING, Iterator
 
 from specdraft import GenerationConfig, Model
 
@@ -37,6 +39,9 @@ from .config import IterativeRAGConfig, SpeculativeRetrievalConfig
 from .plain import answer_plainly
 from .records import IterativeAnswer
 from .retriever import Collection, Retriever
+
+if TYPE_CHECKING:
+    from .os3 import OS3Scheduler
 
 __all__ = ["IterativeRAG", "IterativeStream"]
 
@@ -76,13 +81,18 @@ class IterativeStream:
 class IterativeRAG:
     def __init__(self, model: Model, retriever: Retriever, collection: Collection,
                  config: IterativeRAGConfig = IterativeRAGConfig(),
-                 speculative: SpeculativeRetrievalConfig | None = None) -> None:
+                 speculative: SpeculativeRetrievalConfig | None = None, scheduler: "OS3Scheduler | None" = None) -> None:
         self.model = model
         self.retriever = retriever
         self.collection = collection
         self.config = config
         self.speculative = speculative
-        self._scheduler = None  # OS^3, shared by this pipeline's answers (built on first use)
+        self._scheduler = scheduler  # OS^3, shared by this pipeline's answers (built on first use when None)
+
+    @property
+    def scheduler(self) -> "OS3Scheduler | None":
+        """The OS^3 scheduler of this pipeline's speculative answers (None before the first one, unless handed in)."""
+        return self._scheduler
 
     @property
     def speculating(self) -> bool:

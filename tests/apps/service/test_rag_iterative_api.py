@@ -154,3 +154,42 @@ def test_documents_added_mid_answer_do_not_mix_into_it(client, speculative):
 def sse_text(data: bytes) -> list:
     events = [line[len("data: ") :] for line in data.decode().split("\n\n") if line]
     return [e if e == "[DONE]" else json.loads(e) for e in events]
+
+
+def test_speculative_answers_over_one_index_share_one_os3_scheduler(client, model, monkeypatch):
+    """Two speculative requests over one index version are scheduled by one OS^3 scheduler whose
+    observations grow across them (answers unchanged); new documents (a new index version, so a new
+    retriever) get a fresh scheduler; plain answers take none."""
+    from specdraft.apps.iterative_rag import SCHEDULERS, SharedScheduler
+    from specdraft.retrieval.iterative import SpeculativeRetrievalConfig
+    from specdraft.retrieval.iterative.speculative import os3_config
+
+    served: list = []  # the real retrievers the requests got, in order
+    real_get = IterativeRetrievers.get
+
+    def spy(self, index, kind):
+        retriever, collection = real_get(self, index, kind)
+        served.append(retriever)
+        return retriever, collection
+
+    monkeypatch.setattr(IterativeRetrievers, "get", spy)
+    config = os3_config(SpeculativeRetrievalConfig())
+    plain = ask(client).get_json()
+    assert SCHEDULERS.find(served[0], model, config) is None  # plain iterative RAG schedules nothing
+    first = ask(client, speculative_retrieval=True).get_json()
+    scheduler = SCHEDULERS.find(served[1], model, config)
+    assert isinstance(scheduler, SharedScheduler) and scheduler.answers == 1 and scheduler.observations > 0
+    seen = scheduler.observations
+    second = ask(client, speculative_retrieval=True).get_json()
+    assert served[2] is served[1] and SCHEDULERS.find(served[2], model, config) is scheduler
+    assert scheduler.answers == 2 and scheduler.observations > seen
+    assert first["token_ids"] == second["token_ids"] == plain["token_ids"]
+    assert [r["docs"] for r in second["retrievals"]] == [r["docs"] for r in plain["retrievals"]]
+
+    more = {"id": "rain", "text": "Rain falls on the hills in spring and the rivers rise."}
+    assert client.post("/v1/rag/documents", json={"documents": [more]}).status_code == 200
+    ask(client, speculative_retrieval=True)
+    assert served[3] is not served[1]  # the new index version has its own retriever ...
+    fresh = SCHEDULERS.find(served[3], model, config)
+    assert fresh is not None and fresh is not scheduler and fresh.answers == 1  # ... and its own scheduler
+    assert scheduler.answers == 2  # the old one served nothing more

@@ -155,3 +155,26 @@ def test_a_shared_scheduler_carries_its_estimates_to_the_next_answer(tiny_model,
     for answer in answers:
         same_answer(answer, plain)
     assert answers[1].stats["rollbacks"] == 0 and answers[1].stats["plain_strides"] == len(plain.retrievals) - 1
+
+
+def test_pipelines_handed_one_scheduler_share_its_estimates(tiny_model, collection, bm25):
+    """``IterativeRAG(..., scheduler=)``: two pipelines (as two service requests build) handed one
+    scheduler use it, so the second answer goes plain from its first speculative stride; both are plain's."""
+    from specdraft.retrieval.iterative.speculative import os3_config
+
+    plain = IterativeRAG(tiny_model, bm25, collection, CONFIG).generate(QUESTION, GREEDY)
+    retriever = Disagreeing(bm25, [r.query for r in plain.retrievals])
+    speculative = SpeculativeRetrievalConfig(async_verify=False, max_strides=3, os3_window=2)
+    shared = OS3Scheduler(os3_config(speculative))
+    answers = []
+    for _ in range(2):
+        rag = IterativeRAG(tiny_model, retriever, collection, CONFIG, speculative, scheduler=shared)
+        assert rag.scheduler is shared
+        answers.append(rag.generate(QUESTION, GREEDY))
+    for answer in answers:
+        same_answer(answer, plain)
+    assert answers[1].stats["rollbacks"] == 0 and answers[1].stats["plain_strides"] == len(plain.retrievals) - 1
+    own = IterativeRAG(tiny_model, retriever, collection, CONFIG, speculative)
+    assert own.scheduler is None
+    same_answer(own.generate(QUESTION, GREEDY), plain)
+    assert own.scheduler is not None and own.scheduler is not shared  # built on first use
