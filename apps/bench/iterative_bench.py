@@ -13,7 +13,14 @@ Methods, all through ``specdraft.retrieval.iterative.IterativeRAG`` with the sam
 * ``speculative``: answered from the per-request cache for ``max_strides`` strides, then one
   batched verification, in line (no overlap), fixed stride count (OS^3 off);
 * ``speculative+async+os3``: the same with the verification on a worker thread while the model
-  keeps generating, and the OS^3 scheduler choosing the stride count.
+  keeps generating, and the OS^3 scheduler choosing the stride count (or a plain stride, s = 0).
+
+OS^3 scheduler (``scheduler_per_answer``): by default one pipeline, so one scheduler, per (model,
+retriever, method) answers all the questions, as an application keeps one (the service keeps one per
+index version and model: ``specdraft.apps.iterative_rag``), so its estimates carry from one answer to
+the next and it may go plain where speculation does not pay; ``scheduler_per_answer=True``
+(``--scheduler-per-answer``) builds a new pipeline, so a fresh scheduler from its prior, per answer.
+Answers are the same either way; only the speed differs. The result's ``config`` says which.
 
 For each question the methods run back to back (plain first), so slow drifts of a shared machine
 hit them alike. Measured per answer: wall seconds (``time.perf_counter`` around ``generate``; the
@@ -30,7 +37,8 @@ Summaries (``summarize``) per (model, retriever, method): speed-up = plain's tot
 method's total wall over the same questions; retrieval share = retrieval seconds (inside retriever calls, any thread) / wall seconds; wait
 share = seconds the answering thread was blocked on a search / wall seconds (equal for plain);
 cache hit rate = strides answered from the cache and confirmed / strides answered from the cache;
-rollbacks per answer; identical rate. Reports: ``iterative_report``.
+rollbacks per answer; plain strides = strides OS^3 retrieved plainly (s = 0) of all strides (None for
+methods whose stats do not carry them); identical rate. Reports: ``iterative_report``.
 """
 
 from __future__ import annotations
@@ -63,10 +71,11 @@ class IterativeBenchConfig:
     max_strides: int = 4
     probe_queries: int = 50
     collection_size: int = 0  # the first this many chunks of the knowledge base (0: all)
-    device: str = "cpu"
+    device: str = "cpu"  # the models' device (cuda: the model on the GPU; the embedder, FAISS and BM25 stay on the CPU)
     dtype: str = "auto"
     kb: KBConfig = KBConfig()
     embedding: EmbeddingCacheConfig = EmbeddingCacheConfig()
+    scheduler_per_answer: bool = False  # True: a fresh OS^3 scheduler per answer (module docstring)
 
     def __post_init__(self) -> None:
         if self.limit < 1 or self.max_new_tokens < 1 or self.probe_queries < 1:
@@ -186,10 +195,15 @@ def run_iterative_bench(config: IterativeBenchConfig, progress: Callable[[str], 
     for model_name in config.models:
         target = pool.get(model_name)
         for kind in config.retrievers:
+            def pipelines() -> dict[str, Any]:
+                return {method: IterativeRAG(target, retrievers[kind], collection, rag_config, speculative=speculative_config(method, config))
+                        for method in METHODS}
+
             # one pipeline per method across the questions, as an application keeps one: OS^3's estimates carry over
-            rags = {method: IterativeRAG(target, retrievers[kind], collection, rag_config, speculative=speculative_config(method, config))
-                    for method in METHODS}
+            rags = pipelines()
             for index, question in enumerate(questions):
+                if config.scheduler_per_answer and index:
+                    rags = pipelines()  # a fresh OS^3 scheduler for this answer
                 reference: Run | None = None
                 for method in METHODS:
                     rag = rags[method]
@@ -239,6 +253,7 @@ def summarize(runs: Sequence[Run]) -> list[dict[str, Any]]:
         own_wall = sum(r.wall_s for r in paired)
         stat = lambda key: sum(float(r.stats.get(key, 0) or 0) for r in group)  # noqa: E731
         speculated = stat("speculated_strides")
+        carries_plain = any("plain_strides" in r.stats for r in group)
         rows.append({
             "model": model, "retriever": kind, "method": method, "answers": len(group),
             "wall_s": round(wall, 3),
@@ -252,6 +267,8 @@ def summarize(runs: Sequence[Run]) -> list[dict[str, Any]]:
             "cache_hit_rate": round(stat("cache_hits") / speculated, 3) if speculated else None,
             "rollbacks_per_answer": round(stat("rollbacks") / len(group), 2),
             "verifications_per_answer": round(stat("verifications") / len(group), 2),
+            "strides": int(stat("strides")),
+            "plain_strides": int(stat("plain_strides")) if carries_plain else None,  # OS^3's s = 0 strides (speculative methods)
             "tokens_per_answer": round(sum(r.tokens for r in group) / len(group), 1),
             "identical_rate": round(sum(r.identical for r in group) / len(group), 3),
         })

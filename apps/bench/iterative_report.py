@@ -10,7 +10,7 @@ from typing import Any
 
 from specdraft.files import atomic_write_text
 
-__all__ = ["markdown", "plot", "write_iterative_report"]
+__all__ = ["markdown", "plot", "scheduler_note", "write_iterative_report"]
 
 # RaLMSpec (Zhang et al., ICML 2024), Table 1 ranges over its language models and datasets.
 PAPER_SPEEDUPS = {"dense": "1.75-2.39x", "hnsw": "1.04-1.39x", "bm25": "1.31-1.77x"}
@@ -19,6 +19,17 @@ GOALS = {"dense": 2.0, "hnsw": 1.2, "bm25": 1.5}
 
 def _ms(seconds: float | None) -> str:
     return "-" if seconds is None else f"{seconds * 1000:.1f} ms"
+
+
+def scheduler_note(config: dict[str, Any]) -> str:
+    """Which OS^3 schedulers the run used (``IterativeBenchConfig.scheduler_per_answer``; results
+    written before the option do not say)."""
+    if "scheduler_per_answer" not in config:
+        return "OS^3 scheduler: not recorded (a run from before `--scheduler-per-answer`)."
+    if config["scheduler_per_answer"]:
+        return "OS^3 scheduler: a fresh one per answer (`--scheduler-per-answer`), starting from its prior each time."
+    return ("OS^3 scheduler: one per model, retriever and method, shared by all the questions (its estimates carry "
+            "from one answer to the next, as in the service).")
 
 
 def markdown(result: dict[str, Any]) -> str:
@@ -34,6 +45,8 @@ def markdown(result: dict[str, Any]) -> str:
         f"{config['query_tokens']} tokens as the query; speculation up to {config['max_strides']} strides. "
         f"torch {env['torch']}, {env['threads']} threads on {env['cpus']} CPUs (shared machine); {env['time']}.",
         "",
+        scheduler_note(config),
+        "",
         "| retriever | build | one query's search | of which: prepare (embed / tokenize) | of which: search of the prepared query "
         "| bare FAISS flat search | query embedding | paper's speed-up |",
         "|---|---|---|---|---|---|---|---|",
@@ -47,7 +60,7 @@ def markdown(result: dict[str, Any]) -> str:
     columns = [("model", "model"), ("retriever", "retriever"), ("method", "method"), ("speedup", "speed-up"),
                ("retrieval_share", "time in retrieval"), ("wait_share", "time waiting for retrieval"), ("cache_hit_rate", "cache hit rate"),
                ("rollbacks_per_answer", "rollbacks / answer"), ("verifications_per_answer", "verifications / answer"),
-               ("wall_s", "wall s"), ("identical_rate", "identical")]
+               ("plain_strides", "plain strides (OS^3 s = 0)"), ("wall_s", "wall s"), ("identical_rate", "identical")]
     lines += ["| " + " | ".join(title for _, title in columns) + " |", "|" + "|".join("---" for _ in columns) + "|"]
     for row in result["summaries"]:
         cells = []
@@ -59,6 +72,8 @@ def markdown(result: dict[str, Any]) -> str:
                 cells.append(f"{value:.2f}x")
             elif key in ("retrieval_share", "wait_share", "cache_hit_rate", "identical_rate"):
                 cells.append(f"{value:.0%}")
+            elif key == "plain_strides":
+                cells.append(f"{value}/{row['strides']}")
             else:
                 cells.append(str(value))
         lines.append("| " + " | ".join(cells) + " |")

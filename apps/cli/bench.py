@@ -73,6 +73,7 @@ def add_bench_parser(sub) -> None:
     iterative.add_argument("--stride", type=int, default=4, help="iterative-rag: tokens generated between retrievals (default: %(default)s)")
     iterative.add_argument("--kb-chunks", type=int, default=0, metavar="N", help="iterative-rag: use the first N chunks of the 200,000-chunk knowledge base (default: all)")
     iterative.add_argument("--max-strides", type=int, default=4, help="iterative-rag: most strides answered from the cache before a verification (default: %(default)s)")
+    iterative.add_argument("--scheduler-per-answer", action="store_true", help="iterative-rag: a fresh OS^3 scheduler for every answer (default: one per model, retriever and method, shared by all the questions, so its estimates carry over as in the service)")
 
 
 def run_bench(args: argparse.Namespace) -> int:
@@ -130,7 +131,7 @@ def run_iterative_bench_cli(args: argparse.Namespace) -> int:
         models=tuple(m for m in args.models.split(",") if m) if args.models else defaults.models,
         retrievers=tuple(r for r in args.retrievers.split(",") if r), limit=args.limit, seed=args.seed,
         max_new_tokens=max_new_tokens, stride=args.stride, max_strides=args.max_strides,
-        device=args.device, dtype=args.dtype, collection_size=args.kb_chunks,
+        device=args.device, dtype=args.dtype, collection_size=args.kb_chunks, scheduler_per_answer=args.scheduler_per_answer,
     )
     out = args.out or Path("results") / f"iterative-rag-{time.strftime('%Y%m%d-%H%M%S')}"
     result = run_iterative_bench(config)

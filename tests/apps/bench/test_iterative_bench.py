@@ -108,3 +108,102 @@ def test_kb_vectors_resume_from_shards_and_know_the_embedded_prefix(cache):
     vectors = kb_vectors(texts, embedder, config)
     assert embedder.texts == 5 and vectors.shape == (9, 16)
     assert kb_embeddings.embedded_prefix(texts, embedder, config) == 9
+
+
+def tiny_bench(tiny_model, pool=None, **overrides):
+    """The tiny bench of the first test, one retriever, three questions."""
+    if pool is None:
+        pool = ModelPool()
+        pool.add("tiny", tiny_model)
+    chunks = small_chunks()
+    embedder = HashEmbedder(64)
+    questions = [{"id": "q1", "question": "Which rivers of region 2?"}, {"id": "q2", "question": "comets and glaciers"},
+                 {"id": "q3", "question": "railways and markets of region 4"}]
+    config = IterativeBenchConfig(**{"models": ("tiny",), "retrievers": ("bm25",), "limit": 3, "max_new_tokens": 12, "stride": 2,
+                                     "query_tokens": 8, "max_strides": 3, **overrides})
+    return run_iterative_bench(config, progress=lambda _: None, pool=pool, chunks=chunks, vectors=None, embedder=embedder,
+                               questions=questions)
+
+
+@pytest.mark.parametrize("per_answer", [False, True])
+def test_one_os3_scheduler_per_method_across_the_questions_unless_per_answer(tiny_model, monkeypatch, per_answer):
+    """By default each speculative method's answers all use one OS^3 scheduler (its estimates carry
+    over); ``scheduler_per_answer`` gives every answer a fresh one. Answers are plain's either way; the
+    results say which, and the speculative rows count OS^3's plain strides."""
+    from specdraft.retrieval.iterative import speculative
+
+    used: list = []  # (speculative config, scheduler) per speculative answer, in order
+    real = speculative.answer_speculatively
+
+    def spy(state, config, scheduler=None):
+        used.append((config, scheduler))
+        return real(state, config, scheduler)
+
+    monkeypatch.setattr(speculative, "answer_speculatively", spy)
+    result = tiny_bench(tiny_model, scheduler_per_answer=per_answer)
+    assert all(run["identical"] for run in result["runs"])
+    assert len(used) == 2 * 3  # two speculative methods, three questions
+    for method in ("speculative", "speculative+async+os3"):
+        schedulers = [s for config, s in used if config.async_verify == (method != "speculative")]
+        assert len(schedulers) == 3 and all(s is not None for s in schedulers)
+        distinct = len({id(s) for s in schedulers})  # the schedulers are all still referenced by `used`
+        assert distinct == (3 if per_answer else 1)
+    assert result["config"]["scheduler_per_answer"] is per_answer
+    rows = {row["method"]: row for row in result["summaries"]}
+    assert rows["plain"]["plain_strides"] is None
+    for method in ("speculative", "speculative+async+os3"):
+        row = rows[method]
+        assert row["strides"] > 0 and 0 <= row["plain_strides"] <= row["strides"]
+        assert row["plain_strides"] == sum(r["stats"]["plain_strides"] for r in result["runs"] if r["method"] == method)
+    assert rows["speculative"]["plain_strides"] == 0  # OS^3 off: never plain
+    text = markdown(result)
+    assert ("a fresh one per answer" in text) == per_answer and ("shared by all the questions" in text) != per_answer
+    assert "plain strides (OS^3 s = 0)" in text and f"| {rows['speculative']['plain_strides']}/{rows['speculative']['strides']} |" in text
+
+
+class SentinelStop(Exception):
+    """Raised by a stand-in to stop the command once its configuration is known."""
+
+
+def test_cli_passes_device_and_scheduler_choice_to_the_bench(monkeypatch, tmp_path):
+    """``specdraft bench iterative-rag --device cuda --scheduler-per-answer`` parses (no GPU needed)
+    and reaches ``IterativeBenchConfig``; the defaults share the scheduler."""
+    from specdraft.apps.bench import iterative_bench
+    from specdraft.apps.cli.entry_point import main
+
+    seen: list[IterativeBenchConfig] = []
+
+    def capture(config, *args, **kwargs):
+        seen.append(config)
+        raise SentinelStop
+
+    monkeypatch.setattr(iterative_bench, "run_iterative_bench", capture)
+    for extra in (["--device", "cuda", "--scheduler-per-answer"], []):
+        with pytest.raises(SentinelStop):
+            main(["bench", "iterative-rag", "--limit", "2", "--models", "smollm2-135m", "--out", str(tmp_path), *extra])
+    assert seen[0].device == "cuda" and seen[0].scheduler_per_answer is True and seen[0].models == ("smollm2-135m",)
+    assert seen[1].scheduler_per_answer is False
+
+
+def test_the_bench_device_goes_to_the_models_only(tiny_model, monkeypatch):
+    """``device="cuda"`` builds the model pool on CUDA (a stand-in pool here: no GPU on this machine)
+    while the retrievers are built here as on the CPU; the real pool would load the model on CUDA."""
+    from specdraft.apps import model_pool
+
+    pools: list = []
+
+    class RecordingPool:
+        def __init__(self, device, dtype):
+            pools.append((device, dtype))
+
+        def get(self, name):
+            return tiny_model
+
+    monkeypatch.setattr(model_pool, "ModelPool", RecordingPool)
+    config = IterativeBenchConfig(models=("tiny",), retrievers=("bm25",), limit=1, max_new_tokens=6, stride=2,
+                                  query_tokens=8, device="cuda")
+    result = run_iterative_bench(config, progress=lambda _: None, chunks=small_chunks(), embedder=HashEmbedder(64),
+                                 questions=[{"id": "q1", "question": "Which rivers of region 2?"}])
+    assert pools == [("cuda", "auto")]
+    assert result["config"]["device"] == "cuda" and all(run["identical"] for run in result["runs"])
+    assert ModelPool("cuda").config("smollm2-135m").device == "cuda"  # what the real pool would load with
