@@ -11,7 +11,7 @@ mixes two versions of an index.
 
 Speculative answers share one OS^3 scheduler (``OS3Scheduler``, which picks how many strides to
 speculate, or to retrieve plainly) per (retriever object, model, OS^3 configuration):
-``SharedSchedulers``, module-wide as ``SCHEDULERS`` and held weakly by the retriever, so the
+``SharedSchedulers``, one per ``IterativeRetrievers`` (so one per app) and held weakly by the retriever, so the
 estimates (acceptance, stride, verification and retrieval seconds) carry across requests over one
 index version, and a new version (a new retriever from ``IterativeRetrievers``) starts a fresh one.
 The model is part of the key because a stride's seconds and the acceptance are the model's. Only
@@ -34,7 +34,7 @@ from specdraft.retrieval.iterative import Collection, IterativeRAG, IterativeRAG
 from specdraft.retrieval.iterative.os3 import OS3Config, OS3Scheduler
 from specdraft.retrieval.iterative.speculative import os3_config
 
-__all__ = ["RETRIEVER_CHOICES", "SCHEDULERS", "IterativeRetrievers", "SharedScheduler", "SharedSchedulers", "collection_of",
+__all__ = ["RETRIEVER_CHOICES", "IterativeRetrievers", "SharedScheduler", "SharedSchedulers", "collection_of",
            "iterative_rag", "event_dict"]
 
 RETRIEVER_CHOICES = ("dense", "hnsw", "bm25")
@@ -58,9 +58,11 @@ def collection_of(index: Any) -> tuple[Collection, np.ndarray | None]:
 
 
 class IterativeRetrievers:
-    """Retrievers over indexes, built once per (index, chunk count, kind); thread-safe."""
+    """Retrievers over indexes, built once per (index, chunk count, kind), and the OS^3 schedulers
+    their speculative answers share (``schedulers``); thread-safe."""
 
     def __init__(self, capacity: int = 8) -> None:
+        self.schedulers = SharedSchedulers()
         self._cache: dict[tuple[int, int, str], tuple[Any, Collection, Any]] = {}
         self._lock = threading.Lock()
         self._capacity = capacity
@@ -141,11 +143,8 @@ class SharedSchedulers:
                 return None
 
 
-SCHEDULERS = SharedSchedulers()
-
-
 def iterative_rag(model: Any, retriever: Any, collection: Collection, max_new_tokens: int, speculative: bool,
-                  schedulers: SharedSchedulers | None = SCHEDULERS) -> IterativeRAG:
+                  schedulers: SharedSchedulers | None = None) -> IterativeRAG:
     """Iterative RAG with the default stride and query length, each search limited to
     ``RETRIEVAL_TIMEOUT_S``; speculative retrieval (async verification, OS^3) when ``speculative``,
     with the OS^3 scheduler that ``schedulers`` keeps for this retriever and model (None: a fresh

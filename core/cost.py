@@ -1,20 +1,31 @@
 """PassCostProfile: what one target forward pass costs, by the number of tokens it processes.
 
-Learnt online from timed passes (an exponential moving average per size bucket) so policies can
-decide from measured cost rather than constants: whether a draft of n tokens pays for itself on
-this device, and how long a draft should be. Thread-safe enough for statistics (floats only).
+Learnt online from timed passes so policies can decide from measured cost rather than constants:
+whether a draft of n tokens pays for itself on this device, and how long a draft should be.
+
+Each size bucket keeps its last ``window`` timings and is estimated by their (lower) median. Noise
+on a shared machine only ever adds time, and one contended sample used to keep a bucket's moving
+average high for long: the policy then avoided that size, so no new sample came to correct it (a
+loaded run put 8-token passes at 2-5x a one-token pass and fell back to plain decoding). A median
+ignores a lone outlier once the bucket has two samples and follows a lasting change after
+``window // 2 + 1`` samples. Thread-safe.
 """
 
 from __future__ import annotations
 
 import math
+import statistics
 import threading
+from collections import deque
 
 
 class PassCostProfile:
-    def __init__(self, smoothing: float = 0.3) -> None:
-        self.smoothing = smoothing
-        self._seconds: dict[int, float] = {}  # bucket (power of two >= n) -> EMA seconds
+    def __init__(self, window: int = 5) -> None:
+        if window < 1:
+            raise ValueError("window must be >= 1")
+        self.window = window
+        self._samples: dict[int, deque[float]] = {}  # bucket (power of two >= n) -> its last timings
+        self._seconds: dict[int, float] = {}  # bucket -> the lower median of its samples
         self._lock = threading.Lock()
 
     @staticmethod
@@ -24,8 +35,9 @@ class PassCostProfile:
     def record(self, n_tokens: int, seconds: float) -> None:
         key = self.bucket(n_tokens)
         with self._lock:
-            old = self._seconds.get(key)
-            self._seconds[key] = seconds if old is None else old + self.smoothing * (seconds - old)
+            samples = self._samples.setdefault(key, deque(maxlen=self.window))
+            samples.append(seconds)
+            self._seconds[key] = statistics.median_low(samples)
 
     def known(self, n_tokens: int) -> bool:
         return self.bucket(n_tokens) in self._seconds
@@ -33,7 +45,7 @@ class PassCostProfile:
     def estimate(self, n_tokens: int) -> float | None:
         """Seconds for a pass over ``n_tokens``; None if nothing was measured.
 
-        The bucket's average where measured, else a linear interpolation between the nearest
+        The bucket's median where measured, else a linear interpolation between the nearest
         measured buckets, else (beyond the largest) the straight line through the two largest
         (a pass costs a fixed part plus a part per token), flat when only one size is known. A
         pass over more tokens is never estimated cheaper than one over fewer.

@@ -153,6 +153,8 @@ class _Run:
         self.timed = config.seed is None  # seeded requests decide from nothing that is timed
         cost = model.cost if self.timed else PassCostProfile.nominal()
         self.policy = SpeculationPolicy(speculation, cost)
+        self.plain_first_step = speculation.plain_first_step
+        self._free_first_step = False  # set after the prefill: the next step is the first and costs no pass plainly
         seed = secrets.randbits(62) if config.seed is None else config.seed
         self.rng = PositionalRandom(seed)
         self.target = model.new_target(TokenChooser(self.sampling, seed))
@@ -179,6 +181,7 @@ class _Run:
         start = self._started = time.perf_counter()
         self._prefill()
         self.stats.prefill_s = time.perf_counter() - start
+        self._free_first_step = self.plain_first_step and self.target.prefill_predicts_next
         done = False
         while not done:
             # 1. draft
@@ -217,6 +220,9 @@ class _Run:
             self.stats.cached_prompt_tokens = prefill_cached(self.prompt_ids, cache)
 
     def _budget(self) -> int:
+        if self._free_first_step:  # SpeculationConfig.plain_first_step
+            self._free_first_step = False
+            return 0
         remaining = self.config.max_new_tokens - len(self.generated) - 1  # the bonus token is free
         room = self.target.max_length - self.target.context_length - 1
         return max(0, min(self.policy.budget(), remaining, room))

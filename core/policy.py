@@ -22,11 +22,15 @@ one short draft accepted whole (4 of 4) moves a 0.8 prior to 0.91, not to 0.96: 
 the next draft was 31 tokens long where a pass costs ``1 + 0.067 * (n - 1)`` (a 16-token pass 2x
 a one-token one, float32 transformers on a CPU), 15 now.
 
-First step (``plain_first_step``): on targets whose prefill already chose the first token
-(transformers, llama.cpp) a plain first step needs no pass at all, while a draft there costs a
-whole pass and is made from the prompt's tail, a chat template's assistant header, which no
-earlier text continues the way the answer will (on the rag, chat-summarization and chat-multiturn
-prompts prompt lookup's first draft was refused 16 times in 16). Off by default.
+First step (``plain_first_step``, on by default): on targets whose prefill already chose the first
+token (``Target.prefill_predicts_next``: transformers, llama.cpp) a plain first step needs no pass
+at all, while a draft there costs a whole pass and is made from the prompt's tail, a chat
+template's assistant header, which no earlier text continues the way the answer will (on the rag,
+chat-summarization and chat-multiturn prompts prompt lookup's first draft was refused 16 times in
+16). A draft that would have been right is not lost: the second step drafts it, now knowing the
+first token, in the pass the first step would have run. On targets whose first verification is a
+pass or a round trip anyway (an engine, a remote verify server) the first step drafts. The
+generator applies this (it knows the target); the policy only ever sees the steps after.
 """
 
 from __future__ import annotations
@@ -34,6 +38,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .cost import PassCostProfile
+
+DRAFT_COST_SMOOTHING = 0.3  # weight of the newest step in the drafter's seconds per token (a moving average)
 
 
 @dataclass(frozen=True)
@@ -49,7 +55,7 @@ class SpeculationConfig:
     decay: float = 0.9  # weight of the past in the acceptance estimate, per verify step
     prior_alpha: float = 0.5
     prior_weight: float = 4.0  # the prior counts as this many draft tokens seen (module docstring)
-    plain_first_step: bool = False  # decode a request's first step plainly (module docstring)
+    plain_first_step: bool = True  # decode a request's first step plainly where that is free (module docstring)
 
     def __post_init__(self) -> None:
         if not 1 <= self.min_draft_len <= self.initial_draft_len <= self.max_draft_len:
@@ -73,7 +79,6 @@ class SpeculationPolicy:
         self.cost = cost
         self._accepted = config.prior_weight * config.prior_alpha  # decayed count of accepted draft tokens
         self._rejected = config.prior_weight * (1.0 - config.prior_alpha)  # decayed count of rejections
-        self._first_step = config.plain_first_step  # the next budget() is a request's first
         self.plain_steps_left = 0
         self._probe_next = False
         self._backoff = config.backoff
@@ -104,9 +109,6 @@ class SpeculationPolicy:
     def budget(self) -> int:
         """Nodes to request for the next step; 0 means decode this step plainly."""
         config = self.config
-        if self._first_step:
-            self._first_step = False
-            return 0
         if not config.adaptive:
             return config.initial_draft_len
         if self.plain_steps_left > 0:
@@ -141,8 +143,7 @@ class SpeculationPolicy:
         if drafted == 0:
             return
         per_token = draft_seconds / drafted
-        smoothing = self.cost.smoothing
-        self.draft_seconds_per_token += smoothing * (per_token - self.draft_seconds_per_token)
+        self.draft_seconds_per_token += DRAFT_COST_SMOOTHING * (per_token - self.draft_seconds_per_token)
         if self._probe_next and self.plain_steps_left == 0:
             self._probe_next = False
             if accepted == drafted:

@@ -44,6 +44,13 @@ class Target(Protocol):
         ...
 
     @property
+    def prefill_predicts_next(self) -> bool:
+        """Whether the first ``verify`` after ``prefill`` of an empty draft is free (no pass, no
+        round trip): the prefill's own pass already chose the next token. The generator then
+        decodes the first step plainly (``SpeculationConfig.plain_first_step``)."""
+        ...
+
+    @property
     def forward_passes(self) -> int:
         """Forward passes this target has run (the prefill included)."""
         ...

@@ -214,6 +214,7 @@ class TransformersTarget:
 
     max_branches = 1 << 30  # a tree mask takes any shape
     returns_logits = True
+    prefill_predicts_next = True
 
     def __init__(self, model: TransformersModel, chooser: TokenChooser = TokenChooser()) -> None:
         self.model = model

@@ -85,6 +85,7 @@ class RemoteTarget:
     """One edge session on the server (``Target`` protocol; see the module docstring)."""
 
     returns_logits = False
+    prefill_predicts_next = False  # every verification is a round trip, an empty draft's too
 
     def __init__(self, connection: EdgeConnection, chooser: TokenChooser, info: dict, fingerprint: str,
                  cost: PassCostProfile | None = None) -> None:

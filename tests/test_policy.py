@@ -154,14 +154,53 @@ def test_one_short_full_acceptance_does_not_send_the_next_draft_far():
         SpeculationConfig(prior_weight=0.0)
 
 
-def test_plain_first_step_decodes_the_first_step_plainly_then_drafts():
-    for adaptive in (True, False):
-        config = SpeculationConfig(plain_first_step=True, adaptive=adaptive)
-        policy = SpeculationPolicy(config, profile(one=1.0, per_token=0.05))
-        assert policy.budget() == 0 and not policy.falling_back
-        policy.observe(0, 0, 0)
-        assert policy.budget() == (SpeculationPolicy(SpeculationConfig(adaptive=adaptive), profile(1.0, 0.05)).budget())
-        assert policy.budget() > 0
+def test_plain_first_step_drafts_from_the_second_step_only_where_the_first_is_free(tiny_model, tokenizer):
+    """The first step is plain where the prefill already chose the first token (transformers); it
+    drafts where the first verification costs a pass or a round trip anyway (an engine, a remote
+    server), and when ``plain_first_step`` is off. Same tokens in every case."""
+    from specdraft import GenerationConfig, SpeculativeGenerator
+    from specdraft.drafters import PromptLookupDrafter
+
+    class Recording(PromptLookupDrafter):
+        def __init__(self) -> None:
+            super().__init__()
+            self.contexts: list[int] = []
+
+        def propose(self, context, budget):
+            self.contexts.append(len(context))
+            return super().propose(context, budget)
+
+    class FirstVerifyCostsAPass:  # a target whose prefill leaves the first token to the first verify
+        prefill_predicts_next = False
+
+        def __init__(self, inner) -> None:
+            self.inner = inner
+
+        def __getattr__(self, name):
+            return getattr(self.inner, name)
+
+    class EngineLikeModel:
+        def __init__(self, inner) -> None:
+            self.inner = inner
+
+        def __getattr__(self, name):
+            return getattr(self.inner, name)
+
+        def new_target(self, chooser):
+            return FirstVerifyCostsAPass(self.inner.new_target(chooser))
+
+    prompt_ids = tokenizer("The dog sleeps. The dog sleeps. The dog").input_ids
+    config = GenerationConfig(max_new_tokens=12, ignore_eos=True)
+    plain = SpeculativeGenerator(tiny_model).generate(prompt_ids, None, config)
+    cases = [(tiny_model, True, len(prompt_ids) + 1), (EngineLikeModel(tiny_model), True, len(prompt_ids)),
+             (tiny_model, False, len(prompt_ids))]
+    for model, first_plain, first_context in cases:
+        drafter = Recording()
+        speculation = SpeculationConfig(plain_first_step=first_plain)
+        result = SpeculativeGenerator(model, speculation, prefix_cache=False).generate(prompt_ids, drafter, config)
+        assert result.token_ids == plain.token_ids
+        assert drafter.contexts[0] == first_context
+    assert SpeculationConfig().plain_first_step  # on by default
 
 
 def test_plain_first_step_saves_the_first_pass_and_changes_no_token(tiny_model, tokenizer):
@@ -181,3 +220,22 @@ def test_plain_first_step_saves_the_first_pass_and_changes_no_token(tiny_model, 
     # passes: the prefill, then one per step, except a first step without a draft
     assert results[True].stats.target_forward_passes == results[True].stats.verify_steps
     assert results[False].stats.target_forward_passes == results[False].stats.verify_steps + 1  # it drafted "dog ..."
+
+
+def test_one_contended_pass_timing_does_not_move_the_cost_estimate_but_a_lasting_change_does():
+    cost = PassCostProfile(window=5)
+    for _ in range(3):
+        cost.record(8, 1.0)
+    cost.record(8, 9.0)  # one pass slowed by another process
+    assert cost.estimate(8) == 1.0
+    cost.record(8, 1.1)
+    assert cost.estimate(8) == 1.0
+    for _ in range(3):
+        cost.record(8, 3.0)  # the device got slower for good: 3 of the last 5 agree
+    assert cost.estimate(8) == 3.0
+    first = PassCostProfile()
+    first.record(4, 5.0)  # a bucket's first timing is all there is to go on
+    first.record(4, 1.0)
+    assert first.estimate(4) == 1.0  # the lower median: a second sample already outvotes an outlier
+    with pytest.raises(ValueError, match="window"):
+        PassCostProfile(window=0)

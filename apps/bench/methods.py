@@ -66,7 +66,11 @@ class Method(Protocol):
 
 
 class SpecdraftMethod:
-    """specdraft's engine; ``make_drafter(case)`` gives a fresh drafter per case (None: plain)."""
+    """specdraft's engine; ``make_drafter(case)`` gives a fresh drafter per case (None: plain).
+
+    Every request prefills its whole prompt, as transformers' ``generate`` and the peers do: the
+    prefix cache would hand the methods after the first one a prompt another method had already
+    run (``specdraft bench prefix-cache`` measures the cache on its own)."""
 
     def __init__(
         self,
@@ -84,7 +88,7 @@ class SpecdraftMethod:
         config = GenerationConfig(max_new_tokens=case.max_new_tokens)
         drafter = self.make_drafter(case)
         start = time.perf_counter()
-        result = SpeculativeGenerator(self.target, self.speculation).generate(list(case.prompt_ids), drafter, config)
+        result = SpeculativeGenerator(self.target, self.speculation, prefix_cache=False).generate(list(case.prompt_ids), drafter, config)
         wall = time.perf_counter() - start
         stats = result.stats
         return Measurement(

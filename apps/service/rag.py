@@ -98,7 +98,8 @@ def _iterative(state: ServiceState, req: QueryRequest) -> Response:
     retrievers = current_app.extensions.setdefault("specdraft_iterative_retrievers", IterativeRetrievers())
     try:
         retriever, collection = retrievers.get(index, req.retriever)
-        stream = iterative_rag(state.target(), retriever, collection, req.max_tokens, req.speculative_retrieval).stream(req.question)
+        stream = iterative_rag(state.target(), retriever, collection, req.max_tokens, req.speculative_retrieval,
+                               retrievers.schedulers).stream(req.question)
     except ValueError as error:  # an empty index, a question that does not fit the context
         raise RequestError(str(error), "question") from None
     about = {"index": req.index, "model": state.config.model, "retriever": req.retriever,

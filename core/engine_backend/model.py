@@ -122,6 +122,7 @@ class EngineTarget:
     """One sequence verified by the engine (``Target`` protocol; see the module docstring)."""
 
     returns_logits = False
+    prefill_predicts_next = False  # the prefill only records the prompt; the first verify asks the engine
 
     def __init__(self, model: EngineModel) -> None:
         self.model = model

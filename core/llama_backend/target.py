@@ -148,6 +148,7 @@ class LlamaCppTarget:
     """
 
     returns_logits = True
+    prefill_predicts_next = True
 
     def __init__(self, model: "LlamaCppModel", chooser: TokenChooser = TokenChooser()) -> None:
         self.model = model

@@ -160,7 +160,7 @@ def test_speculative_answers_over_one_index_share_one_os3_scheduler(client, mode
     """Two speculative requests over one index version are scheduled by one OS^3 scheduler whose
     observations grow across them (answers unchanged); new documents (a new index version, so a new
     retriever) get a fresh scheduler; plain answers take none."""
-    from specdraft.apps.iterative_rag import SCHEDULERS, SharedScheduler
+    from specdraft.apps.iterative_rag import SharedScheduler
     from specdraft.retrieval.iterative import SpeculativeRetrievalConfig
     from specdraft.retrieval.iterative.speculative import os3_config
 
@@ -175,13 +175,14 @@ def test_speculative_answers_over_one_index_share_one_os3_scheduler(client, mode
     monkeypatch.setattr(IterativeRetrievers, "get", spy)
     config = os3_config(SpeculativeRetrievalConfig())
     plain = ask(client).get_json()
-    assert SCHEDULERS.find(served[0], model, config) is None  # plain iterative RAG schedules nothing
+    schedulers = client.application.extensions["specdraft_iterative_retrievers"].schedulers  # the app's
+    assert schedulers.find(served[0], model, config) is None  # plain iterative RAG schedules nothing
     first = ask(client, speculative_retrieval=True).get_json()
-    scheduler = SCHEDULERS.find(served[1], model, config)
+    scheduler = schedulers.find(served[1], model, config)
     assert isinstance(scheduler, SharedScheduler) and scheduler.answers == 1 and scheduler.observations > 0
     seen = scheduler.observations
     second = ask(client, speculative_retrieval=True).get_json()
-    assert served[2] is served[1] and SCHEDULERS.find(served[2], model, config) is scheduler
+    assert served[2] is served[1] and schedulers.find(served[2], model, config) is scheduler
     assert scheduler.answers == 2 and scheduler.observations > seen
     assert first["token_ids"] == second["token_ids"] == plain["token_ids"]
     assert [r["docs"] for r in second["retrievals"]] == [r["docs"] for r in plain["retrievals"]]
@@ -190,6 +191,6 @@ def test_speculative_answers_over_one_index_share_one_os3_scheduler(client, mode
     assert client.post("/v1/rag/documents", json={"documents": [more]}).status_code == 200
     ask(client, speculative_retrieval=True)
     assert served[3] is not served[1]  # the new index version has its own retriever ...
-    fresh = SCHEDULERS.find(served[3], model, config)
+    fresh = schedulers.find(served[3], model, config)
     assert fresh is not None and fresh is not scheduler and fresh.answers == 1  # ... and its own scheduler
     assert scheduler.answers == 2  # the old one served nothing more
