@@ -15,7 +15,10 @@ from .draft import Draft
 @runtime_checkable
 class Drafter(Protocol):
     def propose(self, context_ids: Sequence[int], budget: int) -> Draft:
-        """Propose a draft continuing ``context_ids`` with at most ``budget`` nodes (may be empty)."""
+        """Propose a draft continuing ``context_ids`` with at most ``budget`` nodes (may be empty).
+
+        The first call of a request gets the prompt alone (with ``budget`` 0 when the generator
+        decodes the first step plainly), so a drafter may learn there where the output starts."""
         ...
 
     def observe(self, accepted_len: int) -> None:

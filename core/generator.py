@@ -182,6 +182,8 @@ class _Run:
         self._prefill()
         self.stats.prefill_s = time.perf_counter() - start
         self._free_first_step = self.plain_first_step and self.target.prefill_predicts_next
+        if self._free_first_step:  # no draft this step, but drafters learn where the output starts
+            self.drafter.propose(list(self.prompt_ids), 0)
         done = False
         while not done:
             # 1. draft

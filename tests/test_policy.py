@@ -167,7 +167,7 @@ def test_plain_first_step_drafts_from_the_second_step_only_where_the_first_is_fr
             self.contexts: list[int] = []
 
         def propose(self, context, budget):
-            self.contexts.append(len(context))
+            self.contexts.append((len(context), budget))
             return super().propose(context, budget)
 
     class FirstVerifyCostsAPass:  # a target whose prefill leaves the first token to the first verify
@@ -192,14 +192,17 @@ def test_plain_first_step_drafts_from_the_second_step_only_where_the_first_is_fr
     prompt_ids = tokenizer("The dog sleeps. The dog sleeps. The dog").input_ids
     config = GenerationConfig(max_new_tokens=12, ignore_eos=True)
     plain = SpeculativeGenerator(tiny_model).generate(prompt_ids, None, config)
-    cases = [(tiny_model, True, len(prompt_ids) + 1), (EngineLikeModel(tiny_model), True, len(prompt_ids)),
-             (tiny_model, False, len(prompt_ids))]
-    for model, first_plain, first_context in cases:
+    n = len(prompt_ids)
+    cases = [(tiny_model, True, [(n, 0), n + 1]), (EngineLikeModel(tiny_model), True, [n]), (tiny_model, False, [n])]
+    for model, first_plain, first_calls in cases:
         drafter = Recording()
         speculation = SpeculationConfig(plain_first_step=first_plain)
         result = SpeculativeGenerator(model, speculation, prefix_cache=False).generate(prompt_ids, drafter, config)
         assert result.token_ids == plain.token_ids
-        assert drafter.contexts[0] == first_context
+        # a plain first step still shows the drafter the prompt alone (budget 0): where the output starts
+        calls = drafter.contexts[: len(first_calls)]
+        assert [c if isinstance(want, tuple) else c[0] for c, want in zip(calls, first_calls)] == first_calls
+        assert all(budget > 0 for _, budget in drafter.contexts[1:])
     assert SpeculationConfig().plain_first_step  # on by default
 
 

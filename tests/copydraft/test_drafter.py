@@ -1,5 +1,7 @@
 """CopyDrafter: drafting the source, re-alignment after edits, uniqueness, source end, stop tokens."""
 
+import dataclasses
+
 from specdraft import Draft
 from specdraft.copydraft.drafter import NOT_ALIGNED, CopyDraftConfig, CopyDrafter, unique_anchor
 
@@ -133,3 +135,20 @@ def test_no_second_divergence_tree_without_a_new_refusal():
     drafter.propose(PROMPT + [10, 97], 9)
     drafter.observe(0)  # no branch was right: the target said 96
     assert step(drafter, [10, 97, 96]) == []  # one tree per refusal: wait for a unique n-gram
+
+
+def test_copydraft_stays_in_sync_across_a_plain_first_step(tiny_model, tokenizer):
+    """The copy drafter learns where the output starts at its first call: after a plain first step
+    it drafts on from the source's second token, so an answer that is the source comes in one pass."""
+    from specdraft import GenerationConfig, SpeculativeGenerator
+    from specdraft.copydraft import CopyDrafter
+    from specdraft.copydraft.editor import COPY_SPECULATION
+
+    prompt_ids = tokenizer("Fix: the cat sat on the mat").input_ids
+    config = GenerationConfig(max_new_tokens=12, ignore_eos=True)
+    plain = SpeculativeGenerator(tiny_model).generate(prompt_ids, None, config)
+    assert COPY_SPECULATION.plain_first_step
+    speculation = dataclasses.replace(COPY_SPECULATION, adaptive=False)  # drafts as long as allowed, whatever passes cost
+    result = SpeculativeGenerator(tiny_model, speculation, prefix_cache=False).generate(prompt_ids, CopyDrafter(plain.token_ids), config)
+    assert result.token_ids == plain.token_ids
+    assert result.stats.target_forward_passes == 2  # the prefill, then one pass over the other 11 tokens
