@@ -134,16 +134,24 @@ def test_plain_strides_keep_filling_the_cache_and_counting_hits(tiny_model, coll
     assert 0 <= stats["plain_cache_hits"] <= stats["plain_strides"]
 
 
-def test_a_shared_scheduler_carries_its_estimates_to_the_next_answer(tiny_model, collection, bm25):
-    """With one scheduler across answers (``answer_speculatively(..., scheduler=)``), an answer can go
-    plain from its first speculative stride on what earlier answers measured; the answer is plain's."""
-    from specdraft.retrieval.iterative.answering import Answering
-    from specdraft.retrieval.iterative.speculative import answer_speculatively, os3_config
+def shared_scheduler_setup(tiny_model, collection, bm25):
+    """Plain's answer, a retriever that disagrees with the cache on plain's queries (``Disagreeing``), a
+    synchronous speculative config and one OS^3 scheduler for it."""
+    from specdraft.retrieval.iterative.speculative import os3_config
 
     plain = IterativeRAG(tiny_model, bm25, collection, CONFIG).generate(QUESTION, GREEDY)
     retriever = Disagreeing(bm25, [r.query for r in plain.retrievals])
     speculative = SpeculativeRetrievalConfig(async_verify=False, max_strides=3, os3_window=2)
-    shared = OS3Scheduler(os3_config(speculative))
+    return plain, retriever, speculative, OS3Scheduler(os3_config(speculative))
+
+
+def test_a_shared_scheduler_carries_its_estimates_to_the_next_answer(tiny_model, collection, bm25):
+    """With one scheduler across answers (``answer_speculatively(..., scheduler=)``), an answer can go
+    plain from its first speculative stride on what earlier answers measured; the answer is plain's."""
+    from specdraft.retrieval.iterative.answering import Answering
+    from specdraft.retrieval.iterative.speculative import answer_speculatively
+
+    plain, retriever, speculative, shared = shared_scheduler_setup(tiny_model, collection, bm25)
     answers = []
     for _ in range(2):
         state = Answering(tiny_model, retriever, collection, CONFIG, QUESTION, GREEDY)
@@ -160,12 +168,7 @@ def test_a_shared_scheduler_carries_its_estimates_to_the_next_answer(tiny_model,
 def test_pipelines_handed_one_scheduler_share_its_estimates(tiny_model, collection, bm25):
     """``IterativeRAG(..., scheduler=)``: two pipelines (as two service requests build) handed one
     scheduler use it, so the second answer goes plain from its first speculative stride; both are plain's."""
-    from specdraft.retrieval.iterative.speculative import os3_config
-
-    plain = IterativeRAG(tiny_model, bm25, collection, CONFIG).generate(QUESTION, GREEDY)
-    retriever = Disagreeing(bm25, [r.query for r in plain.retrievals])
-    speculative = SpeculativeRetrievalConfig(async_verify=False, max_strides=3, os3_window=2)
-    shared = OS3Scheduler(os3_config(speculative))
+    plain, retriever, speculative, shared = shared_scheduler_setup(tiny_model, collection, bm25)
     answers = []
     for _ in range(2):
         rag = IterativeRAG(tiny_model, retriever, collection, CONFIG, speculative, scheduler=shared)
