@@ -153,7 +153,6 @@ class _Run:
         self.timed = config.seed is None  # seeded requests decide from nothing that is timed
         cost = model.cost if self.timed else PassCostProfile.nominal()
         self.policy = SpeculationPolicy(speculation, cost)
-        self.plain_first_step = speculation.plain_first_step
         self._free_first_step = False  # set after the prefill: the next step is the first and costs no pass plainly
         seed = secrets.randbits(62) if config.seed is None else config.seed
         self.rng = PositionalRandom(seed)
@@ -181,7 +180,7 @@ class _Run:
         start = self._started = time.perf_counter()
         self._prefill()
         self.stats.prefill_s = time.perf_counter() - start
-        self._free_first_step = self.plain_first_step and self.target.prefill_predicts_next
+        self._free_first_step = self.policy.config.plain_first_step and self.target.prefill_predicts_next
         if self._free_first_step:  # no draft this step, but drafters learn where the output starts
             self.drafter.propose(list(self.prompt_ids), 0)
         done = False
