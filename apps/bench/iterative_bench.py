@@ -3,7 +3,8 @@
 Setting (``IterativeBenchConfig``): the knowledge base of ``kb_corpus`` (200,000 real text chunks,
 module docstring there) with its cached MiniLM vectors (``kb_embeddings``); the first ``limit``
 squad_shifts questions whose passages are in it (``kb_corpus.kb_questions``); each model of
-``models``; each retriever of ``retrievers`` (``dense``: exact FAISS flat, ``hnsw``: FAISS HNSW,
+``models`` on ``backend`` (transformers: float32; llama-cpp: the GGUF file as it is, several times
+faster per token on a CPU, so retrieval weighs more); each retriever of ``retrievers`` (``dense``: exact FAISS flat, ``hnsw``: FAISS HNSW,
 ``bm25``: bm25s), all built once over the same collection.
 
 Methods, all through ``specdraft.retrieval.iterative.IterativeRAG`` with the same
@@ -31,7 +32,8 @@ time, the time of one query's search (median over ``probe_queries`` questions: t
 ``search([q], 1)``; split into ``prepare`` (dense: the query's embedding; BM25: its tokenization)
 and ``search_prepared``, the part a verification pays since the speculative cache has prepared the
 query already; for exact dense also the bare FAISS ``IndexFlatIP.search`` of one vector), and
-each model's decoding step (plain's generation seconds per generated token).
+each model's decoding step (plain's generation seconds per generated token, re-prefills
+included) and its bare one-token pass (``probe_one_token_pass``).
 
 Summaries (``summarize``) per (model, retriever, method): speed-up = plain's total wall / the
 method's total wall over the same questions; retrieval share = retrieval seconds (inside retriever calls, any thread) / wall seconds; wait
@@ -57,6 +59,7 @@ from .kb_embeddings import EmbeddingCacheConfig, capped_embedder, kb_vectors
 __all__ = ["METHODS", "IterativeBenchConfig", "Run", "run_iterative_bench", "summarize", "docs_per_stride"]
 
 METHODS = ("plain", "speculative", "speculative+async+os3")
+ITERATIVE_BACKENDS = ("auto", "transformers", "llama-cpp")  # the backends whose models keep a session (KV cache) here
 
 
 @dataclass(frozen=True)
@@ -73,6 +76,7 @@ class IterativeBenchConfig:
     collection_size: int = 0  # the first this many chunks of the knowledge base (0: all)
     device: str = "cpu"  # the models' device (cuda: the model on the GPU; the embedder, FAISS and BM25 stay on the CPU)
     dtype: str = "auto"
+    backend: str = "auto"  # the models' backend: transformers (float32) or llama-cpp (the GGUF file as it is)
     kb: KBConfig = KBConfig()
     embedding: EmbeddingCacheConfig = EmbeddingCacheConfig()
     scheduler_per_answer: bool = False  # True: a fresh OS^3 scheduler per answer (module docstring)
@@ -87,6 +91,8 @@ class IterativeBenchConfig:
             raise ValueError(f"retrievers must be among dense, hnsw, bm25, got {self.retrievers}")
         if not self.models:
             raise ValueError("name at least one model")
+        if self.backend not in ITERATIVE_BACKENDS:
+            raise ValueError(f"iterative RAG runs on {', '.join(ITERATIVE_BACKENDS)} (it needs a local model's KV cache), got {self.backend!r}")
 
 
 @dataclass
@@ -188,7 +194,7 @@ def run_iterative_bench(config: IterativeBenchConfig, progress: Callable[[str], 
         retriever_facts[kind] = {"build_s": round(build_s, 2), **probe_search(kind, retrievers[kind], probe, vectors, embedder)}
         say(f"{kind}: built in {build_s:.1f} s, {retriever_facts[kind]}")
 
-    pool = pool or ModelPool(config.device, config.dtype)
+    pool = pool or ModelPool(config.device, config.dtype, backend=config.backend)
     rag_config = IterativeRAGConfig(stride=config.stride, query_tokens=config.query_tokens, max_new_tokens=config.max_new_tokens)
     generation = GenerationConfig(max_new_tokens=config.max_new_tokens)
     runs: list[Run] = []
@@ -219,7 +225,8 @@ def run_iterative_bench(config: IterativeBenchConfig, progress: Callable[[str], 
                     say(f"{model_name} {kind} q{index + 1}/{len(questions)} {method}: {wall:.2f} s, "
                         f"{run.tokens} tokens, retrieval {run.stats.get('retrieval_seconds', 0):.2f} s"
                         + ("" if run.identical else "  NOT IDENTICAL"))
-    models = {name: _decode_step(runs, name) for name in config.models}
+    models = {name: {**_decode_step(runs, name), "one_token_pass_s": probe_one_token_pass(pool.get(name)),
+                     "backend": getattr(pool.get(name), "backend", config.backend)} for name in config.models}
     return {
         "config": _config_dict(config),
         "collection": {"chunks": len(chunks), "by_source": chunks.counts(), "words": chunks.words(),
@@ -237,6 +244,23 @@ def _decode_step(runs: Sequence[Run], model: str) -> dict[str, float]:
     seconds = sum(r.stats.get("generation_seconds", 0.0) for r in plain)
     tokens = sum(r.tokens for r in plain)
     return {"decode_step_s": round(seconds / tokens, 5) if tokens else 0.0}
+
+
+def probe_one_token_pass(model: Any, context: int = 128, passes: int = 16) -> float:
+    """Median seconds of one one-token pass (a decoding step without re-prefills) after ``context``
+    tokens, on a fresh session of ``model``."""
+    session = model.new_session()
+    try:
+        tokens = [int(t) for t in model.encode("The tower was built for the world fair of 1889 in Paris. " * 16)][:context]
+        session.feed(tokens, all_logits=False)
+        timings = []
+        for token in tokens[:passes]:
+            started = time.perf_counter()
+            session.feed([token], all_logits=False)
+            timings.append(time.perf_counter() - started)
+        return round(statistics.median(timings), 5)
+    finally:
+        getattr(session, "close", lambda: None)()
 
 
 def summarize(runs: Sequence[Run]) -> list[dict[str, Any]]:

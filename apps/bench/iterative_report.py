@@ -55,8 +55,11 @@ def markdown(result: dict[str, Any]) -> str:
         lines.append(f"| {kind} | {facts['build_s']:.1f} s | {_ms(facts.get('search_s'))} | {_ms(facts.get('prepare_s'))} | "
                      f"{_ms(facts.get('prepared_search_s'))} | {_ms(facts.get('faiss_flat_search_s'))} | "
                      f"{_ms(facts.get('embed_query_s'))} | {PAPER_SPEEDUPS.get(kind, '-')} |")
-    lines += ["", "Decoding step (plain generation seconds per token): " + ", ".join(
-        f"{model} {_ms(facts['decode_step_s'])}" for model, facts in result["models"].items()), ""]
+    lines += ["", "Decoding step (plain generation seconds per token, re-prefills included; in brackets one bare "
+              "one-token pass): " + ", ".join(
+        f"{model}{' (' + facts['backend'] + ')' if 'backend' in facts else ''} {_ms(facts['decode_step_s'])}"
+        + (f" [{_ms(facts['one_token_pass_s'])}]" if "one_token_pass_s" in facts else "")
+        for model, facts in result["models"].items()), ""]
     columns = [("model", "model"), ("retriever", "retriever"), ("method", "method"), ("speedup", "speed-up"),
                ("retrieval_share", "time in retrieval"), ("wait_share", "time waiting for retrieval"), ("cache_hit_rate", "cache hit rate"),
                ("rollbacks_per_answer", "rollbacks / answer"), ("verifications_per_answer", "verifications / answer"),

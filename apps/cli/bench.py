@@ -131,7 +131,7 @@ def run_iterative_bench_cli(args: argparse.Namespace) -> int:
         models=tuple(m for m in args.models.split(",") if m) if args.models else defaults.models,
         retrievers=tuple(r for r in args.retrievers.split(",") if r), limit=args.limit, seed=args.seed,
         max_new_tokens=max_new_tokens, stride=args.stride, max_strides=args.max_strides,
-        device=args.device, dtype=args.dtype, collection_size=args.kb_chunks, scheduler_per_answer=args.scheduler_per_answer,
+        device=args.device, dtype=args.dtype, backend=args.backend, collection_size=args.kb_chunks, scheduler_per_answer=args.scheduler_per_answer,
     )
     out = args.out or Path("results") / f"iterative-rag-{time.strftime('%Y%m%d-%H%M%S')}"
     result = run_iterative_bench(config)

@@ -56,13 +56,20 @@ def test_bench_runs_every_method_identically_and_writes_the_report(tiny_model, t
     paths = write_iterative_report(result, tmp_path / "out")
     assert json.loads(paths["json"].read_text())["summaries"] == rows
     assert paths["plot"].stat().st_size > 0
+    assert result["models"]["tiny"]["backend"] == "transformers" and result["models"]["tiny"]["one_token_pass_s"] > 0
     text = markdown(result)
     assert "| tiny | dense | speculative+async+os3 |" in text and "paper's speed-up" in text
+    assert "tiny (transformers) " in text and " [" in text  # the decoding step, with the bare one-token pass
 
 
 def test_bench_config_rejects_unknown_retrievers():
     with pytest.raises(ValueError, match="retrievers"):
         IterativeBenchConfig(retrievers=("dense", "ivf"))
+
+
+def test_bench_config_rejects_a_backend_without_a_local_kv_cache():
+    with pytest.raises(ValueError, match="engine"):
+        IterativeBenchConfig(backend="engine")
 
 
 def test_build_chunks_chunks_drops_short_and_duplicate_chunks(monkeypatch):
@@ -178,11 +185,12 @@ def test_cli_passes_device_and_scheduler_choice_to_the_bench(monkeypatch, tmp_pa
         raise SentinelStop
 
     monkeypatch.setattr(iterative_bench, "run_iterative_bench", capture)
-    for extra in (["--device", "cuda", "--scheduler-per-answer"], []):
+    for extra in (["--device", "cuda", "--scheduler-per-answer"], [], ["--backend", "llama-cpp"]):
         with pytest.raises(SentinelStop):
             main(["bench", "iterative-rag", "--limit", "2", "--models", "smollm2-135m", "--out", str(tmp_path), *extra])
     assert seen[0].device == "cuda" and seen[0].scheduler_per_answer is True and seen[0].models == ("smollm2-135m",)
-    assert seen[1].scheduler_per_answer is False
+    assert seen[1].scheduler_per_answer is False and seen[1].backend == "auto"
+    assert seen[2].backend == "llama-cpp"
 
 
 def test_the_bench_device_goes_to_the_models_only(tiny_model, monkeypatch):
@@ -193,8 +201,8 @@ def test_the_bench_device_goes_to_the_models_only(tiny_model, monkeypatch):
     pools: list = []
 
     class RecordingPool:
-        def __init__(self, device, dtype):
-            pools.append((device, dtype))
+        def __init__(self, device, dtype, backend="auto"):
+            pools.append((device, dtype, backend))
 
         def get(self, name):
             return tiny_model
@@ -204,6 +212,6 @@ def test_the_bench_device_goes_to_the_models_only(tiny_model, monkeypatch):
                                   query_tokens=8, device="cuda")
     result = run_iterative_bench(config, progress=lambda _: None, chunks=small_chunks(), embedder=HashEmbedder(64),
                                  questions=[{"id": "q1", "question": "Which rivers of region 2?"}])
-    assert pools == [("cuda", "auto")]
+    assert pools == [("cuda", "auto", "auto")]
     assert result["config"]["device"] == "cuda" and all(run["identical"] for run in result["runs"])
     assert ModelPool("cuda").config("smollm2-135m").device == "cuda"  # what the real pool would load with

@@ -1,4 +1,4 @@
-"""Iterative RAG on smollm2-135m (fp32) over the demo documents split into sentences, retrieved by
+"""Iterative RAG on smollm2-135m (transformers fp32 and llama.cpp's GGUF as it is) over the demo documents split into sentences, retrieved by
 the packaged MiniLM (exact and HNSW) and by BM25: speculative retrieval, synchronous and
 asynchronous, with natural and forced cache misses, gives plain iterative RAG's answer token for
 token and document for document (greedy and seeded sampling)."""
@@ -8,7 +8,7 @@ import re
 import pytest
 
 from iterative_fixtures import Disagreeing
-from specdraft import GenerationConfig, ModelConfig, TransformersModel
+from specdraft import GenerationConfig, ModelConfig, load_model
 from specdraft.apps.service.demo import EXAMPLE_DOCUMENTS
 from specdraft.retrieval import Embedder
 from specdraft.retrieval.iterative import (
@@ -29,9 +29,10 @@ ASYNC = SpeculativeRetrievalConfig(async_verify=True, max_strides=3)
 SYNC = SpeculativeRetrievalConfig(async_verify=False, max_strides=3)
 
 
-@pytest.fixture(scope="module")
-def smollm2():
-    return TransformersModel.load(ModelConfig("smollm2-135m", device="cpu"))
+@pytest.fixture(scope="module", params=["transformers", "llama-cpp"])
+def smollm2(request):
+    """The decoder's exact rollback (same passes, same shapes) must hold on both backends' sessions."""
+    return load_model(ModelConfig("smollm2-135m", device="cpu", backend=request.param))
 
 
 @pytest.fixture(scope="module")
