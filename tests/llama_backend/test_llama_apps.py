@@ -45,6 +45,20 @@ def test_ask_on_llama_cpp_equals_plain(capsys, tmp_path):
     assert reference["token_ids"] == plain["token_ids"] and reference["passages"][0]["document"] == "eiffel"
 
 
+def test_iterative_ask_on_llama_cpp_speculative_equals_plain(capsys, tmp_path):
+    """``ask --iterative --backend llama-cpp``: speculative retrieval gives plain iterative RAG's answer
+    and the same chunk at every stride, on the GGUF model as it is."""
+    index = DocumentIndex.create()
+    index.add(DOCS)
+    index.save(tmp_path / "index")
+    args = ["ask", "--backend", "llama-cpp", "--index", str(tmp_path / "index"), "--max-new-tokens", "16", "--json", "--iterative"]
+    plain = run(capsys, *args, "How tall is the Eiffel Tower?")
+    speculative = run(capsys, *args, "--speculative-retrieval", "How tall is the Eiffel Tower?")
+    assert plain["token_ids"] and speculative["token_ids"] == plain["token_ids"]
+    assert [r["doc_ids"] for r in speculative["retrievals"]] == [r["doc_ids"] for r in plain["retrievals"]]
+    assert len(plain["retrievals"]) >= 2
+
+
 @pytest.fixture(scope="module")
 def client(tmp_path_factory):
     config = ServiceConfig(model="smollm2-135m", backend="llama-cpp", index_root=str(tmp_path_factory.mktemp("indexes")))
