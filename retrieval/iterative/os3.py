@@ -21,6 +21,26 @@ the last ``window`` verifications (a round compares guesses up to its first wron
 from ``prior``; ``a`` and ``b`` are the means of the last ``window`` measurements. Until both are
 measured the scheduler answers ``initial``. Only the speed depends on ``s``; the answer does not.
 
+**Measured costs beyond RaLMSpec's model** (both default to ``a`` until measured, which is
+RaLMSpec's rule exactly):
+
+* ``c``, the seconds of a rollback (restoring the cache and generating the stride again with the
+  true documents), replaces the regenerated stride's ``a`` in ``T(s)``. RaLMSpec regenerates a
+  stride at the cost of any other; here the true documents differ from the wrong guess, so the
+  regenerated stride re-prefills documents + question + answer, which on llama.cpp costs several
+  strides' worth.
+* ``p``, the seconds of a plain stride's generation (no verification running beside it), is the
+  stride of the plain alternative, ``a`` staying the speculated stride's. With asynchronous
+  verification on a machine whose cores the model already fills (llama.cpp on 2 cores), a search
+  on the worker thread slows the model's passes beside it; ``a`` measures that, and plain strides
+  do not pay it.
+
+With every quantity measured where it is paid, the choice is the best expected rate of the
+alternatives as they really run. Until a plain stride has been measured, OS^3 takes one to measure
+``p`` (once the acceptance estimate rests on ``window`` guesses) only where plain could win even
+with a stride that cost nothing, ``1 / r`` above the best speculation rate; where retrieval is
+expensive it never does (a plain stride is never wrong: measuring one costs at most its retrieval).
+
 **Plain strides** (``allow_plain``, issue 11): ``s = 0`` means "retrieve this stride for real, then
 generate it with the true documents", as plain iterative RAG does. Such a stride settles one stride
 in ``a + r`` seconds, ``r`` the mean of the last ``window`` measured plain retrievals (one query on
@@ -65,16 +85,19 @@ def expected_strides(s: int, g: float) -> float:
     return float(s) if g >= 1.0 else (1.0 - g**s) / (1.0 - g)
 
 
-def round_seconds(s: int, g: float, a: float, b: float, asynchronous: bool) -> float:
-    """Expected seconds of one round of ``s`` speculative strides and their verification."""
+def round_seconds(s: int, g: float, a: float, b: float, asynchronous: bool, c: float | None = None) -> float:
+    """Expected seconds of one round of ``s`` speculative strides and their verification; ``c``:
+    the seconds of a rollback (the stride regenerated after a wrong guess; ``a`` when None)."""
     hit = g**s
+    c = a if c is None else c
     if asynchronous:
-        return hit * max(s * a, b) + (1.0 - hit) * (s * a + b + a)
-    return s * a + b + (1.0 - hit) * a
+        return hit * max(s * a, b) + (1.0 - hit) * (s * a + b + c)
+    return s * a + b + (1.0 - hit) * c
 
 
 def plain_seconds(a: float, r: float) -> float:
-    """Seconds of one plain stride: a real retrieval of ``r`` seconds, then the stride (``a``)."""
+    """Seconds of one plain stride: a real retrieval of ``r`` seconds, then the stride (``a``: a
+    plain stride's own time where measured)."""
     return a + r
 
 
@@ -89,6 +112,8 @@ class OS3Scheduler:
         self._strides: deque[float] = deque(maxlen=config.window)
         self._verifications: deque[float] = deque(maxlen=config.window)
         self._retrievals: deque[float] = deque(maxlen=config.window)
+        self._plain_strides: deque[float] = deque(maxlen=config.window)
+        self._rollbacks: deque[float] = deque(maxlen=config.window)
 
     @property
     def initial(self) -> int:
@@ -100,9 +125,16 @@ class OS3Scheduler:
             with self._lock:
                 self._rounds.append((matched, compared))
 
-    def observe_stride(self, seconds: float) -> None:
+    def observe_stride(self, seconds: float, plain: bool = False) -> None:
+        """A stride took ``seconds``: speculated (``a``), or ``plain`` (``p``: after a real retrieval,
+        with no verification running beside it)."""
         with self._lock:
-            self._strides.append(seconds)
+            (self._plain_strides if plain else self._strides).append(seconds)
+
+    def observe_rollback(self, seconds: float) -> None:
+        """A rollback (restore + the stride generated again with the true documents) took ``seconds``."""
+        with self._lock:
+            self._rollbacks.append(seconds)
 
     def observe_verification(self, seconds: float) -> None:
         with self._lock:
@@ -131,19 +163,28 @@ class OS3Scheduler:
         with self._lock:
             rounds, strides = list(self._rounds), list(self._strides)
             verifications, retrievals = list(self._verifications), list(self._retrievals)
+            plain_strides, rollbacks = list(self._plain_strides), list(self._rollbacks)
         if not strides or not verifications:
             return min(self.initial, config.max_strides)
         compared = sum(c for _, c in rounds)
         g = sum(m for m, _ in rounds) / compared if compared else config.prior
-        a = sum(strides) / len(strides)
-        b = sum(verifications) / len(verifications)
+        a = _mean(strides)
+        b = _mean(verifications)
+        c = _mean(rollbacks) if rollbacks else a
         best, best_rate = 1, -1.0
         for s in range(1, config.max_strides + 1):
-            rate = expected_strides(s, g) / max(round_seconds(s, g, a, b, config.asynchronous), 1e-12)
+            rate = expected_strides(s, g) / max(round_seconds(s, g, a, b, config.asynchronous, c), 1e-12)
             if rate > best_rate + 1e-12:
                 best, best_rate = s, rate
         if config.allow_plain and retrievals and compared >= config.window:
-            r = sum(retrievals) / len(retrievals)
-            if 1.0 / max(plain_seconds(a, r), 1e-12) > best_rate * (1.0 + 1e-9) + 1e-12:
+            r = _mean(retrievals)
+            if not plain_strides:  # measure a plain stride once, if even a free one could win (module docstring)
+                return 0 if 1.0 / max(r, 1e-12) > best_rate * (1.0 + 1e-9) + 1e-12 else best
+            p = _mean(plain_strides)
+            if 1.0 / max(plain_seconds(p, r), 1e-12) > best_rate * (1.0 + 1e-9) + 1e-12:
                 return 0
         return best
+
+
+def _mean(values: list[float]) -> float:
+    return sum(values) / len(values)

@@ -18,7 +18,8 @@ iterative RAG does it: a real search of its query on the answering thread, then 
 retriever's documents (record "retriever" / "exact", counted in ``stats["plain_strides"]``). The
 estimates stay fresh: the cache's guess for the query is still made and counted in the acceptance
 estimate against the true documents, the true top ``prefetch_k`` enter the cache as after a
-verification, and the stride's seconds (guess + generation) and the search's are measured.
+verification, and the stride's seconds (guess + generation: OS^3's plain stride time) and the
+search's are measured. A rollback's seconds (restore + the stride again) go to OS^3 too.
 
 Asynchronous verification (``async_verify``): the batched search runs on a worker thread while the
 answering thread speculates up to ``s`` more strides; when the verification returns, a wrong
@@ -152,7 +153,7 @@ class _Speculation:
         self.scheduler.observe_round(int(hit), 1)
         self.cache.add(doc.doc for doc in hits[: self.config.prefetch_k])
         self.end = state.generate_stride(true)
-        self.scheduler.observe_stride(time.perf_counter() - began)
+        self.scheduler.observe_stride(time.perf_counter() - began, plain=True)
         state.stats["plain_strides"] += 1
         state.stats["plain_cache_hits"] += hit
         stride, self.next_stride = self.next_stride, self.next_stride + 1
@@ -230,8 +231,10 @@ class _Speculation:
         state.stats["rollbacks"] += 1
         state.stats["discarded_tokens"] += len(state.decoder.answer) - guess.start
         self.unverified = []
+        began = time.perf_counter()
         state.decoder.restore(guess.checkpoint, true)
         self.end = state.generate_stride(true)
+        self.scheduler.observe_rollback(time.perf_counter() - began)
         self.next_stride = guess.stride + 1
         record = state.record(guess.stride, guess.query, true, "retriever", "rolled_back", seconds, guess.start, guess.docs)
         yield from state.confirm(record, len(state.decoder.answer), self.end)

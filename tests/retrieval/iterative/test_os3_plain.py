@@ -12,7 +12,8 @@ from specdraft.retrieval.iterative import IterativeRAG, IterativeRAGConfig, Spec
 from specdraft.retrieval.iterative.os3 import OS3Config, OS3Scheduler, expected_strides, plain_seconds, round_seconds
 
 
-def scheduler(rounds, a, b, r=None, asynchronous=False, max_strides=4, window=5, allow_plain=True, enabled=True):
+def scheduler(rounds, a, b, r=None, asynchronous=False, max_strides=4, window=5, allow_plain=True, enabled=True, p=None):
+    """With ``r``: a plain retrieval of ``r`` seconds and a plain stride of ``p`` (``a`` when None) measured."""
     s = OS3Scheduler(OS3Config(max_strides=max_strides, window=window, prior=0.5, asynchronous=asynchronous,
                                enabled=enabled, allow_plain=allow_plain))
     for matched, compared in rounds:
@@ -21,6 +22,7 @@ def scheduler(rounds, a, b, r=None, asynchronous=False, max_strides=4, window=5,
     s.observe_verification(b)
     if r is not None:
         s.observe_retrieval(r)
+        s.observe_stride(a if p is None else p, plain=True)
     return s
 
 
@@ -64,6 +66,50 @@ def test_plain_needs_window_guesses_a_measured_retrieval_and_os3():
     assert scheduler([(0, 1)] * 5, a=0.34, b=0.005, r=0.005, enabled=False).strides() == 4
     fresh = OS3Scheduler(OS3Config(max_strides=4))
     assert fresh.strides() == fresh.initial == 2  # nothing measured: OS^3's initial guess
+
+
+def test_a_plain_stride_is_measured_once_only_where_plain_could_win():
+    """Until a plain stride is measured, OS^3 takes one where even a free stride's plain rate, 1/r,
+    beats speculation, and never where retrieval is expensive."""
+    def unmeasured(rounds, a, b, r):
+        s = OS3Scheduler(OS3Config(max_strides=4, window=5, asynchronous=True))
+        for matched, compared in rounds:
+            s.observe_round(matched, compared)
+        s.observe_stride(a)
+        s.observe_verification(b)
+        s.observe_retrieval(r)
+        return s
+
+    cheap = unmeasured([(5, 5)] * 5, a=0.1, b=0.02, r=0.036)  # all right, retrieval cheap: speculation wins on a = p
+    assert cheap.strides() == 0  # ... but plain, with a stride free of the verification beside it, might: measure it
+    cheap.observe_stride(0.1, plain=True)
+    assert cheap.strides() >= 1  # measured at a: speculation wins
+    assert unmeasured([(5, 5)] * 5, a=0.01, b=1.0, r=1.0).strides() >= 1  # expensive retrieval: never measured
+
+
+def test_a_contended_speculated_stride_goes_plain():
+    """llama.cpp on 2 cores (issue 11's run): a verification on the worker thread slows the speculated
+    strides beside it (a = 0.13 s) while a plain stride takes p = 0.1 s; a 36 ms retrieval that
+    speculation hides then does not pay for the slowdown."""
+    rounds = [(9, 10)] * 5
+    contended = scheduler(rounds, a=0.13, b=0.08, r=0.036, asynchronous=True, p=0.1)
+    assert contended.strides() == 0
+    assert scheduler(rounds, a=0.1, b=0.08, r=0.036, asynchronous=True, p=0.1).strides() >= 1  # no slowdown: speculate
+
+
+def test_an_expensive_rollback_weighs_on_speculation():
+    """A rollback that re-prefills (c = 0.6 s against a 0.1 s stride) makes wrong guesses cost more
+    than RaLMSpec's regenerated stride; measured, it decides."""
+    rounds = [(4, 5)] * 5
+    cheap_rollbacks = scheduler(rounds, a=0.1, b=0.1, r=0.1, asynchronous=True)
+    assert cheap_rollbacks.strides() >= 1
+    costly = scheduler(rounds, a=0.1, b=0.1, r=0.1, asynchronous=True)
+    costly.observe_rollback(0.6)
+    assert costly.strides() == 0
+    g = 0.8
+    assert round_seconds(2, g, a=0.1, b=0.1, asynchronous=False, c=0.6) == pytest.approx(0.2 + 0.1 + (1 - g**2) * 0.6)
+    assert round_seconds(2, g, a=0.1, b=0.1, asynchronous=True, c=0.6) == pytest.approx(
+        g**2 * 0.2 + (1 - g**2) * (0.2 + 0.1 + 0.6))
 
 
 def test_guesses_that_turn_right_bring_speculation_back():
