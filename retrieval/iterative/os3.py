@@ -16,9 +16,12 @@ one), and takes, in this pipeline,
 (asynchronously the next strides are speculated while the verification runs, so a round that is
 all correct costs the longer of the two; a round with a wrong guess loses what was speculated
 meanwhile and regenerates one stride). OS^3 picks the ``s`` in ``[1, max_strides]`` with the most
-expected strides per second, ``E(s) / T(s)``. ``g`` is estimated as matched / compared guesses over
-the last ``window`` verifications (a round compares guesses up to its first wrong one), starting
-from ``prior``; ``a`` and ``b`` are the means of the last ``window`` measurements. Until both are
+expected strides per second, ``E(s) / T(s)``. ``g`` is estimated over the latest verification rounds,
+until they hold ``guesses`` compared guesses (a round compares guesses up to its first wrong one),
+with ``prior`` counted as one more guess: ``(matched + prior) / (compared + 1)``. Rounds often
+compare one guess each, so a window of a few rounds would read 5 right guesses of 5 as certainty
+and ignore a 1-in-20 miss that, where a rollback re-prefills, costs more than speculation saves.
+``a`` and ``b`` are the means of the last ``window`` measurements. Until both are
 measured the scheduler answers ``initial``. Only the speed depends on ``s``; the answer does not.
 
 **Measured costs beyond RaLMSpec's model** (both default to ``a`` until measured, which is
@@ -69,15 +72,16 @@ __all__ = ["OS3Config", "OS3Scheduler", "expected_strides", "plain_seconds", "ro
 @dataclass(frozen=True)
 class OS3Config:
     max_strides: int = 4
-    window: int = 5
+    window: int = 5  # timings averaged; guesses compared before plain is considered
     prior: float = 0.5
+    guesses: int = 20  # compared guesses the acceptance estimate looks back over
     asynchronous: bool = True
     enabled: bool = True  # False: always max_strides
     allow_plain: bool = True  # may answer 0: retrieve this stride plainly (never when enabled is False)
 
     def __post_init__(self) -> None:
-        if self.max_strides < 1 or self.window < 1 or not 0.0 <= self.prior <= 1.0:
-            raise ValueError("max_strides and window must be >= 1 and prior in [0, 1]")
+        if self.max_strides < 1 or self.window < 1 or self.guesses < 1 or not 0.0 <= self.prior <= 1.0:
+            raise ValueError("max_strides, window and guesses must be >= 1 and prior in [0, 1]")
 
 
 def expected_strides(s: int, g: float) -> float:
@@ -108,7 +112,7 @@ class OS3Scheduler:
     def __init__(self, config: OS3Config = OS3Config()) -> None:
         self.config = config
         self._lock = threading.Lock()
-        self._rounds: deque[tuple[int, int]] = deque(maxlen=config.window)
+        self._rounds: deque[tuple[int, int]] = deque(maxlen=config.guesses)  # a round compares >= 1 guess
         self._strides: deque[float] = deque(maxlen=config.window)
         self._verifications: deque[float] = deque(maxlen=config.window)
         self._retrievals: deque[float] = deque(maxlen=config.window)
@@ -149,10 +153,17 @@ class OS3Scheduler:
     def acceptance(self) -> float:
         with self._lock:
             rounds = list(self._rounds)
-        compared = sum(c for _, c in rounds)
-        if compared == 0:
-            return self.config.prior
-        return sum(m for m, _ in rounds) / compared
+        return self._estimate(rounds)[0]
+
+    def _estimate(self, rounds: list[tuple[int, int]]) -> tuple[float, int]:
+        """(g, compared guesses it rests on): the latest rounds until they hold ``guesses`` guesses,
+        plus the prior as one guess."""
+        matched = compared = 0
+        for m, c in reversed(rounds):
+            if compared >= self.config.guesses:
+                break
+            matched, compared = matched + m, compared + c
+        return (matched + self.config.prior) / (compared + 1), compared
 
     def strides(self) -> int:
         """The number of strides to speculate before the next verification; 0: retrieve the next
@@ -166,8 +177,7 @@ class OS3Scheduler:
             plain_strides, rollbacks = list(self._plain_strides), list(self._rollbacks)
         if not strides or not verifications:
             return min(self.initial, config.max_strides)
-        compared = sum(c for _, c in rounds)
-        g = sum(m for m, _ in rounds) / compared if compared else config.prior
+        g, compared = self._estimate(rounds)
         a = _mean(strides)
         b = _mean(verifications)
         c = _mean(rollbacks) if rollbacks else a

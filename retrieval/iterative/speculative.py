@@ -51,8 +51,8 @@ __all__ = ["answer_speculatively", "os3_config"]
 
 def os3_config(config: SpeculativeRetrievalConfig) -> OS3Config:
     """The OS^3 scheduler's configuration for ``config``."""
-    return OS3Config(config.max_strides, config.os3_window, config.prior_acceptance, config.async_verify, config.os3,
-                     config.allow_plain)
+    return OS3Config(max_strides=config.max_strides, window=config.os3_window, prior=config.prior_acceptance,
+                     asynchronous=config.async_verify, enabled=config.os3, allow_plain=config.allow_plain)
 
 
 @dataclass

@@ -29,6 +29,16 @@ def scheduler(g_rounds, a, b, asynchronous=False, max_strides=6, enabled=True):
     return s
 
 
+def estimate(rounds, prior=0.5, guesses=20):
+    """The acceptance estimate: the latest rounds until they hold ``guesses`` guesses, plus the prior as one guess."""
+    matched = compared = 0
+    for m, c in reversed(rounds):
+        if compared >= guesses:
+            break
+        matched, compared = matched + m, compared + c
+    return (matched + prior) / (compared + 1)
+
+
 def brute_force(g, a, b, asynchronous, max_strides):
     rates = {s: expected_strides(s, g) / round_seconds(s, g, a, b, asynchronous) for s in range(1, max_strides + 1)}
     return max(rates, key=lambda s: (rates[s], -s))
@@ -47,17 +57,19 @@ def test_cheap_retrieval_or_bad_guesses_speculate_one_stride():
 @pytest.mark.parametrize("g_rounds,a,b", [([(3, 4)], 0.1, 0.5), ([(1, 2), (2, 2)], 0.05, 0.2), ([(9, 10)], 0.2, 0.3)])
 def test_strides_maximise_expected_strides_per_second(asynchronous, g_rounds, a, b):
     s = scheduler(g_rounds, a, b, asynchronous)
-    g = sum(m for m, _ in g_rounds) / sum(c for _, c in g_rounds)
+    g = estimate(g_rounds)
     assert s.acceptance == pytest.approx(g)
     assert s.strides() == brute_force(g, a, b, asynchronous, 6)
 
 
 def test_window_prior_initial_and_disabled():
-    s = OS3Scheduler(OS3Config(max_strides=6, window=2, prior=0.7))
+    s = OS3Scheduler(OS3Config(max_strides=6, window=2, prior=0.7, guesses=6))
     assert s.acceptance == 0.7 and s.strides() == s.initial == 3  # nothing measured yet
     for rounds in [(0, 1), (0, 1), (4, 4), (2, 2)]:
         s.observe_round(*rounds)
-    assert s.acceptance == 1.0  # only the last two rounds count
+    assert s.acceptance == pytest.approx((6 + 0.7) / 7)  # the latest rounds until 6 guesses, + the prior as one
+    s.observe_round(0, 1)
+    assert s.acceptance == pytest.approx((6 + 0.7) / 8)  # (0, 1), (2, 2), (4, 4): the round that reaches 6 counts whole
     assert scheduler([(0, 1)], a=1.0, b=0.0, enabled=False).strides() == 6
     with pytest.raises(ValueError):
         OS3Config(max_strides=0)
