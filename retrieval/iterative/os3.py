@@ -30,8 +30,9 @@ RaLMSpec's rule exactly):
 * ``c``, the seconds of a rollback (restoring the cache and generating the stride again with the
   true documents), replaces the regenerated stride's ``a`` in ``T(s)``. RaLMSpec regenerates a
   stride at the cost of any other; here the true documents differ from the wrong guess, so the
-  regenerated stride re-prefills documents + question + answer, which on llama.cpp costs several
-  strides' worth.
+  regenerated stride always re-prefills documents + question + answer, which on llama.cpp costs
+  several strides' worth. Until a rollback has been measured, ``c`` is the mean of the measured
+  strides that re-prefilled (``observe_stride(..., reprefilled=True)``), then ``a``.
 * ``p``, the seconds of a plain stride's generation (no verification running beside it), is the
   stride of the plain alternative, ``a`` staying the speculated stride's. With asynchronous
   verification on a machine whose cores the model already fills (llama.cpp on 2 cores), a search
@@ -118,6 +119,7 @@ class OS3Scheduler:
         self._retrievals: deque[float] = deque(maxlen=config.window)
         self._plain_strides: deque[float] = deque(maxlen=config.window)
         self._rollbacks: deque[float] = deque(maxlen=config.window)
+        self._reprefills: deque[float] = deque(maxlen=config.window)
 
     @property
     def initial(self) -> int:
@@ -129,11 +131,14 @@ class OS3Scheduler:
             with self._lock:
                 self._rounds.append((matched, compared))
 
-    def observe_stride(self, seconds: float, plain: bool = False) -> None:
+    def observe_stride(self, seconds: float, plain: bool = False, reprefilled: bool = False) -> None:
         """A stride took ``seconds``: speculated (``a``), or ``plain`` (``p``: after a real retrieval,
-        with no verification running beside it)."""
+        with no verification running beside it); ``reprefilled``: it began by prefilling new
+        documents (what a rollback always does: ``c``'s estimate until one is measured)."""
         with self._lock:
             (self._plain_strides if plain else self._strides).append(seconds)
+            if reprefilled:
+                self._reprefills.append(seconds)
 
     def observe_rollback(self, seconds: float) -> None:
         """A rollback (restore + the stride generated again with the true documents) took ``seconds``."""
@@ -174,7 +179,7 @@ class OS3Scheduler:
         with self._lock:
             rounds, strides = list(self._rounds), list(self._strides)
             verifications, retrievals = list(self._verifications), list(self._retrievals)
-            plain_strides, rollbacks = list(self._plain_strides), list(self._rollbacks)
+            plain_strides, rollbacks = list(self._plain_strides), list(self._rollbacks) or list(self._reprefills)
         if not strides or not verifications:
             return min(self.initial, config.max_strides)
         g, compared = self._estimate(rounds)

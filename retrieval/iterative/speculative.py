@@ -152,8 +152,9 @@ class _Speculation:
         hit = guess == true
         self.scheduler.observe_round(int(hit), 1)
         self.cache.add(doc.doc for doc in hits[: self.config.prefetch_k])
+        reprefills = true != state.decoder.docs
         self.end = state.generate_stride(true)
-        self.scheduler.observe_stride(time.perf_counter() - began, plain=True)
+        self.scheduler.observe_stride(time.perf_counter() - began, plain=True, reprefilled=reprefills)
         state.stats["plain_strides"] += 1
         state.stats["plain_cache_hits"] += hit
         stride, self.next_stride = self.next_stride, self.next_stride + 1
@@ -169,8 +170,9 @@ class _Speculation:
         docs, seconds = self.cache.guess(query, state.config.docs_in_prompt)
         state.stats["cache_seconds"] += seconds
         state.stats["retrieval_seconds"] += seconds
+        reprefills = docs != state.decoder.docs
         self.end = state.generate_stride(docs)
-        self.scheduler.observe_stride(time.perf_counter() - began)
+        self.scheduler.observe_stride(time.perf_counter() - began, reprefilled=reprefills)
         self.unverified.append(_Guess(self.next_stride, start, query, docs, checkpoint, seconds,
                                       len(state.decoder.answer), self.end))
         self.next_stride += 1

@@ -110,6 +110,20 @@ def test_an_expensive_rollback_weighs_on_speculation():
     costly = scheduler(rounds, a=0.1, b=0.1, r=0.1, asynchronous=True)
     costly.observe_rollback(0.6)
     assert costly.strides() == 0
+
+
+def test_before_any_rollback_its_cost_is_a_stride_that_re_prefilled():
+    """A rollback always re-prefills; until one is measured, c is the measured re-prefilling strides' mean."""
+    def choice(reprefilled, rollback=None):
+        s = scheduler([(4, 5)] * 5, a=0.1, b=0.2, r=0.2, asynchronous=True, p=0.3)
+        s.observe_stride(0.6, reprefilled=reprefilled)  # a = 0.35 either way
+        if rollback is not None:
+            s.observe_rollback(rollback)
+        return s.strides()
+
+    assert choice(reprefilled=False) >= 1  # RaLMSpec's c = a
+    assert choice(reprefilled=True) == 0  # c = 0.6, foreseen before any rollback
+    assert choice(reprefilled=True, rollback=0.1) >= 1  # a measured rollback replaces the estimate
     g = 0.8
     assert round_seconds(2, g, a=0.1, b=0.1, asynchronous=False, c=0.6) == pytest.approx(0.2 + 0.1 + (1 - g**2) * 0.6)
     assert round_seconds(2, g, a=0.1, b=0.1, asynchronous=True, c=0.6) == pytest.approx(
