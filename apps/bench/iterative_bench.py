@@ -4,8 +4,8 @@ Setting (``IterativeBenchConfig``): the knowledge base of ``kb_corpus`` (200,000
 module docstring there) with its cached MiniLM vectors (``kb_embeddings``); the first ``limit``
 squad_shifts questions whose passages are in it (``kb_corpus.kb_questions``); each model of
 ``models`` on ``backend`` (transformers: float32; llama-cpp: the GGUF file as it is, several times
-faster per token on a CPU, so retrieval weighs more); each retriever of ``retrievers`` (``dense``: exact FAISS flat, ``hnsw``: FAISS HNSW,
-``bm25``: bm25s), all built once over the same collection.
+faster per token on a CPU, so retrieval weighs more); each retriever of ``retrievers`` (``dense``:
+exact FAISS flat, ``hnsw``: FAISS HNSW, ``bm25``: bm25s), all built once over the same collection.
 
 Methods, all through ``specdraft.retrieval.iterative.IterativeRAG`` with the same
 ``IterativeRAGConfig`` (``stride``, ``query_tokens``, ``max_new_tokens``), greedy:

@@ -24,15 +24,30 @@ and ignore a 1-in-20 miss that, where a rollback re-prefills, costs more than sp
 ``a`` and ``b`` are the means of the last ``window`` measurements. Until both are
 measured the scheduler answers ``initial``. Only the speed depends on ``s``; the answer does not.
 
-**Measured costs beyond RaLMSpec's model** (both default to ``a`` until measured, which is
-RaLMSpec's rule exactly):
+**Plain strides** (``allow_plain``, issue 11): ``s = 0`` means "retrieve this stride for real, then
+generate it with the true documents", as plain iterative RAG does. Such a stride settles one stride
+in ``p + r`` seconds (``p`` below), ``r`` the mean of the last ``window`` measured plain retrievals
+(one query on the answering thread: the pipeline's exact first stride and its plain strides; until
+one is measured, plain is not considered), so OS^3 answers 0 when
+
+    1 / (p + r)  >  max over s in [1, max_strides] of E(s) / T(s)
+
+(strictly: a tie speculates). Where retrieval is cheap against a stride and guesses are often wrong,
+each wrong guess costs a regenerated stride worth far more than the retrieval it saved, and plain
+wins; with the choice the expected rate is the best of OS^3's and plain's. Plain is considered only
+once the acceptance estimate rests on at least ``window`` compared guesses (a plain stride's cache
+guess, compared with the true documents, counts as a round of one), so speculation is never given
+up on the prior or on a couple of guesses.
+
+**Measured costs beyond RaLMSpec's model** (each falls back to ``a``, RaLMSpec's rule, until
+measured):
 
 * ``c``, the seconds of a rollback (restoring the cache and generating the stride again with the
   true documents), replaces the regenerated stride's ``a`` in ``T(s)``. RaLMSpec regenerates a
   stride at the cost of any other; here the true documents differ from the wrong guess, so the
   regenerated stride always re-prefills documents + question + answer, which on llama.cpp costs
   several strides' worth. Until a rollback has been measured, ``c`` is the mean of the measured
-  strides that re-prefilled (``observe_stride(..., reprefilled=True)``), then ``a``.
+  strides that re-prefilled (``observe_stride(..., reprefilled=True)``).
 * ``p``, the seconds of a plain stride's generation (no verification running beside it), is the
   stride of the plain alternative, ``a`` staying the speculated stride's. With asynchronous
   verification on a machine whose cores the model already fills (llama.cpp on 2 cores), a search
@@ -44,21 +59,6 @@ alternatives as they really run. Until a plain stride has been measured, OS^3 ta
 ``p`` (once the acceptance estimate rests on ``window`` guesses) only where plain could win even
 with a stride that cost nothing, ``1 / r`` above the best speculation rate; where retrieval is
 expensive it never does (a plain stride is never wrong: measuring one costs at most its retrieval).
-
-**Plain strides** (``allow_plain``, issue 11): ``s = 0`` means "retrieve this stride for real, then
-generate it with the true documents", as plain iterative RAG does. Such a stride settles one stride
-in ``a + r`` seconds, ``r`` the mean of the last ``window`` measured plain retrievals (one query on
-the answering thread: the pipeline's exact first stride and its plain strides; until one is
-measured, plain is not considered), so OS^3 answers 0 when
-
-    1 / (a + r)  >  max over s in [1, max_strides] of E(s) / T(s)
-
-(strictly: a tie speculates). Where retrieval is cheap against a stride and guesses are often wrong,
-each wrong guess costs a regenerated stride worth far more than the retrieval it saved, and plain
-wins; with the choice the expected rate is the best of OS^3's and plain's. Plain is considered only
-once the acceptance estimate rests on at least ``window`` compared guesses (a plain stride's cache
-guess, compared with the true documents, counts as a round of one), so speculation is never given
-up on the prior or on a couple of guesses.
 """
 
 from __future__ import annotations
@@ -179,13 +179,13 @@ class OS3Scheduler:
         with self._lock:
             rounds, strides = list(self._rounds), list(self._strides)
             verifications, retrievals = list(self._verifications), list(self._retrievals)
-            plain_strides, rollbacks = list(self._plain_strides), list(self._rollbacks) or list(self._reprefills)
+            plain_strides, rollback_costs = list(self._plain_strides), list(self._rollbacks) or list(self._reprefills)
         if not strides or not verifications:
             return min(self.initial, config.max_strides)
         g, compared = self._estimate(rounds)
         a = _mean(strides)
         b = _mean(verifications)
-        c = _mean(rollbacks) if rollbacks else a
+        c = _mean(rollback_costs) if rollback_costs else a
         best, best_rate = 1, -1.0
         for s in range(1, config.max_strides + 1):
             rate = expected_strides(s, g) / max(round_seconds(s, g, a, b, config.asynchronous, c), 1e-12)
