@@ -85,33 +85,12 @@ class IterativeRetrievers:
 
 
 class SharedScheduler(OS3Scheduler):
-    """An ``OS3Scheduler`` that counts what it was told (``observations``) and the answers it served
-    (``answers``), so a caller can see that its estimates carry across answers."""
+    """An ``OS3Scheduler`` that also counts the answers it served (``answers``; ``observations``
+    counts what it was told), so a caller can see that its estimates carry across answers."""
 
     def __init__(self, config: OS3Config = OS3Config()) -> None:
         super().__init__(config)
-        self.observations = 0
         self.answers = 0
-
-    def _count(self) -> None:
-        with self._lock:
-            self.observations += 1
-
-    def observe_round(self, matched: int, compared: int) -> None:
-        super().observe_round(matched, compared)
-        self._count()
-
-    def observe_stride(self, seconds: float) -> None:
-        super().observe_stride(seconds)
-        self._count()
-
-    def observe_verification(self, seconds: float) -> None:
-        super().observe_verification(seconds)
-        self._count()
-
-    def observe_retrieval(self, seconds: float) -> None:
-        super().observe_retrieval(seconds)
-        self._count()
 
 
 class SharedSchedulers:

@@ -92,8 +92,11 @@ def query() -> Response:
 def _iterative(state: ServiceState, req: QueryRequest) -> Response:
     """An iterative answer (module docstring): retrievers cached per app and index version."""
     from specdraft.apps.iterative_rag import IterativeRetrievers, iterative_rag
-    from specdraft.retrieval.iterative import RetrieverError
+    from specdraft.retrieval.iterative import RetrieverError, keeps_a_session
 
+    if not keeps_a_session(state.target()):
+        raise RequestError(f"iterative answers need the model to run in this server (transformers or llama-cpp); "
+                           f"this one verifies on a serving engine ({state.config.backend})", "iterative")
     index = _index(state, req.index)
     retrievers = current_app.extensions.setdefault("specdraft_iterative_retrievers", IterativeRetrievers())
     try:

@@ -41,7 +41,7 @@ API (H4 builds on it)::
 
 from .config import INSTRUCTION, IterativeRAGConfig, SpeculativeRetrievalConfig
 from .factory import RETRIEVER_KINDS, make_retriever
-from .pipeline import IterativeRAG, IterativeStream
+from .pipeline import IterativeRAG, IterativeStream, keeps_a_session
 from .records import IterativeAnswer, RetrievalRecord
 from .retriever import Collection, Retriever, RetrieverError, ScoredDoc
 
@@ -58,5 +58,6 @@ __all__ = [
     "RetrieverError",
     "ScoredDoc",
     "SpeculativeRetrievalConfig",
+    "keeps_a_session",
     "make_retriever",
 ]

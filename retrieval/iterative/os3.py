@@ -120,6 +120,7 @@ class OS3Scheduler:
         self._plain_strides: deque[float] = deque(maxlen=config.window)
         self._rollbacks: deque[float] = deque(maxlen=config.window)
         self._reprefills: deque[float] = deque(maxlen=config.window)
+        self.observations = 0  # observe_* calls so far (a shared scheduler's estimates carry across answers)
 
     @property
     def initial(self) -> int:
@@ -127,8 +128,9 @@ class OS3Scheduler:
 
     def observe_round(self, matched: int, compared: int) -> None:
         """A verification compared ``compared`` guesses (up to the first wrong one) and ``matched`` were right."""
-        if compared > 0:
-            with self._lock:
+        with self._lock:
+            self.observations += 1
+            if compared > 0:
                 self._rounds.append((matched, compared))
 
     def observe_stride(self, seconds: float, plain: bool = False, reprefilled: bool = False) -> None:
@@ -136,23 +138,26 @@ class OS3Scheduler:
         with no verification running beside it); ``reprefilled``: it began by prefilling new
         documents (what a rollback always does: ``c``'s estimate until one is measured)."""
         with self._lock:
+            self.observations += 1
             (self._plain_strides if plain else self._strides).append(seconds)
             if reprefilled:
                 self._reprefills.append(seconds)
 
     def observe_rollback(self, seconds: float) -> None:
         """A rollback (restore + the stride generated again with the true documents) took ``seconds``."""
-        with self._lock:
-            self._rollbacks.append(seconds)
+        self._observe(self._rollbacks, seconds)
 
     def observe_verification(self, seconds: float) -> None:
-        with self._lock:
-            self._verifications.append(seconds)
+        self._observe(self._verifications, seconds)
 
     def observe_retrieval(self, seconds: float) -> None:
         """A plain (single-query) retrieval took ``seconds``."""
+        self._observe(self._retrievals, seconds)
+
+    def _observe(self, timings: deque[float], seconds: float) -> None:
         with self._lock:
-            self._retrievals.append(seconds)
+            self.observations += 1
+            timings.append(seconds)
 
     @property
     def acceptance(self) -> float:

@@ -15,6 +15,13 @@ class Thing:
     """A retriever or model stand-in: only its identity matters to the cache."""
 
 
+class LocalModel(Thing):
+    """A model stand-in that runs here (has sessions; none is started in these tests)."""
+
+    def new_session(self):
+        raise AssertionError("no answer is generated here")
+
+
 def test_one_scheduler_per_retriever_model_and_config():
     schedulers = SharedSchedulers()
     retriever, other, model, second_model = Thing(), Thing(), Thing(), Thing()
@@ -46,12 +53,14 @@ def test_shared_scheduler_counts_its_observations():
     scheduler.observe_verification(0.2)
     scheduler.observe_retrieval(0.05)
     scheduler.observe_round(1, 2)
-    assert scheduler.observations == 4 and scheduler.acceptance == 0.5
+    scheduler.observe_stride(0.2, plain=True, reprefilled=True)
+    scheduler.observe_rollback(0.3)
+    assert scheduler.observations == 6 and scheduler.acceptance == 0.5
 
 
 def test_iterative_rag_hands_the_shared_scheduler_to_speculative_pipelines_only():
     schedulers = SharedSchedulers()
-    retriever, model = Thing(), Thing()
+    retriever, model = Thing(), LocalModel()
     collection = Collection(["a text"], ["a#0"])
     fast = iterative_rag(model, retriever, collection, 8, True, schedulers)
     again = iterative_rag(model, retriever, collection, 8, True, schedulers)

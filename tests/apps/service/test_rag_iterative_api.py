@@ -93,6 +93,21 @@ def test_bad_combinations_are_400(client, body, param):
     assert error["param"] == param and error["type"] == "invalid_request_error"
 
 
+class EngineStandIn:
+    """A served model that verifies on a serving engine: no KV cache of its own here."""
+
+    name = "tiny"
+    backend = "engine"
+
+
+def test_iterative_on_a_model_without_a_session_is_a_400_naming_iterative(tmp_path):
+    app = make_app(EngineStandIn(), embedder=HashEmbedder(), index_root=str(tmp_path / "indexes"))
+    response = ask(app.test_client())
+    assert response.status_code == 400
+    error = response.get_json()["error"]
+    assert error["param"] == "iterative" and "serving engine" in error["message"]
+
+
 def test_an_unknown_index_is_404(client):
     response = ask(client, index="nope")
     assert response.status_code == 404

@@ -92,3 +92,14 @@ def test_bad_question_and_failing_retriever(tiny_model, collection, all_retrieve
 
     with pytest.raises(RetrieverError, match="'broken' failed: TimeoutError: index offline"):
         IterativeRAG(tiny_model, Broken(), collection, CONFIG).generate(QUESTION)
+
+
+def test_a_model_without_a_session_of_its_own_is_refused(collection, all_retrievers):
+    """A serving engine's model keeps no KV cache here, which iterative RAG cuts back and re-prefills."""
+
+    class EngineStandIn:
+        name = "served"
+        backend = "engine"
+
+    with pytest.raises(ValueError, match="runs here .*'served' on the engine backend"):
+        IterativeRAG(EngineStandIn(), all_retrievers["bm25"], collection, CONFIG)
