@@ -225,8 +225,11 @@ def run_iterative_bench(config: IterativeBenchConfig, progress: Callable[[str], 
                     say(f"{model_name} {kind} q{index + 1}/{len(questions)} {method}: {wall:.2f} s, "
                         f"{run.tokens} tokens, retrieval {run.stats.get('retrieval_seconds', 0):.2f} s"
                         + ("" if run.identical else "  NOT IDENTICAL"))
-    models = {name: {**_decode_step(runs, name), "one_token_pass_s": probe_one_token_pass(pool.get(name)),
-                     "backend": getattr(pool.get(name), "backend", config.backend)} for name in config.models}
+    models = {}
+    for name in config.models:
+        model = pool.get(name)
+        models[name] = {**_decode_step(runs, name), "one_token_pass_s": probe_one_token_pass(model),
+                        "backend": getattr(model, "backend", config.backend)}
     return {
         "config": _config_dict(config),
         "collection": {"chunks": len(chunks), "by_source": chunks.counts(), "words": chunks.words(),

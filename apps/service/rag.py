@@ -92,17 +92,16 @@ def query() -> Response:
 def _iterative(state: ServiceState, req: QueryRequest) -> Response:
     """An iterative answer (module docstring): retrievers cached per app and index version."""
     from specdraft.apps.iterative_rag import IterativeRetrievers, iterative_rag
-    from specdraft.retrieval.iterative import RetrieverError, keeps_a_session
+    from specdraft.retrieval.iterative import NeedsLocalModel, RetrieverError
 
-    if not keeps_a_session(state.target()):
-        raise RequestError(f"iterative answers need the model to run in this server (transformers or llama-cpp); "
-                           f"this one verifies on a serving engine ({state.config.backend})", "iterative")
     index = _index(state, req.index)
     retrievers = current_app.extensions.setdefault("specdraft_iterative_retrievers", IterativeRetrievers())
     try:
         retriever, collection = retrievers.get(index, req.retriever)
         stream = iterative_rag(state.target(), retriever, collection, req.max_tokens, req.speculative_retrieval,
                                retrievers.schedulers).stream(req.question)
+    except NeedsLocalModel as error:  # this server verifies on a serving engine
+        raise RequestError(str(error), "iterative") from None
     except ValueError as error:  # an empty index, a question that does not fit the context
         raise RequestError(str(error), "question") from None
     about = {"index": req.index, "model": state.config.model, "retriever": req.retriever,

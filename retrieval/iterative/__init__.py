@@ -41,7 +41,7 @@ API (H4 builds on it)::
 
 from .config import INSTRUCTION, IterativeRAGConfig, SpeculativeRetrievalConfig
 from .factory import RETRIEVER_KINDS, make_retriever
-from .pipeline import IterativeRAG, IterativeStream, keeps_a_session
+from .pipeline import IterativeRAG, IterativeStream, NeedsLocalModel, keeps_a_session
 from .records import IterativeAnswer, RetrievalRecord
 from .retriever import Collection, Retriever, RetrieverError, ScoredDoc
 
@@ -53,6 +53,7 @@ __all__ = [
     "IterativeRAG",
     "IterativeRAGConfig",
     "IterativeStream",
+    "NeedsLocalModel",
     "RetrievalRecord",
     "Retriever",
     "RetrieverError",

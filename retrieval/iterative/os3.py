@@ -100,10 +100,10 @@ def round_seconds(s: int, g: float, a: float, b: float, asynchronous: bool, c: f
     return s * a + b + (1.0 - hit) * c
 
 
-def plain_seconds(a: float, r: float) -> float:
-    """Seconds of one plain stride: a real retrieval of ``r`` seconds, then the stride (``a``: a
-    plain stride's own time where measured)."""
-    return a + r
+def plain_seconds(p: float, r: float) -> float:
+    """Seconds of one plain stride: a real retrieval of ``r`` seconds, then the stride's generation
+    (``p``: a plain stride's own time where measured)."""
+    return p + r
 
 
 class OS3Scheduler:

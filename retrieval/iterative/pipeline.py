@@ -43,7 +43,7 @@ from .retriever import Collection, Retriever
 if TYPE_CHECKING:
     from .os3 import OS3Scheduler
 
-__all__ = ["IterativeRAG", "IterativeStream", "keeps_a_session"]
+__all__ = ["IterativeRAG", "IterativeStream", "NeedsLocalModel", "keeps_a_session"]
 
 
 class IterativeStream:
@@ -78,6 +78,10 @@ class IterativeStream:
         return self.answer
 
 
+class NeedsLocalModel(ValueError):
+    """The model has no session of its own here (``keeps_a_session``): a serving engine's."""
+
+
 def keeps_a_session(model: Any) -> bool:
     """Whether ``model`` runs here with a KV cache of its own (``new_session``: transformers,
     llama.cpp, the fast path), which iterative RAG cuts back and re-prefills; a serving engine's
@@ -89,11 +93,12 @@ class IterativeRAG:
     def __init__(self, model: Model, retriever: Retriever, collection: Collection,
                  config: IterativeRAGConfig = IterativeRAGConfig(),
                  speculative: SpeculativeRetrievalConfig | None = None, scheduler: "OS3Scheduler | None" = None) -> None:
-        """ValueError for a model with no session of its own here (``keeps_a_session``)."""
+        """``NeedsLocalModel`` (a ValueError) for a model with no session of its own here (``keeps_a_session``)."""
         if not keeps_a_session(model):
-            raise ValueError(f"iterative RAG needs a model that runs here (transformers or llama-cpp): it cuts the "
-                             f"answer's KV cache back when documents change; {getattr(model, 'name', model)!r} on the "
-                             f"{getattr(model, 'backend', 'given')} backend has no session of its own")
+            raise NeedsLocalModel(f"iterative RAG needs a model that runs here (transformers or llama-cpp): it cuts the "
+                                  f"answer's KV cache back when documents change; {getattr(model, 'name', model)!r} on the "
+                                  f"{getattr(model, 'backend', 'given')} backend has no session of its own (a serving "
+                                  f"engine keeps it)")
         self.model = model
         self.retriever = retriever
         self.collection = collection

@@ -102,7 +102,9 @@ class EngineStandIn:
 
 def test_iterative_on_a_model_without_a_session_is_a_400_naming_iterative(tmp_path):
     app = make_app(EngineStandIn(), embedder=HashEmbedder(), index_root=str(tmp_path / "indexes"))
-    response = ask(app.test_client())
+    client = app.test_client()
+    assert client.post("/v1/rag/documents", json={"documents": DOCS}).status_code == 200
+    response = ask(client)
     assert response.status_code == 400
     error = response.get_json()["error"]
     assert error["param"] == "iterative" and "serving engine" in error["message"]
