@@ -7,14 +7,19 @@
 #     (the default) and qwen2.5-coder-0.5b (the second real model of the tests);
 #   - Debian's chromium and chromium-driver, for the demo page's browser test, when they are missing
 #     and this runs as root or with passwordless sudo (otherwise it says how to install them).
-# Set SPECDRAFT_MODELS="smollm2-135m qwen2.5-coder-0.5b ..." to choose which model packages to fetch.
+# Set SPECDRAFT_MODELS="smollm2-135m qwen2.5-coder-0.5b ..." to choose which model packages to fetch and
+# convert, SPECDRAFT_GGUF_MODELS="..." which to fetch as GGUF files only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 VENV="${SPECDRAFT_VENV:-.venv}"
 PY="${PYTHON:-python3}"
 MODELS="${SPECDRAFT_MODELS:-smollm2-135m qwen2.5-coder-0.5b}"
+# GGUF files only (no transformers conversion): every other embedded model, for the llama.cpp
+# exactness tests and benchmarks.
+GGUF_MODELS="${SPECDRAFT_GGUF_MODELS:-qwen2.5-coder-1.5b gemma-3-270m}"
 LLAMA_CPP_VERSION=0.3.36   # pinned in pyproject.toml too
-LLAMA_CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_LLAMAFILE=OFF"
+LLAMA_CMAKE_ARGS="-DGGML_NATIVE=OFF"
+LLAMA_PATCH=scripts/patches/llama-cpp-batch-invariant-sgemm.patch   # applied to the vendored llama.cpp
 
 if [ ! -x /usr/bin/chromium ] || [ ! -x /usr/bin/chromedriver ]; then
     if [ "$(id -u)" = 0 ]; then
@@ -41,33 +46,42 @@ fi
 PIP=("$VENV/bin/python" -m pip --disable-pip-version-check -q)
 
 stamp="$VENV/.specdraft-installed"
-want="$(cat pyproject.toml scripts/setup.sh | sha256sum | cut -d' ' -f1) $MODELS"
+want="$(cat pyproject.toml scripts/setup.sh | sha256sum | cut -d' ' -f1) $MODELS / $GGUF_MODELS"
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
     if ! "$VENV/bin/python" -c "import torch" 2>/dev/null; then
         echo "[setup] installing torch (CPU build 2.13.0 where available)"
         "${PIP[@]}" install "torch==2.13.0" || "${PIP[@]}" install torch
     fi
-    # llama-cpp-python compiles from source. The flags (LLAMA_CMAKE_ARGS):
+    # llama-cpp-python compiles from source, patched (LLAMA_PATCH) and with these flags (LLAMA_CMAKE_ARGS):
     #  - GGML_NATIVE=OFF: a native build (-march=native) enables AVX-512/AMX where the build machine has
     #    them, crashed on its first decode here, and its wheel would not run on an older CPU;
-    #  - GGML_LLAMAFILE=OFF: llamafile's tinyBLAS takes over matrix products of 2+ rows but never of one,
-    #    and sums in another order, so a pass over k tokens rounded differently from k one-token passes
-    #    and speculative output could differ from plain decoding (README, "llama.cpp exactness").
-    # Built once into our own cache, named by version and flags (pip's wheel cache does not key on
-    # CMAKE_ARGS, so a wheel built with other flags would be reused silently).
-    flags_key="$(printf '%s' "$LLAMA_CMAKE_ARGS" | sha256sum | cut -c1-8)"
-    wheels="${SPECDRAFT_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/specdraft}/wheels/llama-cpp-python-$LLAMA_CPP_VERSION-$flags_key"
+    #  - llamafile's tinyBLAS stays on (it is what makes a pass over many tokens cheap), and the patch
+    #    lets it take one-row float products too, so a pass over k tokens computes every row exactly as
+    #    k one-token passes do (docs/llama-exactness.md; scripts/patches/README.md).
+    # Built once into our own cache, named by version, flags and the patch's hash (pip's wheel cache does
+    # not key on CMAKE_ARGS or patches, so a wheel built otherwise would be reused silently).
+    build_key="$( { printf '%s' "$LLAMA_CMAKE_ARGS"; cat "$LLAMA_PATCH"; } | sha256sum | cut -c1-12)"
+    wheels="${SPECDRAFT_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/specdraft}/wheels/llama-cpp-python-$LLAMA_CPP_VERSION-$build_key"
     if ! ls "$wheels"/llama_cpp_python-*.whl >/dev/null 2>&1; then
-        echo "[setup] building llama-cpp-python $LLAMA_CPP_VERSION ($LLAMA_CMAKE_ARGS; once: ~8 min)"
+        echo "[setup] building llama-cpp-python $LLAMA_CPP_VERSION, patched ($LLAMA_PATCH; $LLAMA_CMAKE_ARGS; once: ~8 min)"
+        work="$(mktemp -d)"
+        "${PIP[@]}" download --no-deps --no-binary :all: -d "$work" "llama-cpp-python==$LLAMA_CPP_VERSION"
+        tar -xzf "$work"/llama_cpp_python-"$LLAMA_CPP_VERSION".tar.gz -C "$work"
+        src="$work/llama_cpp_python-$LLAMA_CPP_VERSION"
+        patch -p1 -d "$src/vendor/llama.cpp" < "$LLAMA_PATCH"
         rm -rf "$wheels.tmp" && mkdir -p "$wheels.tmp"
-        CMAKE_ARGS="$LLAMA_CMAKE_ARGS" FORCE_CMAKE=1 \
-            "${PIP[@]}" wheel --no-deps --no-cache-dir --no-binary llama-cpp-python -w "$wheels.tmp" "llama-cpp-python==$LLAMA_CPP_VERSION"
-        rm -rf "$wheels" && mv "$wheels.tmp" "$wheels"
+        CMAKE_ARGS="$LLAMA_CMAKE_ARGS" FORCE_CMAKE=1 "${PIP[@]}" wheel --no-deps --no-cache-dir -w "$wheels.tmp" "$src"
+        rm -rf "$wheels" && mv "$wheels.tmp" "$wheels" && rm -rf "$work"
     fi
     "${PIP[@]}" install --force-reinstall --no-deps "$wheels"/llama_cpp_python-*.whl
     echo "[setup] installing specdraft and its dependencies"
     "${PIP[@]}" install -e ".[cpu,test,bench]"
     echo "[setup] fetching embedded models: $MODELS"
     "$VENV/bin/python" -m specdraft.models.install $MODELS
+    if [ -n "$GGUF_MODELS" ]; then
+        echo "[setup] fetching embedded GGUF files: $GGUF_MODELS"
+        "$VENV/bin/python" -m specdraft.models.install --no-convert $GGUF_MODELS
+        "$VENV/bin/python" -c 'import sys; from specdraft.models import gguf_path; [gguf_path(n) for n in sys.argv[1:]]' $GGUF_MODELS
+    fi
     echo "$want" > "$stamp"
 fi

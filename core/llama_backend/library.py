@@ -25,14 +25,15 @@ _initialised = False
 # ggml's CPU backend takes a "tiled" kernel for quantized matrix products over 8 or more rows and the
 # plain dot products below that; the two round differently, so a verification pass over 8+ tokens
 # gave logits up to 0.4 away from one-token passes (qwen2.5-coder-0.5b Q4_K_M) and could flip a
-# near-tie. Without it every row is computed the same way in any pass (README, "llama.cpp exactness").
-# ggml reads this once, at its first matrix product in the process.
+# near-tie. Without it every row is computed the same way in any pass (docs/llama-exactness.md).
+# ggml reads this once, at its first matrix product in the process. A value the user set is kept:
+# the probe at load (``exactness``) then says whether verification is still exact.
 EXACT_ENVIRONMENT = {"GGML_CPU_TILED_MM": "0"}
 
 
 def library():
     """The ``llama_cpp`` module, initialised once, its log quiet except for errors, and ggml set up
-    for exact verification (``EXACT_ENVIRONMENT``)."""
+    for exact verification (``EXACT_ENVIRONMENT``, where the environment does not already say)."""
     global _initialised
     import os
 
@@ -40,7 +41,8 @@ def library():
 
     with _init_lock:
         if not _initialised:
-            os.environ.update(EXACT_ENVIRONMENT)
+            for key, value in EXACT_ENVIRONMENT.items():
+                os.environ.setdefault(key, value)
             logging.getLogger("llama-cpp-python").setLevel(logging.ERROR)
             llama_cpp.llama_backend_init()
             _initialised = True

@@ -9,6 +9,7 @@ after the request ends (a small pool); forward passes of one model are serialise
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 from dataclasses import dataclass
@@ -20,6 +21,7 @@ from ..chat_template import render_chat
 from ..cost import PassCostProfile
 from ..hf_tokenizer import vocabulary_fingerprint
 from ..sampling import TokenChooser
+from .exactness import Comparison, probe
 from .library import LlamaContext, LlamaModelFile, detokenize_bytes, library, token_text, token_texts, tokenize
 
 if TYPE_CHECKING:
@@ -27,6 +29,7 @@ if TYPE_CHECKING:
     from .target import LlamaCppTarget, LlamaSession
 
 DEFAULT_CONTEXT = 4096
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -103,6 +106,16 @@ class LlamaCppModel:
             "bos_token": token_text(file, ll.llama_vocab_bos(vocab)),
             "eos_token": token_text(file, ll.llama_vocab_eos(vocab)),
         }
+        # Checked, not assumed: a wide pass against one-token passes on this build, CPU and settings.
+        self.exactness: Comparison = probe(self)
+        if not self.exactness.exact:
+            log.warning(
+                "llama.cpp on this machine computes a %d-token pass differently from one-token passes "
+                "(%d rows differ, by up to %.3g): speculative output may differ from plain decoding "
+                "(stats.exact is false). Exact verification needs llama-cpp-python as scripts/setup.sh builds it "
+                "and GGML_CPU_TILED_MM unset or 0 (docs/llama-exactness.md).",
+                self.exactness.width, self.exactness.rows_differing, self.exactness.max_abs_diff,
+            )
 
     @classmethod
     def load(cls, model: str, config: LlamaCppConfig = LlamaCppConfig()) -> "LlamaCppModel":
@@ -122,11 +135,13 @@ class LlamaCppModel:
     # --- facts --------------------------------------------------------------------------------
     @property
     def exact(self) -> bool:
-        """Without weight repacking, tiled matrix products (``library.EXACT_ENVIRONMENT``),
-        llamafile's tinyBLAS (not built, ``scripts/setup.sh``) and flash attention (off in every
-        context), a pass over k tokens computes each row bit for bit as k one-token passes do
-        (checked on every embedded model by tests/llama_backend). With ``repack`` it does not."""
-        return not self.config.repack
+        """Whether a pass over k tokens computes each row bit for bit as k one-token passes do, as
+        the probe at load measured it (``exactness``). It does with the patched tinyBLAS that
+        ``scripts/setup.sh`` builds, no tiled kernel (``library.EXACT_ENVIRONMENT``), flash attention
+        off (every context) and no weight repacking (checked on every embedded model by
+        tests/llama_backend). ``repack`` breaks it at some widths and contexts, so it is never
+        claimed with ``repack``, whatever the one probe shows."""
+        return self.exactness.exact and not self.config.repack
 
     @property
     def max_length(self) -> int:

@@ -1,0 +1,140 @@
+"""llama.cpp as specdraft builds it: is every pass width exact, and what does a pass over w tokens cost?
+
+    python benchmarks/llama_batch_invariance.py --out docs/bench/llama-batch-invariant
+    python benchmarks/llama_batch_invariance.py --models qwen2.5-coder-0.5b --widths 1,2,4,8,16
+
+For each GGUF model: (1) exactness, the logits of one pass over w tokens against w one-token passes
+(``specdraft.llama_backend.exactness.compare``), for widths 1-48 at several context lengths, as
+rows differing and the largest difference in one logit; (2) the median milliseconds of a pass over
+w tokens after a ``--context``-token prefix (each followed by a rollback), and its ratio to a
+one-token pass. Writes results.json, results.md and results.png (cost ratio by width).
+
+Run it under another build of llama-cpp-python (``PYTHONPATH=<its site folder>``) to compare
+builds: the JSON records ``llama_cpp.__version__`` and the ``GGML_CPU_TILED_MM`` in force.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+from specdraft import LlamaCppModel
+from specdraft.apps.bench.result_files import markdown_table, write_results
+from specdraft.llama_backend.exactness import MAIN, compare
+
+
+def long_ids(model: LlamaCppModel, n: int) -> list[int]:
+    words = ("the committee met on Tuesday to discuss a budget that was approved after long debate "
+             "while rain fell over the harbour and ships waited for the tide to turn before sailing north").split()
+    text = " ".join(words[(i * 7 + i // len(words)) % len(words)] for i in range(2 * n))
+    return model.tokenizer.encode(text)[:n]
+
+
+def pass_ms(model: LlamaCppModel, ids: list[int], context: int, widths: list[int], reps: int) -> dict[int, float]:
+    """Median ms of a pass over w tokens after ``context`` tokens (one warm-up pass per width)."""
+    ctx = model.acquire_context()
+    try:
+        ctx.decode(ids[:context], list(range(context)), [(MAIN,)] * context, [False] * (context - 1) + [True])
+        out = {}
+        for width in widths:
+            tokens = ids[context : context + width]
+            times = []
+            for rep in range(reps + 1):
+                start = time.perf_counter()
+                ctx.decode(tokens, list(range(context, context + width)), [(MAIN,)] * width, [True] * width)
+                if rep:
+                    times.append(time.perf_counter() - start)
+                ctx.seq_rm(MAIN, context, -1)
+            out[width] = 1000 * statistics.median(times)
+    finally:
+        model.release_context(ctx)
+    return out
+
+
+def measure(name: str, contexts: list[int], exact_widths: list[int], cost_widths: list[int], cost_context: int, reps: int) -> dict:
+    start = time.perf_counter()
+    model = LlamaCppModel.load(name)
+    load_s = time.perf_counter() - start
+    ids = long_ids(model, max(contexts + [cost_context]) + max(exact_widths + cost_widths))
+    exactness = [c.__dict__ for context in contexts for c in compare(model, ids, context, exact_widths)]
+    cost = pass_ms(model, ids, cost_context, cost_widths, reps)
+    return {
+        "model": name,
+        "load_s": round(load_s, 2),
+        "probe_exact": model.exactness.exact,
+        "points": len(exactness),
+        "points_differing": sum(c["rows_differing"] > 0 for c in exactness),
+        "max_abs_diff": max(c["max_abs_diff"] for c in exactness),
+        "exactness": exactness,
+        "pass_ms": cost,
+        "pass_ratio": {w: ms / cost[1] for w, ms in cost.items()},
+    }
+
+
+def report(results: list[dict], meta: dict) -> str:
+    widths = sorted(results[0]["pass_ms"])
+    lines = [f"# llama.cpp batch invariance and pass cost ({meta['llama_cpp']}, {meta['threads']} threads, GGML_CPU_TILED_MM={meta['tiled_mm']})\n"]
+    lines.append(markdown_table(
+        ["model", "widths x contexts", "points differing", "largest logit difference", "probe at load"],
+        [[r["model"], r["points"], r["points_differing"], r["max_abs_diff"], "exact" if r["probe_exact"] else "NOT exact"] for r in results],
+    ))
+    lines.append(f"\nPass over w tokens after {meta['cost_context']} tokens: median ms (x one-token pass)\n")
+    lines.append(markdown_table(
+        ["model"] + [f"w={w}" for w in widths],
+        [[r["model"]] + [f"{r['pass_ms'][w]:.1f} (x{r['pass_ratio'][w]:.2f})" for w in widths] for r in results],
+    ))
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--models", default="smollm2-135m,qwen2.5-coder-0.5b,qwen2.5-coder-1.5b,gemma-3-270m", help="comma-separated registry names (default: %(default)s)")
+    parser.add_argument("--contexts", default="100,250,500,760", help="prefix lengths for the exactness check (default: %(default)s)")
+    parser.add_argument("--exact-widths", default="1-48", help="widths for the exactness check, 'a-b' or a list (default: %(default)s)")
+    parser.add_argument("--widths", default="1,2,4,8,16,32", help="widths whose pass cost is timed (default: %(default)s)")
+    parser.add_argument("--context", type=int, default=300, help="prefix before the timed passes (default: %(default)s)")
+    parser.add_argument("--reps", type=int, default=7, help="timed passes per width (default: %(default)s)")
+    parser.add_argument("--out", type=Path, required=True, help="results folder")
+    args = parser.parse_args(argv)
+
+    def ints(text: str) -> list[int]:
+        if "-" in text:
+            lo, hi = map(int, text.split("-"))
+            return list(range(lo, hi + 1))
+        return [int(x) for x in text.split(",")]
+
+    import llama_cpp
+
+    meta = {"llama_cpp": f"llama-cpp-python {llama_cpp.__version__}", "threads": os.cpu_count(),
+            "tiled_mm": os.environ.get("GGML_CPU_TILED_MM", "0 (specdraft's default)"), "cost_context": args.context,
+            "python": sys.version.split()[0]}
+    results = []
+    for name in args.models.split(","):
+        print(f"[{name}] measuring", file=sys.stderr, flush=True)
+        results.append(measure(name, ints(args.contexts), ints(args.exact_widths), ints(args.widths), args.context, args.reps))
+
+    def draw(figure) -> None:
+        axes = figure.add_subplot(1, 1, 1)
+        for r in results:
+            widths = sorted(r["pass_ratio"])
+            axes.plot(widths, [r["pass_ratio"][w] for w in widths], marker="o", label=r["model"])
+        top = max(max(r["pass_ratio"]) for r in results)
+        axes.plot([1, top], [1, top], color="grey", linestyle=":", label="k passes (no batching gain)")
+        axes.set_xscale("log", base=2)
+        axes.set_yscale("log", base=2)
+        axes.set_xlabel("tokens in the pass")
+        axes.set_ylabel("cost / one-token pass")
+        axes.set_title("llama.cpp pass cost by width (exact build)")
+        axes.legend()
+
+    paths = write_results(args.out, {"meta": meta, "results": results}, report(results, meta), draw)
+    print(paths["markdown"].read_text())
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

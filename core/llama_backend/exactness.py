@@ -1,0 +1,90 @@
+"""Is a pass over k tokens computed exactly as k one-token passes? Checked on the logits themselves.
+
+Speculative decoding on llama.cpp is lossless only if a verification pass over a draft of k tokens
+gives, for every row, bit for bit the logits that k one-token passes give: otherwise a near-tie can
+flip and the output differs from plain decoding. Whether it does depends on the build (the patched
+tinyBLAS of ``scripts/patches``), the CPU's instruction set, and the settings (no weight repacking,
+no tiled kernel, no flash attention). So the backend does not assume it: ``probe`` runs a short
+sequence both ways on the loaded model and compares with ``np.array_equal``, and
+``LlamaCppModel.exact`` reports the answer (``Stats.exact`` in every result).
+
+``compare`` is the same check at any context length and pass widths; the tests run it over widths
+1-48 at contexts crossing 256/512/768 KV cells on every embedded GGUF (``tests/llama_backend``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Sequence
+
+import numpy as np
+
+from .library import LlamaContext
+
+if TYPE_CHECKING:
+    from .model import LlamaCppModel
+
+MAIN = 0
+# The probe: after a 4-token prefix, passes of 2, 8 and 20 tokens against one-token passes: each on
+# another side of the kernel switches seen on x86 (tinyBLAS from 2 rows, the tiled kernel from 8,
+# 16-column tiles).
+PROBE_PREFIX, PROBE_WIDTHS = 4, (2, 8, 20)
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """One wide pass against one-token passes. ``rows_differing``: rows whose logits are not all
+    bit-identical; ``max_abs_diff``: the largest difference of one logit (0.0 when exact)."""
+
+    context: int
+    width: int
+    rows_differing: int
+    max_abs_diff: float
+
+    @property
+    def exact(self) -> bool:
+        return self.rows_differing == 0
+
+
+def _decode_chain(context: LlamaContext, tokens: Sequence[int], start: int) -> np.ndarray:
+    """Every row's logits of ``tokens`` fed as one pass at positions ``start...``: ``[len, vocab]``."""
+    return context.decode(list(tokens), list(range(start, start + len(tokens))), [(MAIN,)] * len(tokens), [True] * len(tokens))
+
+
+def compare(model: "LlamaCppModel", tokens: Sequence[int], prefix: int, widths: Sequence[int]) -> list[Comparison]:
+    """Feed ``tokens[:prefix]``; then, for each width w, the next w tokens as ONE pass, against the
+    same tokens as w one-token passes; compare the logits of every row. One context of ``model``,
+    rolled back to the prefix between passes (as a target rolls back a rejected draft)."""
+    widths = sorted(set(widths))
+    if not widths or widths[0] < 1 or prefix < 1 or prefix + widths[-1] > len(tokens):
+        raise ValueError(f"need widths >= 1 and prefix + widths <= {len(tokens)} tokens")
+    context = model.acquire_context()
+    try:
+        with model.lock:
+            for start in range(0, prefix, context.n_batch):
+                _decode_chain(context, tokens[start : min(prefix, start + context.n_batch)], start)
+            rest = list(tokens[prefix : prefix + widths[-1]])
+            narrow = np.concatenate([_decode_chain(context, [token], prefix + i) for i, token in enumerate(rest)])  # [max width, vocab]
+            comparisons = []
+            for width in widths:
+                context.seq_rm(MAIN, prefix, -1)
+                wide = _decode_chain(context, rest[:width], prefix)  # [width, vocab]
+                same = np.all(wide == narrow[:width], axis=1)
+                comparisons.append(Comparison(prefix, width, int((~same).sum()), float(np.abs(wide - narrow[:width]).max())))
+    finally:
+        model.release_context(context)
+    return comparisons
+
+
+def probe_tokens(model: "LlamaCppModel") -> list[int]:
+    """A fixed, ordinary sequence of ``PROBE_PREFIX + max(PROBE_WIDTHS)`` tokens of the model's vocabulary."""
+    text = "The quick brown fox jumps over the lazy dog, and then it runs back home to sleep. " * 3
+    ids = model.tokenizer.encode(text)
+    return ids[: PROBE_PREFIX + max(PROBE_WIDTHS)]
+
+
+def probe(model: "LlamaCppModel") -> Comparison:
+    """The load-time check (``LlamaCppModel.exact``), a few hundred milliseconds on a small model:
+    the worst of the probe's widths (the first that differs, else the widest)."""
+    comparisons = compare(model, probe_tokens(model), PROBE_PREFIX, PROBE_WIDTHS)
+    return next((c for c in comparisons if not c.exact), comparisons[-1])

@@ -1,0 +1,69 @@
+"""Batch invariance of the llama.cpp build, on the logits themselves (``np.array_equal``, no tolerance).
+
+For every embedded GGUF: a pass over w tokens gives, row for row, bit for bit the logits of w
+one-token passes, for widths 1-48, at contexts whose passes cross 256, 512 and 768 KV cells.
+This is what the patched tinyBLAS (``scripts/patches``) buys; ``LlamaCppModel.exact`` reports the
+same check on a short probe at load. A negative control shows the check can fail: the same build
+with ggml's tiled kernel on (``GGML_CPU_TILED_MM=1``, read once per process, so in a subprocess)
+computes wide passes differently on the K-quant model.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from specdraft import LlamaCppModel
+from specdraft.llama_backend.exactness import compare
+from specdraft.models import REGISTRY
+
+pytestmark = pytest.mark.slow
+
+# Every width on each side of the kernels' switches (tinyBLAS from 2 rows, the tiled kernel from 8,
+# tiles of 4/8/16 columns) up to 48; benchmarks/llama_batch_invariance.py checks every width 1-48.
+WIDTHS = [1, 2, 3, 4, 5, 6, 7, 8, 9, 12, 15, 16, 17, 24, 31, 32, 33, 48]
+# Prefix lengths: the wide passes after them cross the 256-, 512- and 768-cell marks of the KV cache
+# (where llama.cpp's attention pads and splits its work differently), plus a short context.
+CONTEXTS = [100, 250, 500, 760]
+
+
+def long_text_ids(model: LlamaCppModel, n: int) -> list[int]:
+    """``n`` ordinary tokens of varied English text (no repetition long enough to be trivial)."""
+    words = ("the committee met on Tuesday to discuss a budget that was approved after long debate "
+             "while rain fell over the harbour and ships waited for the tide to turn before sailing north").split()
+    text, i = [], 0
+    while len(model.tokenizer.encode(" ".join(text))) < n:
+        text.append(words[(i * 7 + i // len(words)) % len(words)])
+        i += 1
+    return model.tokenizer.encode(" ".join(text))[:n]
+
+
+@pytest.mark.parametrize("name", list(REGISTRY))
+def test_every_width_at_every_context_gives_the_logits_of_one_token_passes(name):
+    model = LlamaCppModel.load(name)
+    assert model.exact, model.exactness  # the load-time probe agrees
+    ids = long_text_ids(model, max(CONTEXTS) + max(WIDTHS))
+    differing = [c for context in CONTEXTS for c in compare(model, ids, context, WIDTHS) if not c.exact]
+    assert differing == []
+
+
+NEGATIVE_CONTROL = """
+import json, sys
+from specdraft import LlamaCppModel
+from specdraft.llama_backend.exactness import compare
+model = LlamaCppModel.load(sys.argv[1])
+ids = model.tokenizer.encode("The quick brown fox jumps over the lazy dog. " * 40)
+print(json.dumps({"exact": model.exact, "differing": sum(not c.exact for c in compare(model, ids, 100, [8, 16, 32]))}))
+"""
+
+
+def test_negative_control_the_tiled_kernel_breaks_it_and_the_probe_sees_it():
+    env = dict(os.environ, GGML_CPU_TILED_MM="1")  # tiled from 8 rows, dot products below
+    out = subprocess.run([sys.executable, "-c", NEGATIVE_CONTROL, "qwen2.5-coder-0.5b"], env=env, capture_output=True, text=True, timeout=300, check=True).stdout
+    result = json.loads(out.strip().splitlines()[-1])
+    assert result["differing"] > 0
+    assert result["exact"] is False
