@@ -1,0 +1,3 @@
+"""The GPU run with trained weights (``scripts/gpu_run.py``): carrying the model and code to a bare
+GPU machine (``carry``), its fixed prompts (``prompts``), measurements (``measure``) and result
+folders (``results``). One-off measurement code, outside the installed package."""
