@@ -199,7 +199,7 @@ class _Run:
             self.target.commit(accepted.path, accepted.next_token)
             self.drafter.observe(accepted.accepted_len)
             self.policy.observe(budget, len(draft), accepted.accepted_len, draft_seconds if self.timed else 0.0)
-            self.stats.record_step(len(draft), accepted.accepted_len)
+            self.stats.record_step(len(draft), accepted.accepted_len, draft.depths)
             new = [(draft.tokens[i], "draft") for i in accepted.path] + [(accepted.next_token, "target")]
             scores = self._logprobs(verification, accepted, [token for token, _ in new])
             for i, (token, source) in enumerate(new):

@@ -1,9 +1,17 @@
-"""Stats: what a generation cost and how speculation went. The core returns them; apps print."""
+"""Stats: what a generation cost and how speculation went. The core returns them; apps print.
+
+Draft **positions** count from 0: position ``i`` holds the draft nodes at depth ``i + 1`` (position 0:
+the nodes that continue the context directly). A chain has one node per position; a tree may have
+several. ``accepted_by_position[i]`` counts the steps whose accepted path reached position ``i``
+(vLLM's ``num_accepted_tokens_per_pos``), ``drafted_by_position[i]`` the draft nodes sent to
+verification at position ``i``; they sum to ``accepted_tokens`` and ``drafted_tokens``.
+"""
 
 from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import Sequence
 
 
 @dataclass
@@ -18,6 +26,9 @@ class Stats:
     accepted_tokens: int = 0  # draft nodes kept
     fallback_steps: int = 0  # steps decoded plainly because speculation did not pay
     accepted_length_histogram: Counter = field(default_factory=Counter)  # accepted per step -> steps
+    draft_steps: int = 0  # verify steps whose draft held at least one node (vLLM's num_drafts)
+    drafted_by_position: Counter = field(default_factory=Counter)  # position -> draft nodes there
+    accepted_by_position: Counter = field(default_factory=Counter)  # position -> steps that accepted it
     draft_s: float = 0.0
     verify_s: float = 0.0
     prefill_s: float = 0.0
@@ -31,19 +42,32 @@ class Stats:
         for part in parts:
             for name in cls.__dataclass_fields__:
                 value = getattr(part, name)
-                if name == "accepted_length_histogram":
-                    total.accepted_length_histogram.update(value)
+                if isinstance(value, Counter):
+                    getattr(total, name).update(value)
                 elif name == "exact":
                     total.exact = total.exact and value
                 else:
                     setattr(total, name, getattr(total, name) + value)
         return total
 
-    def record_step(self, drafted: int, accepted: int) -> None:
+    def record_step(self, drafted: int, accepted: int, depths: Sequence[int] | None = None) -> None:
+        """One verify step: ``drafted`` draft nodes sent, the first ``accepted`` positions of one path
+        kept. ``depths``: each node's depth (1: continues the context; ``Draft.depths``); None: the
+        draft was a chain (depths 1..``drafted``)."""
         self.verify_steps += 1
         self.drafted_tokens += drafted
         self.accepted_tokens += accepted
         self.accepted_length_histogram[accepted] += 1
+        if drafted:
+            self.draft_steps += 1
+        self.drafted_by_position.update(depth - 1 for depth in (range(1, drafted + 1) if depths is None else depths))
+        self.accepted_by_position.update(range(accepted))
+
+    def position_lists(self) -> tuple[list[int], list[int]]:
+        """``(drafted_by_position, accepted_by_position)`` as two lists of the same length, one entry
+        per position up to the deepest one drafted (empty when nothing was drafted)."""
+        positions = range(max(self.drafted_by_position, default=-1) + 1)
+        return [self.drafted_by_position[i] for i in positions], [self.accepted_by_position[i] for i in positions]
 
     @property
     def mean_accepted_tokens(self) -> float:
