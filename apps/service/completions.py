@@ -14,9 +14,11 @@ in ``openai_fields``, the prompt's shapes in ``messages``, the logprobs' in ``op
 
 Extensions to OpenAI's API: the request field ``drafter`` ("none", "prompt-lookup", "documents":
 the passages in the prompt itself, see ``specdraft.retrieval.prompt_passages``, "model:NAME")
-and ``top_k``; a ``speculation`` object in the response (the drafter's name and ``Stats.to_dict()``);
-a ``source`` ("draft" or "target") on every streamed chunk that carries text, saying whether the
-target accepted the text from the drafter or generated it itself.
+and ``top_k``; a ``speculation`` object in the response (the drafter's name and ``Stats.to_dict()``)
+and beside it ``spec_decode_metrics`` (the same generation in the names of vLLM's spec-decode
+metrics; it and ``usage`` are built in ``openai_usage``); a ``source`` ("draft" or "target") on
+every streamed chunk that carries text, saying whether the target accepted the text from the
+drafter or generated it itself.
 """
 
 from __future__ import annotations
@@ -46,7 +48,7 @@ from specdraft.copydraft import CopyDrafter
 from specdraft.copydraft.editor import COPY_SPECULATION
 from specdraft.retrieval.prompt_passages import prompt_texts
 
-from . import metrics
+from . import metrics, openai_usage
 from .limits import RequestGuard, current_guard, drain, generating
 from .errors import INTERNAL_ERROR_MESSAGE, SERVER_ERROR, error_body
 from .openai_logprobs import LogprobWriter
@@ -224,16 +226,6 @@ def _token_ids(model: Model, prompt: Prompt) -> list[int]:
     return list(prompt)  # type: ignore[arg-type]
 
 
-def cached_tokens(results: list[GenerationResult]) -> int:
-    """OpenAI's ``usage.prompt_tokens_details.cached_tokens``: prompt tokens restored from the prefix
-    cache (``Stats.cached_prompt_tokens``), each prompt counted once as ``prompt_tokens`` counts it
-    (its first choice's; later choices of the same prompt find it cached)."""
-    first: dict[tuple[int, ...], int] = {}
-    for result in results:
-        first.setdefault(tuple(result.prompt_token_ids), result.stats.cached_prompt_tokens)
-    return sum(first.values())
-
-
 @dataclass(frozen=True)
 class _Reply:
     """Builds one request's response objects: the whole answer, or its stream of chunks.
@@ -257,12 +249,12 @@ class _Reply:
             for index, result in results
         ]
         done = [result for _, result in results]
-        return {**self._head(self.fmt.object), "choices": choices, "usage": self._usage(done), "speculation": self._speculation(done, guard)}
+        return {**self._head(self.fmt.object), "choices": choices, "usage": self._usage(done), **self._speculation(done, guard)}
 
     def events(self, streams: Iterable[tuple[int, GenerationStream]], guard: RequestGuard, logger: logging.Logger) -> Iterator[str]:
         """Server-sent events, the choices one after the other: one chunk per text piece (with the
         logprobs of the tokens accepted since the last chunk), a final chunk with ``finish_reason``
-        and the choice's ``speculation``; the last choice's also carries the whole answer's
+        and the choice's ``speculation`` and ``spec_decode_metrics``; the last choice's also carries the whole answer's
         ``usage``, unless ``include_usage`` asks for OpenAI's separate last chunk (no choices, only
         ``usage``); then ``[DONE]``. An error after the response has started ends the stream with an
         ``{"error": ...}`` event and no ``[DONE]``. Generation stops early when ``guard`` says so
@@ -284,7 +276,7 @@ class _Reply:
                 last = len(done) == self.choices or guard.timed_out
                 final = self._chunk(index, self.fmt.delta("", first), result.finish_reason, self._logprobs(writer, result.logprobs, sent))
                 usage = {"usage": self._usage(done)} if last and not self.include_usage else {}
-                yield event({**final, **usage, "speculation": self._speculation([result], guard)})
+                yield event({**final, **usage, **self._speculation([result], guard)})
                 if last:
                     break
             if self.include_usage:
@@ -312,18 +304,11 @@ class _Reply:
         return {"logprobs": writer(entries[start:])}
 
     def _usage(self, results: list[GenerationResult]) -> dict[str, Any]:
-        completion = sum(len(result.token_ids) for result in results)
-        usage: dict[str, Any] = {"prompt_tokens": self.prompt_tokens, "completion_tokens": completion,
-                                 "total_tokens": self.prompt_tokens + completion,
-                                 "prompt_tokens_details": {"cached_tokens": cached_tokens(results)}}
-        if self.prediction_ids is not None:  # as OpenAI reports predicted outputs
-            accepted = sum(min(result.stats.accepted_tokens, len(self.prediction_ids)) for result in results)
-            usage["completion_tokens_details"] = {
-                "accepted_prediction_tokens": accepted,
-                "rejected_prediction_tokens": len(self.prediction_ids) * len(results) - accepted,
-            }
-        return usage
+        return openai_usage.usage(self.prompt_tokens, results, self.prediction_ids)
 
     def _speculation(self, results: list[GenerationResult], guard: RequestGuard) -> dict[str, Any]:
+        """``speculation`` (the drafter and ``Stats.to_dict()``) and ``spec_decode_metrics`` (vLLM's
+        names, ``openai_usage``) of the choices in ``results``."""
         stats = Stats.merged([result.stats for result in results])
-        return {"drafter": self.drafter, **stats.to_dict(), **({"time_limit_reached": True} if guard.timed_out else {})}
+        speculation = {"drafter": self.drafter, **stats.to_dict(), **({"time_limit_reached": True} if guard.timed_out else {})}
+        return {"speculation": speculation, "spec_decode_metrics": openai_usage.spec_decode_metrics(stats)}

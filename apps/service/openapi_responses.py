@@ -40,21 +40,49 @@ SPECULATION = record(
     {"drafter": STR, **STATS["properties"], "time_limit_reached": BOOL},
     ("drafter", *STATS["required"]),
 )
+COUNT = {"type": "integer", "minimum": 0}
+PREDICTION_DETAILS = {
+    **record(
+        {
+            "accepted_prediction_tokens": {**COUNT, "description": "tokens of the prediction that appeared in the completion "
+                                           "(in order: their longest common subsequence), summed over the choices"},
+            "rejected_prediction_tokens": {**COUNT, "description": "tokens of the prediction that did not appear in the "
+                                           "completion, summed over the choices (not added to completion_tokens)"},
+        }
+    ),
+    "description": "with a prediction (OpenAI's predicted outputs): per choice, accepted + rejected = the prediction's tokens",
+}
 USAGE = record(
     {
         "prompt_tokens": INT,
         "completion_tokens": INT,
         "total_tokens": INT,
         "prompt_tokens_details": record({"cached_tokens": INT}, ("cached_tokens",)),  # the prefix cache's share
-        "completion_tokens_details": {"type": "object"},
+        "completion_tokens_details": PREDICTION_DETAILS,
     },
     ("prompt_tokens", "completion_tokens", "total_tokens"),
 )
+PER_POSITION = {"type": "array", "items": COUNT}
+SPEC_DECODE_METRICS = {
+    **record(
+        {
+            "num_drafts": {**COUNT, "description": "verify steps that sent a draft of at least one token"},
+            "num_draft_tokens": {**COUNT, "description": "draft tokens sent to verification"},
+            "num_accepted_tokens": {**COUNT, "description": "draft tokens the target accepted (bonus tokens not counted)"},
+            "num_accepted_tokens_per_pos": {**PER_POSITION, "description": "per draft position (0: first after the "
+                                            "context), the drafts whose accepted path reached it"},
+            "num_draft_tokens_per_pos": {**PER_POSITION, "description": "per draft position, the draft tokens sent "
+                                         "there (not in vLLM, whose drafts have a fixed length)"},
+        }
+    ),
+    "description": "the speculation of this request (or streamed choice) in the names of vLLM's spec-decode metrics",
+}
 FINISH_REASON = {"enum": ["stop", "length", None]}
 
 
 def completion_response(chat: bool) -> Schema:
-    """OpenAI's completion object, plus ``speculation`` (the drafter and its stats)."""
+    """OpenAI's completion object, plus ``speculation`` (the drafter and its stats) and
+    ``spec_decode_metrics`` (vLLM's names)."""
     content = {"message": record({"role": {"const": "assistant"}, "content": STR})} if chat else {"text": STR}
     choice = record(
         {"index": INT, **content, "finish_reason": FINISH_REASON, "logprobs": {"type": ["object", "null"]}},
@@ -69,6 +97,7 @@ def completion_response(chat: bool) -> Schema:
             "choices": {"type": "array", "items": choice, "minItems": 1},
             "usage": USAGE,
             "speculation": SPECULATION,
+            "spec_decode_metrics": SPEC_DECODE_METRICS,
         },
         ("id", "object", "created", "model", "choices", "usage"),
     )
@@ -169,6 +198,7 @@ COMPLETION_CHUNK = {
                 "source": SOURCE,
                 "usage": USAGE,
                 "speculation": SPECULATION,
+                "spec_decode_metrics": SPEC_DECODE_METRICS,
             },
             ("id", "object", "created", "model", "choices"),
         ),
