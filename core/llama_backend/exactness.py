@@ -14,11 +14,13 @@ sequence both ways on the loaded model and compares with ``np.array_equal``, and
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 
+from ..cost import PassCostProfile
 from .library import LlamaContext
 
 if TYPE_CHECKING:
@@ -51,10 +53,19 @@ def _decode_chain(context: LlamaContext, tokens: Sequence[int], start: int) -> n
     return context.decode(list(tokens), list(range(start, start + len(tokens))), [(MAIN,)] * len(tokens), [True] * len(tokens))
 
 
-def compare(model: "LlamaCppModel", tokens: Sequence[int], prefix: int, widths: Sequence[int]) -> list[Comparison]:
+def _timed(context: LlamaContext, tokens: Sequence[int], start: int, cost: PassCostProfile | None) -> np.ndarray:
+    began = time.perf_counter()
+    rows = _decode_chain(context, tokens, start)
+    if cost is not None:
+        cost.record(len(tokens), time.perf_counter() - began)
+    return rows
+
+
+def compare(model: "LlamaCppModel", tokens: Sequence[int], prefix: int, widths: Sequence[int], cost: PassCostProfile | None = None) -> list[Comparison]:
     """Feed ``tokens[:prefix]``; then, for each width w, the next w tokens as ONE pass, against the
     same tokens as w one-token passes; compare the logits of every row. One context of ``model``,
-    rolled back to the prefix between passes (as a target rolls back a rejected draft)."""
+    rolled back to the prefix between passes (as a target rolls back a rejected draft). With
+    ``cost``, every pass after the prefix is also timed into it."""
     widths = sorted(set(widths))
     if not widths or widths[0] < 1 or prefix < 1 or prefix + widths[-1] > len(tokens):
         raise ValueError(f"need widths >= 1 and prefix + widths <= {len(tokens)} tokens")
@@ -64,11 +75,11 @@ def compare(model: "LlamaCppModel", tokens: Sequence[int], prefix: int, widths: 
             for start in range(0, prefix, context.n_batch):
                 _decode_chain(context, tokens[start : min(prefix, start + context.n_batch)], start)
             rest = list(tokens[prefix : prefix + widths[-1]])
-            narrow = np.concatenate([_decode_chain(context, [token], prefix + i) for i, token in enumerate(rest)])  # [max width, vocab]
+            narrow = np.concatenate([_timed(context, [token], prefix + i, cost) for i, token in enumerate(rest)])  # [max width, vocab]
             comparisons = []
             for width in widths:
                 context.seq_rm(MAIN, prefix, -1)
-                wide = _decode_chain(context, rest[:width], prefix)  # [width, vocab]
+                wide = _timed(context, rest[:width], prefix, cost)  # [width, vocab]
                 same = np.all(wide == narrow[:width], axis=1)
                 comparisons.append(Comparison(prefix, width, int((~same).sum()), float(np.abs(wide - narrow[:width]).max())))
     finally:
@@ -85,6 +96,7 @@ def probe_tokens(model: "LlamaCppModel") -> list[int]:
 
 def probe(model: "LlamaCppModel") -> Comparison:
     """The load-time check (``LlamaCppModel.exact``), a few hundred milliseconds on a small model:
-    the worst of the probe's widths (the first that differs, else the widest)."""
-    comparisons = compare(model, probe_tokens(model), PROBE_PREFIX, PROBE_WIDTHS)
+    the worst of the probe's widths (the first that differs, else the widest). Its passes are timed
+    into ``model.cost``, so a process's first request already drafts from measured pass costs."""
+    comparisons = compare(model, probe_tokens(model), PROBE_PREFIX, PROBE_WIDTHS, model.cost)
     return next((c for c in comparisons if not c.exact), comparisons[-1])

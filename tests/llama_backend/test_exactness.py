@@ -67,3 +67,11 @@ def test_negative_control_the_tiled_kernel_breaks_it_and_the_probe_sees_it():
     result = json.loads(out.strip().splitlines()[-1])
     assert result["differing"] > 0
     assert result["exact"] is False
+
+
+def test_the_load_probe_times_its_passes_into_the_cost_profile():
+    """So that a process's first request (a CLI call, a server's first answer) drafts from measured
+    pass costs instead of guessing, as a warmed-up benchmark does."""
+    model = LlamaCppModel.load("smollm2-135m")
+    assert [model.cost.known(width) for width in (1, 2, 8, 20)] == [True] * 4
+    assert model.cost.estimate(20) > model.cost.estimate(1)
