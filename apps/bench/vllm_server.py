@@ -12,7 +12,7 @@ needs on these machines (``CPU_FLAGS``, ``cpu_environment``):
 - ``--kv-cache-memory-bytes 1G``: without a size, the CPU worker reserves ``--gpu-memory-utilization``
   (0.92) of the NUMA node's memory and refuses to start when less than that is free (here: 6.8 of
   8.96 GiB free). 1 GiB holds ~46,000 tokens of smollm2-135m's cache.
-- ``--enforce-eager``: no ``torch.compile`` warm-up, so the server answers within about a minute.
+- ``--enforce-eager``: no ``torch.compile`` warm-up, so the server answers within one to two minutes.
 
 Everything else is vLLM's default, prefix caching included (block size 128 on the CPU) and the
 dtype (``auto``: bfloat16 for smollm2's float32 checkpoint on this CPU backend). ``EXACT_FLAGS``
@@ -21,9 +21,10 @@ token: in bfloat16 a row computed in a pass over the whole context (what a verif
 can differ from the same row computed by a decoding step by enough to change the argmax (measured:
 two tokens tied at -0.915 in the pass, -0.858 and -0.983 in the decoding step), and an exact tie is
 broken one way by ``prompt_logprobs`` (top-k) and the other by the greedy sampler (lowest id); see
-docs/engine-vllm.md. The model is a
-transformers checkpoint folder with its tokenizer: specdraft's converted registry models qualify
-(``specdraft.models.resolve_checkpoint``). vLLM names the model after that folder.
+docs/engine-vllm.md.
+
+The model is a transformers checkpoint folder with its tokenizer: specdraft's converted registry
+models qualify (``specdraft.models.resolve_checkpoint``). vLLM names the model after that folder.
 
 ``VllmServer(model).__enter__`` waits for ``/health`` (bounded by ``startup_s``) and raises with the
 tail of vLLM's log if the server exits or does not come up in time; ``__exit__`` sends SIGTERM to
@@ -51,7 +52,7 @@ REPO = Path(__file__).resolve().parents[2]
 SETUP_SCRIPT = REPO / "scripts" / "setup_vllm.sh"
 CPU_FLAGS = ("--enforce-eager", "--kv-cache-memory-bytes", "1G")
 EXACT_FLAGS = ("--dtype", "float32")
-STARTUP_S = 300.0  # first start-up on a busy 2-core machine: about a minute; loading is not slower later
+STARTUP_S = 300.0  # seen: 45 s on a quiet 2-core machine, up to 117 s on a busy one
 STOP_S = 30.0
 
 
