@@ -4,7 +4,7 @@
 # specdraft itself never imports vLLM: the engine backend talks to it over HTTP, so vLLM keeps its own
 # pinned torch, transformers and friends out of ./.venv.
 #
-#   bash scripts/setup_vllm.sh            install (once: ~2.5 min and ~3.5 GB; then a quick no-op)
+#   bash scripts/setup_vllm.sh            install (once: a few minutes and 3.4 GB; then a quick no-op)
 #   bash scripts/setup_vllm.sh --python   print the virtualenv's python (exit 1 if not installed)
 #
 # Where: $SPECDRAFT_CACHE_DIR (else $XDG_CACHE_HOME/specdraft, else ~/.cache/specdraft, as
@@ -35,7 +35,7 @@ fi
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
     exit 0
 fi
-echo "[setup_vllm] installing $want into $venv (once: ~2.5 min, ~3.5 GB)"
+echo "[setup_vllm] installing $want into $venv (once: a few minutes, 3.4 GB)"
 rm -rf "$venv"
 mkdir -p "$cache"
 "$PY" -m venv "$venv"
