@@ -24,14 +24,7 @@ from pathlib import Path
 
 from specdraft import LlamaCppModel
 from specdraft.apps.bench.result_files import markdown_table, write_results
-from specdraft.llama_backend.exactness import MAIN, compare
-
-
-def long_ids(model: LlamaCppModel, n: int) -> list[int]:
-    words = ("the committee met on Tuesday to discuss a budget that was approved after long debate "
-             "while rain fell over the harbour and ships waited for the tide to turn before sailing north").split()
-    text = " ".join(words[(i * 7 + i // len(words)) % len(words)] for i in range(2 * n))
-    return model.tokenizer.encode(text)[:n]
+from specdraft.llama_backend.exactness import MAIN, compare, varied_ids
 
 
 def pass_ms(model: LlamaCppModel, ids: list[int], context: int, widths: list[int], reps: int) -> dict[int, float]:
@@ -59,7 +52,7 @@ def measure(name: str, contexts: list[int], exact_widths: list[int], cost_widths
     start = time.perf_counter()
     model = LlamaCppModel.load(name)
     load_s = time.perf_counter() - start
-    ids = long_ids(model, max(contexts + [cost_context]) + max(exact_widths + cost_widths))
+    ids = varied_ids(model, max(contexts + [cost_context]) + max(exact_widths + cost_widths))
     exactness = [c.__dict__ for context in contexts for c in compare(model, ids, context, exact_widths)]
     cost = pass_ms(model, ids, cost_context, cost_widths, reps)
     return {

@@ -87,6 +87,15 @@ def compare(model: "LlamaCppModel", tokens: Sequence[int], prefix: int, widths: 
     return comparisons
 
 
+def varied_ids(model: "LlamaCppModel", n: int) -> list[int]:
+    """``n`` ordinary tokens of varied English text (words in a shuffled cycle, so no repetition is
+    long enough to make the logits trivial): the long sequences the exactness tests and benchmark use."""
+    words = ("the committee met on Tuesday to discuss a budget that was approved after long debate "
+             "while rain fell over the harbour and ships waited for the tide to turn before sailing north").split()
+    text = " ".join(words[(i * 7 + i // len(words)) % len(words)] for i in range(2 * n))  # >= 1 token a word
+    return model.tokenizer.encode(text)[:n]
+
+
 def probe_tokens(model: "LlamaCppModel") -> list[int]:
     """A fixed, ordinary sequence of ``PROBE_PREFIX + max(PROBE_WIDTHS)`` tokens of the model's vocabulary."""
     text = "The quick brown fox jumps over the lazy dog, and then it runs back home to sleep. " * 3

@@ -18,7 +18,7 @@ import sys
 import pytest
 
 from specdraft import LlamaCppModel
-from specdraft.llama_backend.exactness import compare
+from specdraft.llama_backend.exactness import compare, varied_ids
 from specdraft.models import REGISTRY
 
 pytestmark = pytest.mark.slow
@@ -31,22 +31,11 @@ WIDTHS = [1, 2, 3, 4, 5, 6, 7, 8, 9, 12, 15, 16, 17, 24, 31, 32, 33, 48]
 CONTEXTS = [100, 250, 500, 760]
 
 
-def long_text_ids(model: LlamaCppModel, n: int) -> list[int]:
-    """``n`` ordinary tokens of varied English text (no repetition long enough to be trivial)."""
-    words = ("the committee met on Tuesday to discuss a budget that was approved after long debate "
-             "while rain fell over the harbour and ships waited for the tide to turn before sailing north").split()
-    text, i = [], 0
-    while len(model.tokenizer.encode(" ".join(text))) < n:
-        text.append(words[(i * 7 + i // len(words)) % len(words)])
-        i += 1
-    return model.tokenizer.encode(" ".join(text))[:n]
-
-
 @pytest.mark.parametrize("name", list(REGISTRY))
 def test_every_width_at_every_context_gives_the_logits_of_one_token_passes(name):
     model = LlamaCppModel.load(name)
     assert model.exact, model.exactness  # the load-time probe agrees
-    ids = long_text_ids(model, max(CONTEXTS) + max(WIDTHS))
+    ids = varied_ids(model, max(CONTEXTS) + max(WIDTHS))
     differing = [c for context in CONTEXTS for c in compare(model, ids, context, WIDTHS) if not c.exact]
     assert differing == []
 
@@ -54,7 +43,7 @@ def test_every_width_at_every_context_gives_the_logits_of_one_token_passes(name)
 NEGATIVE_CONTROL = """
 import json, sys
 from specdraft import LlamaCppModel
-from specdraft.llama_backend.exactness import compare
+from specdraft.llama_backend.exactness import compare, varied_ids
 model = LlamaCppModel.load(sys.argv[1])
 ids = model.tokenizer.encode("The quick brown fox jumps over the lazy dog. " * 40)
 print(json.dumps({"exact": model.exact, "differing": sum(not c.exact for c in compare(model, ids, 100, [8, 16, 32]))}))
