@@ -22,9 +22,9 @@ from specdraft.retrieval.prompt_passages import DOCUMENTS, documents_drafter
 from specdraft.sampling import PositionalRandom
 
 if TYPE_CHECKING:
-    from specdraft.engine_backend import EngineConfig
+    from specdraft.backends.engine import EngineConfig
 
-ENGINE = "engine"  # the --backend that verifies on a serving engine (specdraft.engine_backend)
+ENGINE = "engine"  # the --backend that verifies on a serving engine (specdraft.backends.engine)
 
 # The general drafters: those the RAG pipeline shares (named once, in retrieval.pipeline), the passages
 # of the prompt (retrieval.prompt_passages), and a draft model.
@@ -34,10 +34,10 @@ DRAFTER_NAMES = (*GENERAL_DRAFTERS, DOCUMENTS, "model:NAME")
 class ModelPool:
     """Loads each model once (thread-safe) and hands out the shared instance. ``backend``,
     ``device``, ``dtype`` and ``context`` are ``ModelConfig``'s, for every model of the pool;
-    ``fast_path`` loads transformers models as ``specdraft.fast_path.FastPathModel`` (opt-in).
+    ``fast_path`` loads transformers models as ``specdraft.backends.fast_path.FastPathModel`` (opt-in).
 
     ``backend="engine"`` (with ``engine``, an ``EngineConfig``): ``get(name)`` is the serving engine's
-    model (``specdraft.engine_backend.EngineModel``) with ``name`` loaded here only for its tokenizer
+    model (``specdraft.backends.engine.EngineModel``) with ``name`` loaded here only for its tokenizer
     (the GGUF file through llama.cpp for the llama-cpp-python server, else ``auto``); draft models
     (``get_local``) still run here."""
 
@@ -70,7 +70,7 @@ class ModelPool:
                 if local is None:
                     self._models[name] = self._load(name)
                 else:
-                    from specdraft.engine_backend import EngineModel
+                    from specdraft.backends.engine import EngineModel
 
                     self._models[name] = EngineModel(self.engine, local)
             return self._models[name]
@@ -86,13 +86,13 @@ class ModelPool:
 
     def _load(self, name: str) -> Model:
         """``name`` on this machine; with ``fast_path``, a transformers model on static caches
-        (``specdraft.fast_path.FastPathModel``)."""
+        (``specdraft.backends.fast_path.FastPathModel``)."""
         model = load_model(self.config(name))
         if not self.fast_path:
             return model
         if getattr(model, "backend", None) != "transformers":
             raise ValueError(f"the fast path (--fast-path) is for the transformers backend; {name} runs on {model.backend}")
-        from specdraft.fast_path import FastPathModel
+        from specdraft.backends.fast_path import FastPathModel
 
         return FastPathModel(model)
 

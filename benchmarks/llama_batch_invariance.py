@@ -4,7 +4,7 @@
     python benchmarks/llama_batch_invariance.py --models qwen2.5-coder-0.5b --widths 1,2,4,8,16
 
 For each GGUF model: (1) exactness, the logits of one pass over w tokens against w one-token passes
-(``specdraft.llama_backend.exactness.compare``), for widths 1-48 at several context lengths, as
+(``specdraft.backends.llama_cpp.exactness.compare``), for widths 1-48 at several context lengths, as
 rows differing and the largest difference in one logit; (2) the median milliseconds of a pass over
 w tokens after a ``--context``-token prefix (each followed by a rollback), and its ratio to a
 one-token pass. Writes results.json, results.md and results.png (cost ratio by width).
@@ -24,7 +24,7 @@ from pathlib import Path
 
 from specdraft import LlamaCppModel
 from specdraft.apps.bench.result_files import markdown_table, write_results
-from specdraft.llama_backend.exactness import MAIN, compare, varied_ids
+from specdraft.backends.llama_cpp.exactness import MAIN, compare, varied_ids
 
 
 def pass_ms(model: LlamaCppModel, ids: list[int], context: int, widths: list[int], reps: int) -> dict[int, float]:

@@ -12,7 +12,7 @@ One run on one machine, the same prompts and token limits for every method, gree
   (``EngineModel`` over the first server) with no drafter, prompt lookup, and copydraft from the
   text to correct, run as ``specdraft bench`` runs its methods (``methods.SpecdraftMethod``).
   Target passes = HTTP verification requests (each asks vLLM for the prompt log-probabilities of
-  the whole context plus the draft, see ``specdraft.engine_backend.apis``).
+  the whole context plus the draft, see ``specdraft.backends.engine.apis``).
 
 Prompts: the ``grammar-sentences`` set of ``specdraft bench`` (clean sentences from BBC and wikiHow
 articles with injected errors; the corrected text mostly copies the input), as its grammar suite
@@ -43,13 +43,15 @@ import sys
 import time
 from pathlib import Path
 
-from specdraft import ModelConfig, TransformersModel
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository root, for `benchmarks.*` when run as a script
+
+from benchmarks.vllm_server import CPU_FLAGS, VllmServer  # noqa: E402
+from specdraft import ModelConfig, TransformersModel  # noqa: E402
 from specdraft.apps.bench.methods import BenchCase, Measurement, SpecdraftMethod
 from specdraft.apps.bench.report import write_report
 from specdraft.apps.bench.runner import run_benchmark
-from specdraft.apps.bench.vllm_server import CPU_FLAGS, VllmServer
 from specdraft.drafters import PromptLookupDrafter
-from specdraft.engine_backend import EngineConfig, EngineModel
+from specdraft.backends.engine import EngineConfig, EngineModel
 from specdraft.models import resolve_checkpoint
 
 MODEL = "smollm2-135m"

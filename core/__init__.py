@@ -23,10 +23,10 @@ from .text_stream import TextPiece
 from .verification import Verification
 
 _BACKEND_NAMES = {
-    "TransformersModel": "transformers_backend",
-    "TransformersTarget": "transformers_backend",
-    "LlamaCppModel": "llama_backend",
-    "LlamaCppConfig": "llama_backend",
+    "TransformersModel": "backends.transformers.model",
+    "TransformersTarget": "backends.transformers.model",
+    "LlamaCppModel": "backends.llama_cpp",
+    "LlamaCppConfig": "backends.llama_cpp",
 }
 
 

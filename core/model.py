@@ -6,9 +6,9 @@ editor and grammar corrector, the RAG pipeline, the service, the benchmark) is w
 this protocol and ``Tokenizer``, never against a backend's own objects, so a backend plugs in by
 implementing these few members:
 
-- transformers (``specdraft.transformers_backend``): CPU/CUDA, float32 by default, the exact
+- transformers (``specdraft.backends.transformers.model``): CPU/CUDA, float32 by default, the exact
   reference;
-- llama.cpp (``specdraft.llama_backend``): GGUF files as they are, the fast CPU engine;
+- llama.cpp (``specdraft.backends.llama_cpp``): GGUF files as they are, the fast CPU engine;
 - remote and serving-engine targets (later) implement the same protocol over HTTP.
 
 ``exact`` says whether the backend's verification is guaranteed to choose exactly what plain
@@ -20,6 +20,7 @@ near-tie, and the stats say so (``Stats.exact``).
 
 from __future__ import annotations
 
+import hashlib
 from typing import Protocol, Sequence, runtime_checkable
 
 from .cost import PassCostProfile
@@ -48,6 +49,15 @@ class Tokenizer(Protocol):
     def fingerprint(self) -> str:
         """Equal for two tokenizers exactly when they map every string to the same ids."""
         ...
+
+
+def vocabulary_fingerprint(tokens: Sequence[str]) -> str:
+    """sha256 of the token strings in id order: the same for two backends reading one vocabulary
+    (what ``Tokenizer.fingerprint`` returns on every backend)."""
+    digest = hashlib.sha256()
+    for token in tokens:
+        digest.update(token.encode("utf-8", "surrogatepass") + b"\0")
+    return digest.hexdigest()
 
 
 @runtime_checkable

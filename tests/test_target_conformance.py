@@ -4,9 +4,9 @@ Backends: transformers (a tiny random float64 model: no weights needed), llama.c
 smollm2-135m GGUF: marked slow), a choice-only target (``ChoicesOnlyModel``: the tiny model
 behind a target that returns only its chosen token per row, as a serving engine does), and the
 remote target (``specdraft.edge.RemoteModel``: the tiny model served by ``serve --edge`` on a real
-loopback server), the fast path (``specdraft.fast_path.FastPathModel``: static caches and width-bucketed
-passes on the tiny model, eager on the CPU), and the engine target (``specdraft.engine_backend.EngineModel`` over a loopback
-server speaking vLLM's request dialect on the tiny model, ``tests/engine_backend/vllm_dialect.py``;
+loopback server), the fast path (``specdraft.backends.fast_path.FastPathModel``: static caches and width-bucketed
+passes on the tiny model, eager on the CPU), and the engine target (``specdraft.backends.engine.EngineModel`` over a loopback
+server speaking vLLM's request dialect on the tiny model, ``tests/backends/engine/vllm_dialect.py``;
 greedy only, so the sampling checks skip it). Another target joins by adding a fixture param.
 
 - losslessness: speculative greedy output == the same backend's plain greedy output, token for
@@ -77,7 +77,7 @@ def backend(request, tokenizer, tmp_path_factory):
     elif request.param == "fast-path":
         from conftest import make_tiny_model
 
-        from specdraft.fast_path import FastPathConfig, FastPathModel
+        from specdraft.backends.fast_path import FastPathConfig, FastPathModel
 
         # small caches so that sequences outgrow them (moving to a larger cache) during the suite
         yield FastPathModel(make_tiny_model(tokenizer, seed=0), FastPathConfig(min_capacity=32, headroom=8)), 1e-9
@@ -123,12 +123,12 @@ def engine_backend(tokenizer):
     from pathlib import Path
 
     sys.path.insert(0, str(Path(__file__).parent / "apps" / "service"))
-    sys.path.insert(0, str(Path(__file__).parent / "engine_backend"))
+    sys.path.insert(0, str(Path(__file__).parent / "backends" / "engine"))
     from conftest import make_tiny_model
     from live_server import LiveServer
     from vllm_dialect import make_vllm_dialect_app
 
-    from specdraft.engine_backend import EngineConfig, EngineModel
+    from specdraft.backends.engine import EngineConfig, EngineModel
 
     model = make_tiny_model(tokenizer, seed=0)
     with LiveServer(make_vllm_dialect_app(model)) as server:

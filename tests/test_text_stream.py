@@ -1,6 +1,6 @@
 import pytest
 
-from specdraft.hf_tokenizer import HFTokenizer
+from specdraft.backends.transformers.tokenizer import HFTokenizer
 from specdraft.text_stream import TextAssembler
 
 

@@ -76,7 +76,7 @@ def load_tokenizer(model: str) -> Tokenizer:
     loading the weights."""
     from transformers import AutoTokenizer
 
-    from specdraft.hf_tokenizer import HFTokenizer
+    from specdraft.backends.transformers.tokenizer import HFTokenizer
     from specdraft.models import resolve_checkpoint
 
     try:

@@ -42,7 +42,7 @@ def model_pool(args: argparse.Namespace):
 
     engine = None
     if args.backend == ENGINE or getattr(args, "engine_url", None):
-        from specdraft.engine_backend import EngineConfig
+        from specdraft.backends.engine import EngineConfig
 
         if not args.engine_url:
             raise SystemExit("--backend engine needs --engine-url URL")

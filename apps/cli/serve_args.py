@@ -9,7 +9,7 @@ import argparse
 from typing import Any
 
 from specdraft.apps.service.limits import LimitConfig
-from specdraft.verify_batch_config import VerifyBatchConfig
+from specdraft.backends.transformers.verify_batch_config import VerifyBatchConfig
 
 _LIMITS = LimitConfig()
 _BATCH = VerifyBatchConfig()

@@ -17,7 +17,7 @@ from specdraft.copydraft.editor import COPY_SPECULATION
 from specdraft.apps.model_pool import DrafterSpec
 from specdraft.retrieval.embedder import DEFAULT_EMBEDDER
 from specdraft.retrieval.pipeline import DRAFTERS, RAG_SPECULATION
-from specdraft.verify_batch_config import VerifyBatchConfig
+from specdraft.backends.transformers.verify_batch_config import VerifyBatchConfig
 
 from .edge_sessions import EdgeConfig
 from .limits import LimitConfig
@@ -54,7 +54,7 @@ class ServiceConfig:
     ``allowed_origins``/``allowed_hosts``: other origins whose pages may send requests, other Host
     names accepted without keys (see ``access``). ``limits``: concurrency, queue and time limits.
     ``batch_verify``: None (default) runs every verification pass alone; a ``VerifyBatchConfig`` verifies
-    concurrent requests' drafts in one padded pass (transformers backend only; ``specdraft.verify_batcher``)."""
+    concurrent requests' drafts in one padded pass (transformers backend only; ``specdraft.backends.transformers.verify_batcher``)."""
 
     model: str = DEFAULT_MODEL
     drafter: str = "prompt-lookup"

@@ -12,7 +12,7 @@ from __future__ import annotations
 from flask import Flask, Response, current_app, jsonify, request
 from werkzeug.exceptions import HTTPException, MethodNotAllowed, NotFound, RequestEntityTooLarge
 
-from specdraft.engine_backend.http import EngineError
+from specdraft.backends.engine.http import EngineError
 
 from .validation import RequestError
 

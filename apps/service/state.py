@@ -63,7 +63,7 @@ class ServiceState:
                 if self._target is None:
                     target = self.pool.get(self.config.model)
                     if self.config.batch_verify is not None:  # ServiceConfig checked the backend
-                        from specdraft.verify_batcher import enable_verify_batching
+                        from specdraft.backends.transformers.verify_batcher import enable_verify_batching
 
                         enable_verify_batching(target, self.config.batch_verify)
                     self._target = target

@@ -30,7 +30,7 @@ import torch
 from specdraft import Drafter, SpeculationConfig, TransformersModel
 from specdraft.apps.bench.methods import BenchCase, Method, SpecdraftMethod, transformers_plain, transformers_prompt_lookup
 from specdraft.apps.bench.runner import BenchResult, run_benchmark
-from specdraft.fast_path import FastPathModel
+from specdraft.backends.fast_path import FastPathModel
 
 from .prompts import CONVERSATIONS, RAG_ITEMS, grammar_sources
 
@@ -207,7 +207,7 @@ def draft_model_task(target: TransformersModel, chat: Task, budget: Budget) -> T
 
     from specdraft import ModelConfig
     from specdraft.drafters import DraftModelDrafter
-    from specdraft.transformers_backend import resolved_dtype
+    from specdraft.backends.transformers.model import resolved_dtype
 
     dtype = resolved_dtype(ModelConfig(dtype=budget.draft_dtype))
     draft = TransformersModel(copy.deepcopy(target.hf_model).to(dtype), target.hf_tokenizer, name=f"{target.name}-{budget.draft_dtype}")

@@ -6,7 +6,7 @@ from specdraft.apps.cli.entry_point import build_parser
 from specdraft.apps.cli.serve_args import access_config
 from specdraft.apps.service.config import ServiceConfig
 from specdraft.apps.service.limits import LimitConfig
-from specdraft.verify_batch_config import VerifyBatchConfig
+from specdraft.backends.transformers.verify_batch_config import VerifyBatchConfig
 
 
 def config_of(*argv):

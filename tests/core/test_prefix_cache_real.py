@@ -23,7 +23,7 @@ def model(request):
     if request.param == "transformers":
         loaded = TransformersModel.load(ModelConfig("smollm2-135m", device="cpu"))
     else:
-        from specdraft.llama_backend import LlamaCppModel
+        from specdraft.backends.llama_cpp import LlamaCppModel
 
         loaded = LlamaCppModel.load("smollm2-135m")
     configure_prefix_cache(loaded)

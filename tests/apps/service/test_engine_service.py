@@ -2,7 +2,7 @@
 the served model's own, sampling is a 400 naming temperature, an engine that stops answering is a 502.
 
 The engine is the loopback server speaking vLLM's dialect on the tiny model
-(``tests/engine_backend/vllm_dialect.py``); the real-engine tests are in ``tests/engine_backend``.
+(``tests/backends/engine/vllm_dialect.py``); the real-engine tests are in ``tests/backends/engine``.
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ from live_server import LiveServer
 from tiny_service import SERVED, make_app
 
 from specdraft import GenerationConfig, SpeculativeGenerator
-from specdraft.engine_backend import EngineConfig, EngineModel
+from specdraft.backends.engine import EngineConfig, EngineModel
 
-sys.path.insert(0, str(Path(__file__).parents[2] / "engine_backend"))
+sys.path.insert(0, str(Path(__file__).parents[2] / "backends" / "engine"))
 from vllm_dialect import make_vllm_dialect_app  # noqa: E402
 
 PROMPT = "the cat sat on the mat and the cat sat"

@@ -3,7 +3,7 @@ it (so ``create_app`` alone batches, and ``--lazy`` still loads on the first req
 
 from tiny_service import make_app, make_chat_model
 
-from specdraft.verify_batch_config import VerifyBatchConfig
+from specdraft.backends.transformers.verify_batch_config import VerifyBatchConfig
 
 
 def test_a_service_built_with_batch_verify_batches_its_target_when_it_loads(tokenizer):

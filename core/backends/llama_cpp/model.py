@@ -17,15 +17,15 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 
-from ..chat_template import render_chat
-from ..cost import PassCostProfile
-from ..hf_tokenizer import vocabulary_fingerprint
-from ..sampling import TokenChooser
+from ...chat_template import render_chat
+from ...cost import PassCostProfile
+from ...model import vocabulary_fingerprint
+from ...sampling import TokenChooser
 from .exactness import Comparison, probe
 from .library import LlamaContext, LlamaModelFile, detokenize_bytes, library, token_text, token_texts, tokenize
 
 if TYPE_CHECKING:
-    from ..model_config import ModelConfig
+    from ...model_config import ModelConfig
     from .target import LlamaCppTarget, LlamaSession
 
 DEFAULT_CONTEXT = 4096
@@ -120,7 +120,7 @@ class LlamaCppModel:
     @classmethod
     def load(cls, model: str, config: LlamaCppConfig = LlamaCppConfig()) -> "LlamaCppModel":
         """``model``: a registry name (its verified GGUF file) or a path to a ``.gguf`` file."""
-        from ..models import REGISTRY, gguf_path
+        from ...models import REGISTRY, gguf_path
 
         if model in REGISTRY:
             path = gguf_path(model)
@@ -139,7 +139,7 @@ class LlamaCppModel:
         the probe at load measured it (``exactness``). It does with the patched tinyBLAS that
         ``scripts/setup.sh`` builds, no tiled kernel (``library.EXACT_ENVIRONMENT``), flash attention
         off (every context) and no weight repacking (checked on every embedded model by
-        tests/llama_backend). ``repack`` breaks it at some widths and contexts, so it is never
+        tests/backends/llama_cpp). ``repack`` breaks it at some widths and contexts, so it is never
         claimed with ``repack``, whatever the one probe shows."""
         return self.exactness.exact and not self.config.repack
 

@@ -34,10 +34,10 @@ from __future__ import annotations
 import time
 from typing import Any, Sequence
 
-from ..cost import PassCostProfile
-from ..draft import Draft
-from ..sampling import SamplingUnavailableError, TokenChooser
-from ..verification import Verification
+from ...cost import PassCostProfile
+from ...draft import Draft
+from ...sampling import SamplingUnavailableError, TokenChooser
+from ...verification import Verification
 from .apis import PROBE_TEXT, SglangApi, VllmApi
 from .config import EngineConfig
 from .http import EngineClient, EngineError

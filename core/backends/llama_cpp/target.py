@@ -24,10 +24,10 @@ from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 
-from ..draft import ROOT, Draft
-from ..prefix_cache import PrefixCache
-from ..sampling import TokenChooser
-from ..verification import Verification
+from ...draft import ROOT, Draft
+from ...prefix_cache import PrefixCache
+from ...sampling import TokenChooser
+from ...verification import Verification
 
 if TYPE_CHECKING:
     from .model import LlamaCppModel

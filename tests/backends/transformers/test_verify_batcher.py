@@ -13,8 +13,8 @@ from conftest import make_tiny_model
 from oracle import OracleDrafter, greedy_continuations
 from specdraft import ROOT, Draft, GenerationConfig, SpeculativeGenerator
 from specdraft.drafters import PromptLookupDrafter
-from specdraft.kv_cache import KVCache
-from specdraft.verify_batcher import VerifyBatchConfig, disable_verify_batching, enable_verify_batching
+from specdraft.backends.transformers.kv_cache import KVCache
+from specdraft.backends.transformers.verify_batcher import VerifyBatchConfig, disable_verify_batching, enable_verify_batching
 
 PROMPTS = [
     "The quick brown fox jumps over the lazy dog. The dog",
@@ -264,7 +264,7 @@ def test_only_transformers_models_take_a_batcher():
 
 
 def test_the_fast_path_takes_no_batcher(model):
-    from specdraft.fast_path import FastPathModel
+    from specdraft.backends.fast_path import FastPathModel
 
     with pytest.raises(ValueError, match="fast path"):
         enable_verify_batching(FastPathModel(model))

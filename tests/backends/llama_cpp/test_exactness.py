@@ -18,7 +18,7 @@ import sys
 import pytest
 
 from specdraft import LlamaCppModel
-from specdraft.llama_backend.exactness import compare, varied_ids
+from specdraft.backends.llama_cpp.exactness import compare, varied_ids
 from specdraft.models import REGISTRY
 
 pytestmark = pytest.mark.slow
@@ -43,7 +43,7 @@ def test_every_width_at_every_context_gives_the_logits_of_one_token_passes(name)
 NEGATIVE_CONTROL = """
 import json, sys
 from specdraft import LlamaCppModel
-from specdraft.llama_backend.exactness import compare, varied_ids
+from specdraft.backends.llama_cpp.exactness import compare, varied_ids
 model = LlamaCppModel.load(sys.argv[1])
 ids = model.tokenizer.encode("The quick brown fox jumps over the lazy dog. " * 40)
 print(json.dumps({"exact": model.exact, "differing": sum(not c.exact for c in compare(model, ids, 100, [8, 16, 32]))}))

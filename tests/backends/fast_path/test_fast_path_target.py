@@ -9,7 +9,7 @@ import torch
 from conftest import make_tiny_model
 
 from specdraft import ROOT, Draft, GenerationConfig, SpeculativeGenerator, TokenChooser
-from specdraft.fast_path import FastPathConfig, FastPathModel, StaticKV, supports_static_cache
+from specdraft.backends.fast_path import FastPathConfig, FastPathModel, StaticKV, supports_static_cache
 from specdraft.prefix_cache import PrefixCache, PrefixCacheConfig
 
 

@@ -21,7 +21,7 @@ def free_port() -> int:
 
 class LlamaServer:
     """``with LlamaServer(gguf) as server: server.url``. ``GGML_CPU_TILED_MM=0`` as specdraft's own
-    llama.cpp backend sets it (``llama_backend.library.EXACT_ENVIRONMENT``)."""
+    llama.cpp backend sets it (``specdraft.backends.llama_cpp.library.EXACT_ENVIRONMENT``)."""
 
     def __init__(self, gguf: str | Path, context: int = 1024, startup_s: float = 180.0) -> None:
         self.gguf = str(gguf)

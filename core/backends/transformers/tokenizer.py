@@ -2,17 +2,10 @@
 
 from __future__ import annotations
 
-import hashlib
 from functools import cached_property
 from typing import Any, Sequence
 
-
-def vocabulary_fingerprint(tokens: Sequence[str]) -> str:
-    """sha256 of the token strings in id order: the same for two backends reading one vocabulary."""
-    digest = hashlib.sha256()
-    for token in tokens:
-        digest.update(token.encode("utf-8", "surrogatepass") + b"\0")
-    return digest.hexdigest()
+from ...model import vocabulary_fingerprint
 
 
 class HFTokenizer:

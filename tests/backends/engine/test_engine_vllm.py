@@ -38,7 +38,7 @@ from specdraft import GenerationConfig, ModelConfig, SpeculativeGenerator, Trans
 from specdraft.apps.bench.http_rag import Server
 from specdraft.apps.bench.vllm_server import EXACT_FLAGS, VllmServer
 from specdraft.drafters import PromptLookupDrafter
-from specdraft.engine_backend import EngineConfig, EngineModel
+from specdraft.backends.engine import EngineConfig, EngineModel
 from specdraft.models import resolve_checkpoint
 
 pytestmark = pytest.mark.slow

@@ -20,7 +20,7 @@ eagerly (which is what the CPU tests exercise). Padding rows (a draft shorter th
 attend only to the prefix and themselves and sit after every real row, so no real row sees them.
 
 Capturing a graph needs the buffers' addresses fixed: a ``StaticKV`` never reallocates (a target
-that outgrows one moves to a larger one, see ``specdraft.fast_path.target``) and keeps its runners
+that outgrows one moves to a larger one, see ``specdraft.backends.fast_path.target``) and keeps its runners
 while it lives, so a pooled ``StaticKV`` reuses its graphs across requests.
 """
 

@@ -8,7 +8,7 @@ import pytest
 from specdraft import GenerationConfig, SpeculativeGenerator
 from specdraft.apps.cli.model_args import add_model_args, model_pool
 from specdraft.apps.model_pool import ModelPool
-from specdraft.fast_path import FastPathModel
+from specdraft.backends.fast_path import FastPathModel
 
 
 def parsed(*argv: str) -> argparse.Namespace:

@@ -9,7 +9,7 @@ import socket
 import pytest
 
 from specdraft import ROOT, Draft, GenerationConfig, SamplingParams, SpeculativeGenerator, TokenChooser
-from specdraft.engine_backend import EngineClient, EngineConfig, EngineError, EngineModel, EngineTarget, SglangApi, VllmApi
+from specdraft.backends.engine import EngineClient, EngineConfig, EngineError, EngineModel, EngineTarget, SglangApi, VllmApi
 
 
 def test_vllm_rows_come_from_rank_one_and_the_generated_token_id():

@@ -2,7 +2,7 @@
 
 ``FastPathModel`` wraps a loaded ``TransformersModel`` (the same weights, tokenizer and forward-pass
 lock) and hands out ``FastPathTarget``s whose sessions (``StaticSession``) keep their keys and values
-in a preallocated ``StaticKV`` (``specdraft.fast_path.static_kv``) instead of a growing
+in a preallocated ``StaticKV`` (``specdraft.backends.fast_path.static_kv``) instead of a growing
 ``DynamicCache``. A verification pass of q tokens is padded to the smallest bucket >= q
 (``FastPathConfig.buckets``); on CUDA each (cache, bucket) pass is captured once as a CUDA graph and
 replayed, so a pass costs the GPU's work instead of thousands of kernel launches from Python. On a
@@ -33,9 +33,9 @@ from typing import Sequence
 
 import torch
 
-from ..draft import Draft
-from ..sampling import TokenChooser
-from ..transformers_backend import TransformersModel, TransformersTarget
+from ...draft import Draft
+from ...sampling import TokenChooser
+from ..transformers.model import TransformersModel, TransformersTarget
 from .static_kv import LayerState, StaticKV, supports_static_cache
 
 

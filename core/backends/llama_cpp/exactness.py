@@ -9,7 +9,7 @@ sequence both ways on the loaded model and compares with ``np.array_equal``, and
 ``LlamaCppModel.exact`` reports the answer (``Stats.exact`` in every result).
 
 ``compare`` is the same check at any context length and pass widths; the tests run it over widths
-1-48 at contexts crossing 256/512/768 KV cells on every embedded GGUF (``tests/llama_backend``).
+1-48 at contexts crossing 256/512/768 KV cells on every embedded GGUF (``tests/backends/llama_cpp``).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 
-from ..cost import PassCostProfile
+from ...cost import PassCostProfile
 from .library import LlamaContext
 
 if TYPE_CHECKING:

@@ -1,4 +1,4 @@
-"""VerifyBatchConfig: the verify batcher's settings (``specdraft.verify_batcher``), in a module of its
+"""VerifyBatchConfig: the verify batcher's settings (``specdraft.backends.transformers.verify_batcher``), in a module of its
 own that imports no torch, so that the command line can build its parser without it."""
 
 from __future__ import annotations

@@ -18,14 +18,14 @@ from typing import Sequence
 
 import torch
 
-from .cost import PassCostProfile
-from .draft import ROOT, Draft
-from .hf_tokenizer import HFTokenizer
+from ...cost import PassCostProfile
+from ...draft import ROOT, Draft
+from .tokenizer import HFTokenizer
 from .kv_cache import KVCache
-from .model_config import ModelConfig
-from .prefix_cache import PrefixCache
-from .sampling import TokenChooser
-from .verification import Verification
+from ...model_config import ModelConfig
+from ...prefix_cache import PrefixCache
+from ...sampling import TokenChooser
+from ...verification import Verification
 
 log = logging.getLogger(__name__)
 
@@ -57,14 +57,14 @@ class TransformersModel:
         self.name = name
         self.cost = PassCostProfile()
         self._lock = threading.Lock()
-        self.verify_batcher = None  # opt-in: specdraft.verify_batcher.enable_verify_batching
+        self.verify_batcher = None  # opt-in: specdraft.backends.transformers.verify_batcher.enable_verify_batching
 
     @classmethod
     def load(cls, config: ModelConfig = ModelConfig()) -> "TransformersModel":
         """Load ``config.model`` (registry names are converted once and cached; see specdraft.models)."""
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
-        from .models import resolve_checkpoint
+        from ...models import resolve_checkpoint
 
         path = resolve_checkpoint(config.model)
         hf_model = AutoModelForCausalLM.from_pretrained(path, dtype=resolved_dtype(config))
@@ -132,7 +132,7 @@ class TransformersModel:
         None means an ordinary causal chain. Returns logits ``[q, vocab]`` (or ``[1, vocab]`` for
         the last token when ``all_logits`` is False), float32 on the model's device. With a
         ``verify_batcher`` attached, a verification pass may run in one padded pass with other
-        sequences' (``specdraft.verify_batcher``); prefills always run alone.
+        sequences' (``specdraft.backends.transformers.verify_batcher``); prefills always run alone.
         """
         batcher = self.verify_batcher
         if all_logits and batcher is not None and batcher.accepts(cache):

@@ -21,7 +21,7 @@ from engine_server import LlamaServer
 from specdraft import ROOT, Draft, GenerationConfig, LlamaCppModel, SpeculativeGenerator, TokenChooser
 from specdraft.copydraft import CopyDrafter
 from specdraft.drafters import PromptLookupDrafter
-from specdraft.engine_backend import EngineConfig, EngineError, EngineModel
+from specdraft.backends.engine import EngineConfig, EngineError, EngineModel
 from specdraft.models import gguf_path
 
 pytestmark = pytest.mark.slow

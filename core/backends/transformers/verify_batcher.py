@@ -47,7 +47,7 @@ from .kv_cache import KVCache
 from .verify_batch_config import VerifyBatchConfig
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .transformers_backend import TransformersModel
+    from .model import TransformersModel
 
 __all__ = ["VerifyBatchConfig", "VerifyBatcher", "disable_verify_batching", "enable_verify_batching"]
 

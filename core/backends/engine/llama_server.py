@@ -46,7 +46,7 @@ class LlamaServerApi:
         self.client = client
         self.model = model
         self.local = local
-        from ..llama_backend.library import library
+        from ..llama_cpp.library import library
 
         ll = library()
         vocab = local.file.vocab
