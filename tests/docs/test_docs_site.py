@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -40,7 +41,7 @@ def _mkdocs_build(config: Path, site: Path) -> subprocess.CompletedProcess:
         pytest.fail("the docs tools are missing: pip install -e '.[docs]' (scripts/setup.sh installs them)")
     return subprocess.run(
         [sys.executable, "-m", "mkdocs", "build", "--strict", "--config-file", str(config), "--site-dir", str(site)],
-        capture_output=True, text=True, timeout=600, cwd=config.parent,
+        capture_output=True, text=True, timeout=600, cwd=config.parent, env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
     )
 
 
