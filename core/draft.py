@@ -150,19 +150,27 @@ class Draft:
         what a verifier that only compares tokens (sample-and-compare) sees."""
         if self.probs is None:
             return self
-        kept: dict[int, int] = {}  # old node -> new node
-        merged: dict[tuple[int, int], int] = {}  # (new parent, token) -> new node
         tokens: list[int] = []
         parents: list[int] = []
-        for i, (token, parent) in enumerate(zip(self.tokens, self.parents)):
-            new_parent = ROOT if parent == ROOT else kept[parent]
-            node = merged.get((new_parent, token))
-            if node is None:
-                node = merged[(new_parent, token)] = len(tokens)
-                tokens.append(token)
-                parents.append(new_parent)
-            kept[i] = node
+        for i, node in enumerate(self.merged_nodes()):
+            if node == len(tokens):  # the first of its token under its parent
+                parent = self.parents[i]
+                tokens.append(self.tokens[i])
+                parents.append(ROOT if parent == ROOT else self.merged_nodes()[parent])
         return Draft(tuple(tokens), tuple(parents))
+
+    @cached_property
+    def _merged(self) -> tuple[int, ...]:
+        kept: list[int] = []  # node -> its node in the merged tree
+        merged: dict[tuple[int, int], int] = {}  # (merged parent, token) -> merged node
+        for token, parent in zip(self.tokens, self.parents):
+            key = (ROOT if parent == ROOT else kept[parent], token)
+            kept.append(merged.setdefault(key, len(merged)))
+        return tuple(kept)
+
+    def merged_nodes(self) -> tuple[int, ...]:
+        """Each node's index in ``deterministic()`` (a repeated sibling's is its first twin's)."""
+        return self._merged
 
     def pruned(self, max_leaves: int) -> "Draft":
         """The longest prefix of the node list with at most ``max_leaves`` leaves (a backend that

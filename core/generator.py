@@ -86,10 +86,11 @@ class GenerationStream:
     the new entries after each piece (entries can run ahead of the text while it is held back)."""
 
     def __init__(self, steps: Iterator[TextPiece], finish: Callable[[], GenerationResult],
-                 logprobs: list[TokenLogprob] | None = None) -> None:
+                 logprobs: list[TokenLogprob] | None = None, stats: Stats | None = None) -> None:
         self._steps = steps
         self._finish = finish
         self.logprobs = logprobs
+        self.stats = stats if stats is not None else Stats()  # the run's, as it grows (final in ``result``)
         self.result: GenerationResult | None = None
 
     def __iter__(self) -> Iterator[TextPiece]:
@@ -137,7 +138,7 @@ class SpeculativeGenerator:
         if len(prompt_ids) >= self.model.max_length:
             raise ValueError(f"prompt of {len(prompt_ids)} tokens exceeds the model's {self.model.max_length}")
         run = _Run(self.model, self.speculation, prompt_ids, drafter or NoDrafter(), config, self.prefix_cache)
-        return GenerationStream(run.steps(), run.result, run.logprobs)
+        return GenerationStream(run.steps(), run.result, run.logprobs, run.stats)
 
 
 class _Run:
@@ -199,8 +200,10 @@ class _Run:
             self.target.commit(accepted.path, accepted.next_token)
             self.drafter.observe(accepted.accepted_len)
             self.policy.observe(budget, len(draft), accepted.accepted_len, draft_seconds if self.timed else 0.0)
-            self.stats.record_step(len(draft), accepted.accepted_len, draft.depths)
-            new = [(draft.tokens[i], "draft") for i in accepted.path] + [(accepted.next_token, "target")]
+            drafted, chosen = ("draft", "target") if verification.verified else ("unverified", "unverified")
+            if verification.verified:  # a stand-in's step (``Verification.decided``) verified nothing
+                self.stats.record_step(len(draft), accepted.accepted_len, draft.depths)
+            new = [(draft.tokens[i], drafted) for i in accepted.path] + [(accepted.next_token, chosen)]
             scores = self._logprobs(verification, accepted, [token for token, _ in new])
             for i, (token, source) in enumerate(new):
                 if scores is not None:
@@ -246,7 +249,10 @@ class _Run:
 
     def _accept(self, draft: Draft, verification: Verification) -> Acceptance:
         """Greedy and deterministic drafts: follow the target's own choices. Drafts carrying
-        distributions under sampling: rejection sampling over the target's warped logits."""
+        distributions under sampling: rejection sampling over the target's warped logits. A target
+        that accepted itself (``Verification.decided``) is taken at its word."""
+        if verification.acceptance is not None:
+            return verification.acceptance
         if self.sampling.greedy or draft.probs is None or verification.logits is None:
             return follow_choices(draft, verification.choice)
         position = len(self.prompt_ids) + len(self.generated)

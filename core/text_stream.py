@@ -13,14 +13,16 @@ from typing import TYPE_CHECKING, Literal, Sequence
 if TYPE_CHECKING:
     from .model import Tokenizer
 
-Source = Literal["draft", "target"]
+Source = Literal["draft", "target", "unverified", "verified"]
 INCOMPLETE = "\ufffd"  # what a tokenizer decodes a partial UTF-8 sequence to
 
 
 @dataclass(frozen=True)
 class TextPiece:
     """A piece of generated text. ``source`` is "draft" when the drafter proposed the token(s)
-    and the target accepted them, "target" when the target generated them itself."""
+    and the target accepted them, "target" when the target generated them itself, "unverified"
+    when a stand-in chose them without the target (``Verification.decided``). The edge client
+    labels what its server confirmed "verified" (``specdraft.edge``)."""
 
     text: str
     source: Source

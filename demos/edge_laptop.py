@@ -110,7 +110,7 @@ def main() -> int:
             server.terminate()
             server.wait(timeout=30)
     identical = own == result.text
-    s = result.stats
+    s = result.stats.to_dict()
     if args.json:
         print(json.dumps({"text": result.text, "token_ids": result.token_ids, "prompt_token_ids": result.prompt_token_ids,
                           "verified": result.verified, "finish_reason": result.finish_reason, "stats": s,

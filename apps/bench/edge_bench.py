@@ -39,8 +39,8 @@ from typing import Any, Sequence
 
 from specdraft import GenerationConfig, ModelConfig, SpeculativeGenerator, load_model
 from specdraft.edge import EdgeConnection, TransportConfig
-from specdraft.edge.client import EdgeClient, EdgeClientConfig
-from specdraft.edge.tree import Calibration
+from specdraft.edge import EdgeClient, EdgeClientConfig
+from specdraft.edge.trees import Calibration
 
 from .delay_proxy import DelayProxy, ProxyConfig
 

@@ -36,7 +36,7 @@ class _EdgeParser(argparse.ArgumentParser):
 
 def add_client_args(parser: argparse.ArgumentParser) -> None:
     """The options the prompt run, the chat and ``edge serve`` share: server, key, local model, drafting."""
-    from specdraft.edge.client import EdgeClientConfig
+    from specdraft.edge.config import EdgeClientConfig
 
     defaults = EdgeClientConfig()
     parser.add_argument("--server", required=True, metavar="URL", help="the verify server, e.g. http://gpu-box:8000")
@@ -51,7 +51,7 @@ def add_client_args(parser: argparse.ArgumentParser) -> None:
 
 def client_config(args: argparse.Namespace):
     """The ``EdgeClientConfig`` of the shared options."""
-    from specdraft.edge.client import EdgeClientConfig
+    from specdraft.edge.config import EdgeClientConfig
 
     return EdgeClientConfig(max_draft_nodes=args.max_draft_nodes, pipeline=not args.no_pipeline, adaptive=not args.no_adaptive)
 
@@ -122,9 +122,9 @@ def run_edge(args: argparse.Namespace) -> int:
         result = run.result()
     if args.json:
         print(json.dumps({"text": result.text, "token_ids": result.token_ids, "prompt_token_ids": result.prompt_token_ids,
-                          "verified": result.verified, "finish_reason": result.finish_reason, "stats": result.stats}))
+                          "verified": result.verified, "finish_reason": result.finish_reason, "stats": result.stats.to_dict()}))
     else:
         print()
-        if result.stats["unverified_tokens"]:
-            print(f"[{result.stats['unverified_tokens']} tokens unverified: the server was unreachable]", file=sys.stderr)
+        if result.stats.unverified_tokens:
+            print(f"[{result.stats.unverified_tokens} tokens unverified: the server was unreachable]", file=sys.stderr)
     return 0

@@ -81,9 +81,9 @@ def run_chat(args: argparse.Namespace, model: Any, config: Any, stdin: TextIO | 
             messages.append({"role": "assistant", "content": result.text})
             if args.json:
                 print(json.dumps({"text": result.text, "token_ids": result.token_ids, "prompt_token_ids": result.prompt_token_ids,
-                                  "verified": result.verified, "finish_reason": result.finish_reason, "stats": result.stats}), file=stdout, flush=True)
+                                  "verified": result.verified, "finish_reason": result.finish_reason, "stats": result.stats.to_dict()}), file=stdout, flush=True)
             else:
                 writer.end()
                 stats = result.stats
-                print(f"[{stats['generated_tokens']} tokens, {stats['round_trips']} round trips, {stats['server_forward_passes']} server passes, "
-                      f"{stats['unverified_tokens']} unverified]", file=sys.stderr, flush=True)
+                print(f"[{stats.generated_tokens} tokens, {stats.round_trips} round trips, {stats.target_forward_passes} server passes, "
+                      f"{stats.unverified_tokens} unverified]", file=sys.stderr, flush=True)

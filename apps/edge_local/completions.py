@@ -8,8 +8,9 @@ is accepted; the answer names the server's model. Not supported here (a 400 that
 
 Extensions to OpenAI's answer:
 
-- a ``speculation`` object: the ``EdgeClient``'s stats (``round_trips``, ``server_forward_passes``,
-  ``unverified_tokens``, ``verified_tokens``, ``tokens_per_s``, ...) and ``verified`` (per token);
+- a ``speculation`` object: the ``EdgeClient``'s stats (``EdgeStats.to_dict``: ``round_trips``,
+  ``server_forward_passes``, ``unverified_tokens``, ``verified_tokens``, ``tokens_per_s``, ...) and
+  ``verified`` (per token);
 - in a stream, on every chunk that carries text: ``unverified`` (true: the local model's text, written
   while the server was unreachable), ``source`` ("verified" or "unverified"), ``drafted`` (the local
   model's draft past the text, in flight) and ``round_trip_ms`` (the last server call's); the last
@@ -164,4 +165,4 @@ class _Answer:
 
 def speculation(result: EdgeResult) -> dict[str, Any]:
     """The answer's ``speculation``: the client's stats and the per-token ``verified`` flags."""
-    return {**result.stats, "verified": list(result.verified)}
+    return {**result.stats.to_dict(), "verified": list(result.verified)}

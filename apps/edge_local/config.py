@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from specdraft.edge.client import EdgeClientConfig
+from specdraft.edge.config import EdgeClientConfig
 
 
 @dataclass(frozen=True)

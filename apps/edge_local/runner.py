@@ -81,7 +81,7 @@ class Generation:
         try:
             for piece in self.run.steps():
                 yield Update(piece.text, piece.source != "unverified", self._drafted(),
-                             self.connection.last_ms, int(self.run.stats["round_trips"]))
+                             self.connection.last_ms, self.run.stats.round_trips)
             self._result = self.run.result()
         finally:
             self.connection.close()
@@ -93,15 +93,12 @@ class Generation:
         return self._result
 
     def _drafted(self) -> str:
-        """The local model's guesses past the emitted text, decoded (empty when there are none).
-
-        Reads the run's ``ahead`` and ``out`` (EdgeClient exposes no public accessor for the draft
-        in flight; absent, the page shows no draft)."""
-        ahead = [g.token for g in getattr(self.run, "ahead", ())]
+        """The local model's guesses past the emitted text, decoded (empty when there are none)."""
+        ahead = [g.token for g in self.run.ahead]
         if not ahead:
             return ""
         tokenizer = self.runner.draft_model.tokenizer
-        before = list(getattr(self.run, "out", []))[-DRAFT_CONTEXT:]
+        before = self.run.out[-DRAFT_CONTEXT:]
         return tokenizer.decode(before + ahead)[len(tokenizer.decode(before)):]
 
 

@@ -34,10 +34,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-import numpy as np
-
 from specdraft import ROOT, Draft, Model, SamplingParams, TokenChooser
 from specdraft.acceptance import Acceptance, follow_choices, speculative_accept
+from specdraft.edge.trees import DraftRows  # the wire's draft distributions, as the client builds them
 from specdraft.prefix_cache import prefix_cache_for
 from specdraft.sampling import PositionalRandom, warp
 
@@ -77,20 +76,8 @@ class EdgeError(Exception):
 
 def _merge_repeats(draft: Draft) -> tuple[Draft, list[int]]:
     """The tree without draft distributions, repeated siblings (independent draws of one token)
-    merged into the first, and each node's index in it (``Draft.deterministic``, with the map)."""
-    node_of: list[int] = []
-    merged: dict[tuple[int, int], int] = {}
-    tokens: list[int] = []
-    parents: list[int] = []
-    for token, parent in zip(draft.tokens, draft.parents):
-        new_parent = ROOT if parent == ROOT else node_of[parent]
-        node = merged.get((new_parent, token))
-        if node is None:
-            node = merged[(new_parent, token)] = len(tokens)
-            tokens.append(token)
-            parents.append(new_parent)
-        node_of.append(node)
-    return Draft(tuple(tokens), tuple(parents)), node_of
+    merged into the first, and each node's index in it (``Draft.deterministic``, ``Draft.merged_nodes``)."""
+    return draft.deterministic(), list(draft.merged_nodes())
 
 
 def sampled_acceptance(draft: Draft, node_of: Sequence[int], logits, sampling: SamplingParams, seed: int, position: int) -> Acceptance:
@@ -99,27 +86,6 @@ def sampled_acceptance(draft: Draft, node_of: Sequence[int], logits, sampling: S
     by the session's ``sampling``, uniforms keyed by (``seed``, position) from ``position``."""
     rows = [0] + [1 + node_of[i] for i in range(len(draft))]
     return speculative_accept(draft, warp(logits, sampling).cpu()[rows], PositionalRandom(seed), position)
-
-
-class DraftRows:
-    """Draft distributions sent as (tokens, probabilities) per node, seen as the dense
-    ``[num_nodes, vocab]`` rows ``Draft.probs`` holds (a row is built when it is read)."""
-
-    def __init__(self, rows: Sequence[tuple[Sequence[int], Sequence[float]]], vocab: int) -> None:
-        self.rows = list(rows)
-        self.vocab = vocab
-
-    @property
-    def shape(self) -> tuple[int, int]:
-        return (len(self.rows), self.vocab)
-
-    def __getitem__(self, index):
-        if isinstance(index, slice):
-            return DraftRows(self.rows[index], self.vocab)
-        tokens, probs = self.rows[index]
-        row = np.zeros(self.vocab, dtype=np.float64)
-        row[list(tokens)] = probs
-        return row
 
 
 @dataclass

@@ -16,8 +16,8 @@ from scipy.stats import chisquare
 from specdraft import Draft, SamplingParams
 from specdraft.apps.service.edge import draft_probs
 from specdraft.apps.service.edge_sessions import DraftRows, _merge_repeats, sampled_acceptance
-from specdraft.edge.local_drafter import LocalDrafter, draft_distribution
-from specdraft.edge.tree import sampled_tree
+from specdraft.edge.guesses import LocalGuesser, draft_distribution
+from specdraft.edge.trees import sampled_tree
 
 V = 6
 CONTEXT = [0, 1, 2, 3]
@@ -54,12 +54,12 @@ class FakeModel:
 
 
 def emitted(seed: int, wrong_q: bool = False) -> list[int]:
-    drafter = LocalDrafter(FakeModel(), seed, SAMPLING, q_top_k=3)
+    drafter = LocalGuesser(FakeModel(), seed, SAMPLING, q_top_k=3)
     guesses = []
 
     def main(depth: int):
         while len(guesses) <= depth:
-            guesses.append(drafter.next(CONTEXT + [g.token for g in guesses]))
+            guesses.append(drafter.guess(CONTEXT + [g.token for g in guesses]))
         return guesses[depth]
 
     tree = sampled_tree(main, budget=3, threshold=None, alt_below=0.9, siblings=1, max_leaves=4, seed=seed)

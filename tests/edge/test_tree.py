@@ -6,8 +6,9 @@ import itertools
 
 import pytest
 
-from specdraft.edge.local_drafter import Guess
-from specdraft.edge.tree import ROOT, Calibration, greedy_tree, main_chain_tokens, sampled_tree
+from specdraft import ROOT
+from specdraft.edge.guesses import Guess
+from specdraft.edge.trees import Calibration, greedy_tree, main_chain_tokens, sampled_tree
 
 # every context's guesses: token 10 + depth first, then two runners-up (probabilities by rank)
 PROBS = (0.6, 0.3, 0.1)

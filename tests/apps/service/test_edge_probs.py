@@ -7,7 +7,7 @@ from test_edge_api import app, client, model  # noqa: F401  (fixtures)
 from test_edge_api import assert_error, auth, open_session, plain, verify
 
 from specdraft import SamplingParams
-from specdraft.edge.local_drafter import draft_distribution
+from specdraft.edge.guesses import draft_distribution
 
 
 def q_after(model, ids, params, k=8):

@@ -1,9 +1,10 @@
-"""Token trees the edge client sends for verification: tokens + parents, and for sampling the draft
-distributions ``q`` of their nodes (short (token, probability) lists, never vocabulary rows).
+"""Token trees the edge drafter proposes: core ``Draft``s built from the local model's guesses, with
+what the drafter needs to remember about how each was built (``Proposal``). Under sampling every
+node carries its draft distribution ``q`` (a short (token, probability) list, ``DraftRows``).
 
 Two builders, one per decoding mode. Both put the **main chain** (the local model's own
 continuation, ``Guess.token`` at each depth: the branch the pipeline assumes accepted) first at
-every level, so a tree of width 1 is exactly the chain the client drafted before trees.
+every level, so a tree of width 1 is exactly the chain a chain drafter would send.
 
 - ``greedy_tree`` (greedy decoding): best-first by **path probability** (the product, from the root,
   of each node's probability of being the target's choice), under a node budget and a branch limit.
@@ -32,33 +33,96 @@ every level, so a tree of width 1 is exactly the chain the client drafted before
 from __future__ import annotations
 
 import heapq
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable, Sequence
 
-from .local_drafter import Guess, draw
+import numpy as np
 
-ROOT = -1
+from specdraft.draft import ROOT, Draft
+
+from .guesses import Guess, draw
+
+Q = tuple[tuple[int, ...], tuple[float, ...]]  # a draft distribution: tokens, probabilities
 
 
-@dataclass
-class Tree:
-    tokens: list[int] = field(default_factory=list)
-    parents: list[int] = field(default_factory=list)
-    qs: list[tuple[tuple[int, ...], tuple[float, ...]]] = field(default_factory=list)  # sampling: q per node
-    n_main: int = 0  # main-chain nodes (depths 1..n_main) in the tree
-    side_passes: int = 0  # local passes spent on nodes off the main chain
-    ranks: list[int] = field(default_factory=list)  # greedy: each node's rank among its parent's guesses
-    confidences: list[float] = field(default_factory=list)  # greedy: each node's draft probability
+class DraftRows:
+    """Draft distributions as (tokens, probabilities) per node, seen as the dense ``[num_nodes,
+    vocab]`` rows ``Draft.probs`` holds (a row is built when it is read). ``vocab`` None: one past
+    the largest token listed."""
+
+    def __init__(self, rows: Sequence[tuple[Sequence[int], Sequence[float]]], vocab: int | None = None) -> None:
+        self.rows = list(rows)
+        self.vocab = vocab if vocab is not None else 1 + max((max(tokens) for tokens, _ in self.rows), default=0)
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return (len(self.rows), self.vocab)
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            return DraftRows(self.rows[index], self.vocab)
+        tokens, probs = self.rows[index]
+        row = np.zeros(self.vocab, dtype=np.float64)
+        row[list(tokens)] = probs
+        return row
+
+
+@dataclass(frozen=True)
+class Proposal:
+    """A drafted tree and how it was drafted: ``n_main`` main-chain nodes (depths 1..n_main, each
+    the first child of its parent), ``side_passes`` local passes spent off the main chain, per node
+    its ``ranks`` among its parent's guesses and its draft ``confidences`` (greedy), and ``qs``
+    (sampling: each node's ``q``, also ``draft.probs``)."""
+
+    draft: Draft
+    n_main: int = 0
+    side_passes: int = 0
+    ranks: tuple[int, ...] = ()
+    confidences: tuple[float, ...] = ()
+    qs: tuple[Q, ...] = ()
+
+    def __len__(self) -> int:
+        return len(self.draft)
+
+    @property
+    def tokens(self) -> list[int]:
+        return list(self.draft.tokens)
+
+    @property
+    def parents(self) -> list[int]:
+        return list(self.draft.parents)
+
+    @property
+    def leaves(self) -> int:
+        """How many root-to-leaf branches the tree has."""
+        return len(self.draft.leaves)
+
+    def wire(self) -> dict:
+        """The verify call's tree fields (``draft_probs`` only for a sampled tree)."""
+        body: dict = {"tokens": self.tokens, "parents": self.parents}
+        if self.qs:
+            body["draft_probs"] = [{"tokens": list(t), "probs": list(p)} for t, p in self.qs]
+        return body
+
+
+class _Nodes:
+    """A tree while it grows (nodes appended in topological order)."""
+
+    def __init__(self) -> None:
+        self.tokens: list[int] = []
+        self.parents: list[int] = []
+        self.qs: list[Q] = []
+        self.ranks: list[int] = []
+        self.confidences: list[float] = []
+        self.n_main = self.side_passes = self.leaves = 0
+        self._has_child: set[int] = set()
 
     def __len__(self) -> int:
         return len(self.tokens)
 
-    @property
-    def leaves(self) -> int:
-        has_child = set(self.parents)
-        return sum(1 for i in range(len(self.tokens)) if i not in has_child)
-
-    def add(self, token: int, parent: int, q: tuple | None = None) -> int:
+    def add(self, token: int, parent: int, q: Q | None = None) -> int:
+        self.leaves += not (parent != ROOT and parent not in self._has_child)
+        self._has_child.add(parent)
         self.tokens.append(int(token))
         self.parents.append(parent)
         if q is not None:
@@ -72,12 +136,10 @@ class Tree:
             node = self.parents[node]
         return out[::-1]
 
-    def wire(self) -> dict:
-        """The verify call's tree fields (``draft_probs`` only for a sampled tree)."""
-        body: dict = {"tokens": list(self.tokens), "parents": list(self.parents)}
-        if self.qs:
-            body["draft_probs"] = [{"tokens": list(t), "probs": list(p)} for t, p in self.qs]
-        return body
+    def proposal(self) -> Proposal:
+        probs = DraftRows(self.qs) if self.qs else None
+        return Proposal(Draft(tuple(self.tokens), tuple(self.parents), probs), self.n_main, self.side_passes,
+                        tuple(self.ranks), tuple(self.confidences), tuple(self.qs))
 
 
 class Calibration:
@@ -99,13 +161,14 @@ class Calibration:
         key = self._key(rank, confidence)
         return (self.hits.get(key, 0.0) + self.prior * confidence) / (self.trials.get(key, 0.0) + self.prior)
 
-    def observe(self, tree: Tree, path: Sequence[int]) -> None:
+    def observe(self, tree: Proposal, path: Sequence[int]) -> None:
         """Learn from one answer: every drafted child of a node the accepted ``path`` reached."""
         if not tree.ranks:
             return
         on_path = set(path)
+        parents = tree.draft.parents
         for parent in (ROOT, *path):
-            for child, p in enumerate(tree.parents):
+            for child, p in enumerate(parents):
                 if p == parent:
                     key = self._key(tree.ranks[child], tree.confidences[child])
                     self.trials[key] = self.trials.get(key, 0.0) + 1.0
@@ -114,17 +177,16 @@ class Calibration:
 
 def greedy_tree(main: Callable[[int], Guess], side: Callable[[list[int]], Guess], budget: int,
                 threshold: float | None, width: int, max_leaves: int,
-                calibration: Callable[[int, float], float] = lambda rank, p: p) -> Tree:
+                calibration: Callable[[int, float], float] = lambda rank, p: p) -> Proposal:
     """Best-first tree (see the module docstring). ``main(d)``: the guess after the main chain's
     first ``d`` tokens (0: after the context); ``side(path)``: the guess after ``path`` (tokens from
     the root) off the main chain. ``width``: children considered per node (1: a chain).
     ``calibration(rank, confidence)``: a node's probability of acceptance (default: its confidence)."""
-    tree = Tree()
+    tree = _Nodes()
     if budget <= 0:
-        return tree
+        return tree.proposal()
     heap: list[tuple[float, int, int, int, int, float, int]] = []  # (-path prob, order, kind, parent/node, token, prob, rank)
     order = 0
-    has_child: set[int] = set()
     depth_of: dict[int, int] = {}
     on_main: dict[int, bool] = {}
     prob_of: dict[int, float] = {}
@@ -137,8 +199,7 @@ def greedy_tree(main: Callable[[int], Guess], side: Callable[[list[int]], Guess]
             kind = 0 if main_line and token == guess.token else 1
             heapq.heappush(heap, (-(path_prob * calibration(rank, p)), order, kind, node, token, p, rank))
 
-    root_guess = main(0)
-    push_children(ROOT, root_guess, 1.0, True)
+    push_children(ROOT, main(0), 1.0, True)
     while heap and len(tree) < budget:
         neg, _, kind, parent, token, p, rank = heapq.heappop(heap)
         path_prob = -neg
@@ -153,28 +214,26 @@ def greedy_tree(main: Callable[[int], Guess], side: Callable[[list[int]], Guess]
                 tree.side_passes += 1
             push_children(node, guess, prob_of[node], on_main[node])
             continue
-        if parent in has_child and tree.leaves + 1 > max_leaves:
+        if parent in tree._has_child and tree.leaves + 1 > max_leaves:
             continue  # a new branch past the server's limit
         node = tree.add(token, parent)
         tree.ranks.append(rank)
         tree.confidences.append(p)
-        has_child.add(parent)
         depth_of[node] = 1 if parent == ROOT else depth_of[parent] + 1
         on_main[node] = kind == 0
         prob_of[node] = path_prob
-        if on_main[node]:
-            tree.n_main += 1
+        tree.n_main += on_main[node]
         if len(tree) < budget:
             order += 1
             heapq.heappush(heap, (-path_prob, order, 2, node, -1, 1.0, 0))
-    return tree
+    return tree.proposal()
 
 
 def sampled_tree(main: Callable[[int], Guess], budget: int, threshold: float | None, alt_below: float,
-                 siblings: int, max_leaves: int, seed: int) -> Tree:
+                 siblings: int, max_leaves: int, seed: int) -> Proposal:
     """Chain of ``q`` draws with independent sibling draws where unsure (see the module docstring).
     ``main(d)`` must carry ``q`` and its index-0 draw as ``token``; siblings are draws 1, 2, ..."""
-    tree = Tree()
+    tree = _Nodes()
     parent, confidence = ROOT, 1.0
     while len(tree) < budget:
         guess = main(tree.n_main)
@@ -192,20 +251,16 @@ def sampled_tree(main: Callable[[int], Guess], budget: int, threshold: float | N
         confidence *= guess.prob
         if threshold is not None and confidence < threshold:
             break
-    return tree
+    return tree.proposal()
 
 
-def main_chain_tokens(tree: Tree) -> list[int]:
+def main_chain_tokens(tree: Proposal) -> list[int]:
     """The main chain's tokens in the tree (nodes flagged main, root to leaf)."""
-    return [tree.tokens[i] for i in _main_nodes(tree)]
-
-
-def _main_nodes(tree: Tree) -> Sequence[int]:
     nodes, parent = [], ROOT
-    for i, p in enumerate(tree.parents):
+    for i, p in enumerate(tree.draft.parents):
+        if len(nodes) == tree.n_main:
+            break
         if p == parent:
             nodes.append(i)
             parent = i
-            if len(nodes) == tree.n_main:
-                break
-    return nodes
+    return [tree.draft.tokens[i] for i in nodes]

@@ -1,12 +1,13 @@
-"""LocalDrafter: the laptop's small model proposing the next tokens, with its confidence in each.
+"""The laptop's small model read as guesses: its next tokens, with its confidence in each.
 
-Wraps one ``DraftSession`` (``model.new_session()``: llama.cpp or transformers) for one sequence.
-``next(context)`` answers the draft model's distribution summary after ``context`` (a ``Guess``):
-its ``top`` tokens with their probabilities (the children a token tree may draft), and the token
-the main chain continues with: the likeliest one (greedy), or, when the drafter samples
+``LocalGuesser`` wraps one ``Session`` (``model.new_session()``: llama.cpp or transformers) for
+one sequence. ``guess(context)`` answers the draft model's distribution summary after ``context`` (a
+``Guess``): its ``top`` tokens with their probabilities (the children a token tree may draft), and
+the token the main chain continues with: the likeliest one (greedy), or, when it samples
 (``sampling`` given), a draw from the **draft distribution** ``q``, which is then part of the guess.
 The session keeps the keys/values of what it was fed and rolls back to the longest common prefix
 with each new context (a truncation), so extending a chain costs one one-token pass per token.
+(The edge's ``Drafter``, ``specdraft.edge.drafter``, builds token trees from these guesses.)
 
 The draft distribution ``q`` (``draft_distribution``) is the draft model's row warped by the
 target's temperature and top-p and restricted to at most ``q_top_k`` tokens, renormalised. The
@@ -43,7 +44,7 @@ class Guess:
     top: tuple[tuple[int, float], ...] = ()  # the TOP likeliest tokens and probabilities, likeliest first
     q: tuple[tuple[int, ...], tuple[float, ...]] | None = None  # sampling: the draft distribution drawn from
     position: int = 0  # absolute position of the token this guess predicts
-    in_flight: bool = False  # drafted while a verification was in flight (the pipeline)
+    in_flight: int = 0  # the verification in flight while it was drafted (the pipeline; 0: none)
 
     @property
     def confidence(self) -> float:
@@ -92,8 +93,8 @@ def draw(q: tuple[Sequence[int], Sequence[float]], seed: int, position: int, ind
     return int(tokens[i]), float(probs[i])
 
 
-class LocalDrafter:
-    """``sampling``: None drafts the argmax; sampling params draft from ``q`` (``q_top_k`` wide)."""
+class LocalGuesser:
+    """``sampling``: None guesses the argmax; sampling params draw from ``q`` (``q_top_k`` wide)."""
 
     def __init__(self, model: Any, seed: int = 0, sampling: SamplingParams | None = None, q_top_k: int = 16) -> None:
         self.model = model
@@ -104,7 +105,7 @@ class LocalDrafter:
         self.q_top_k = q_top_k
         self.passes = 0
 
-    def next(self, context: Sequence[int]) -> Guess:
+    def guess(self, context: Sequence[int]) -> Guess:
         """The draft model's guess for the token after ``context``."""
         keep = 0
         for a, b in zip(self._fed, context):
@@ -137,7 +138,3 @@ class LocalDrafter:
         p /= p.sum()
         rng = np.random.default_rng([self.seed & 0xFFFF_FFFF, position])
         return int(rng.choice(len(p), p=p))
-
-    def close(self) -> None:
-        self.session = self.model.new_session()
-        self._fed = []
