@@ -10,7 +10,7 @@ model it cannot load, logprobs from a backend without logits) is a 400. A ``_For
 differences between the endpoints: how a choice and a streamed delta are spelled (``chat`` also
 picks the shape of logprobs). The
 OpenAI fields (``n``, ``logprobs``, ``stream_options``, model names, refused fields) are described
-in ``openai_fields``, the prompt's shapes in ``messages``, the logprobs' in ``openai_logprobs``.
+in ``protocol.completions``, the prompt's shapes in ``protocol.chat``, the logprobs' in ``openai_logprobs``.
 
 Extensions to OpenAI's API: the request field ``drafter`` ("none", "prompt-lookup", "documents":
 the passages in the prompt itself, see ``specdraft.retrieval.prompt_passages``, "model:NAME")
@@ -54,15 +54,9 @@ from .errors import INTERNAL_ERROR_MESSAGE, SERVER_ERROR, error_body
 from .openai_logprobs import LogprobWriter
 from .sse import DONE_EVENT, event
 from .state import ServiceState, current_state
-from .validation import (
-    ChatMessage,
-    CompletionRequest,
-    Prompt,
-    RequestError,
-    check_context_length,
-    parse_completion_request,
-    parse_json_body,
-)
+from .protocol.chat import ChatMessage, Prompt
+from .protocol.errors import RequestError, parse_json_body
+from .validation import CompletionRequest, check_context_length, parse_completion_request
 
 bp = Blueprint("completions", __name__, url_prefix="/v1")
 

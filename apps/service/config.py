@@ -11,7 +11,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from specdraft import DEFAULT_MODEL, ModelConfig, SpeculationConfig
+from specdraft import DEFAULT_MODEL, GenerationConfig, ModelConfig, SpeculationConfig
 from specdraft.copydraft.corrector import DEFAULT_GRAMMAR_MODEL
 from specdraft.copydraft.editor import COPY_SPECULATION
 from specdraft.apps.model_pool import DrafterSpec
@@ -38,7 +38,8 @@ class ServiceConfig:
     loaded once, on first use, on ``backend`` with ``device``/``dtype``/``context`` (see ``ModelConfig``). ``drafter``: the
     drafter for requests that do not name one ("none", "prompt-lookup", "documents" or "model:NAME").
     ``max_tokens_limit``: the largest ``max_tokens`` a request may ask for; ``default_max_tokens``:
-    what a request that omits it gets. ``max_request_bytes``: larger request bodies get a 413.
+    what a request that omits it gets (by default ``GenerationConfig``'s ``max_new_tokens``, which the
+    command line's ``--max-new-tokens`` also defaults to: the same request gets the same answer). ``max_request_bytes``: larger request bodies get a 413.
     ``extra_models``: other models a request may name (a ``model:NAME`` drafter, or the ``model`` of
     a grammar correction), loaded on first use; a client must never make the server load arbitrary
     paths or hub ids. The default drafter's model is always allowed.
@@ -63,7 +64,7 @@ class ServiceConfig:
     backend: str = "auto"
     context: int = 0
     max_tokens_limit: int = 2048
-    default_max_tokens: int = 256
+    default_max_tokens: int = GenerationConfig().max_new_tokens  # the core's: `specdraft generate` gets the same
     max_request_bytes: int = 1_000_000
     extra_models: tuple[str, ...] = ()
     max_grammar_chars: int = 20_000
@@ -81,7 +82,7 @@ class ServiceConfig:
     max_rag_documents: int = 1000
     # model names a completion request may send (OpenAI clients send their own defaults, e.g.
     # "gpt-3.5-turbo"): ``model``'s, any of ``model_aliases``, or any name at all with
-    # ``serve_any_model_name``; the answer always comes from ``model`` and names it (see ``openai_fields``)
+    # ``serve_any_model_name``; the answer always comes from ``model`` and names it (see ``protocol.completions``)
     model_aliases: tuple[str, ...] = ()
     serve_any_model_name: bool = False
     # access and load (see ``access``, ``api_keys``, ``limits``)

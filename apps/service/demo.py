@@ -17,7 +17,7 @@ from flask import Blueprint, render_template, url_for
 
 from specdraft.retrieval.pipeline import DRAFTERS
 
-from .rag_validation import DEFAULT_INDEX, MAX_QUESTION_CHARS
+from .protocol.rag import DEFAULT_INDEX, MAX_QUESTION_CHARS
 from .state import current_state
 
 bp = Blueprint("demo", __name__, url_prefix="/demo")

@@ -39,14 +39,14 @@ from typing import Any
 from flask import Blueprint, Response, current_app, g, jsonify, request
 from jinja2 import TemplateError
 
-from specdraft import Draft, SamplingParams
+from specdraft import Draft
 
 from .edge_sessions import DraftRows, EdgeConfig, EdgeError, EdgeSession, EdgeSessionStore
-from .fields import ABSENT, RequestError, boolean, describe, integer, number
 from .limits import generating
-from .messages import parse_messages
+from .protocol.edge import AppendBody, Commit, OpenSessionBody, VerifyBody
+from .protocol.errors import RequestError, describe, parse_json_body
+from .protocol.types import Body
 from .state import current_state
-from .validation import MAX_SEED, MAX_TEMPERATURE, parse_json_body
 
 bp = Blueprint("edge", __name__, url_prefix="/v1/edge")
 STORE = "specdraft.edge"
@@ -75,22 +75,9 @@ def _edge_error(error: EdgeError) -> tuple[Response, int]:
     return jsonify(body), error.status
 
 
-def _token_list(body: dict, name: str, allow_empty: bool = False) -> list[int]:
-    value = body.get(name)
-    if value is None:
-        raise RequestError(f"{name} is required", name)
-    if not isinstance(value, list):
-        raise RequestError(f"{name} must be a list of token ids, got {describe(value)}", name)
-    if not value and not allow_empty:
-        raise RequestError(f"{name} must not be empty", name)
-    for i, item in enumerate(value):
-        if isinstance(item, bool) or not isinstance(item, int):
-            raise RequestError(f"{name}[{i}] must be an integer, got {describe(item)}", name)
-    return [int(t) for t in value]
-
-
-def _body() -> dict[str, Any]:
-    return parse_json_body(request.get_data(cache=True))
+def _body(model: type[Body]) -> Body:
+    """The request's body, validated as ``model`` (``protocol.edge``)."""
+    return model.parse(parse_json_body(request.get_data(cache=True)), current_state().config)
 
 
 def _session(session_id: str) -> EdgeSession:
@@ -103,11 +90,11 @@ def _locked(session: EdgeSession) -> EdgeSession:
     return session
 
 
-def _check_context(session: EdgeSession, expected: Any) -> None:
+def _check_context(session: EdgeSession, expected: int | None) -> None:
     """A call that says how long the client believes the context is (``context_length``, before
     any ``previous`` commit) is refused when the session holds another length: a retried call whose
     first attempt was applied (its answer lost) cannot then be applied twice."""
-    if expected is not ABSENT and expected != session.context_length:
+    if expected is not None and expected != session.context_length:
         raise EdgeError(409, f"the session holds {session.context_length} tokens, not {expected}: the client's view is out of date "
                         "(a retried call already applied?); open a new session from the whole context", "context_length", "context_mismatch")
 
@@ -140,43 +127,27 @@ def _branches_limit(model) -> int:
     return cached
 
 
-def _sampling(body: dict) -> tuple[SamplingParams, int | None]:
-    temperature = number(body, "temperature", 0.0, MAX_TEMPERATURE)
-    top_p = number(body, "top_p", 0.0, 1.0, low_open=True)
-    top_k = integer(body, "top_k", 0)
-    seed = integer(body, "seed", 0, MAX_SEED)
-    params = SamplingParams(
-        0.0 if temperature is ABSENT else temperature, 1.0 if top_p is ABSENT else top_p, 0 if top_k is ABSENT else top_k
-    )
-    return params, None if seed is ABSENT else seed
-
-
 @bp.post("/sessions")
 @generating
 def open_session() -> tuple[Response, int]:
     owner = _owner()
-    body = _body()
+    body = _body(OpenSessionBody)
     model = current_state().target()
-    fingerprint = body.get("tokenizer")
-    if not isinstance(fingerprint, str) or not fingerprint:
-        raise RequestError("tokenizer is required: the client's tokenizer fingerprint (Tokenizer.fingerprint())", "tokenizer")
-    if fingerprint != model.tokenizer.fingerprint():
+    if body.tokenizer != model.tokenizer.fingerprint():
         raise EdgeError(409, f"the client's tokenizer differs from the served model's ({current_state().config.model}): "
                         "draft with a model that shares its tokenizer", "tokenizer", "tokenizer_mismatch")
-    sampling, seed = _sampling(body)
-    if (body.get("prompt") is None) == (body.get("messages") is None):
-        raise RequestError("send exactly one of prompt (token ids) and messages (chat messages)", "prompt")
-    from_messages = body.get("messages") is not None
-    if from_messages:
+    sampling, seed = body.sampling_params(), body.seed
+    from_messages = body.messages is not None
+    if body.messages is not None:
         if not model.has_chat_template:
             raise RequestError(f"the served model {current_state().config.model} has no chat template; send prompt token ids", "messages")
-        messages = parse_messages(body)
         try:
-            prompt = list(model.encode_chat([m.to_dict() for m in messages]))
+            prompt = list(model.encode_chat([m.chat_message().to_dict() for m in body.messages]))
         except TemplateError as error:
             raise RequestError(f"the chat template cannot render these messages: {error}", "messages") from None
     else:
-        prompt = _token_list(body, "prompt")
+        assert body.prompt is not None  # OpenSessionBody: exactly one of the two
+        prompt = body.prompt
     vocabulary = model.tokenizer.vocab_size
     for i, token in enumerate(prompt):
         if not 0 <= token < vocabulary:
@@ -194,14 +165,11 @@ def open_session() -> tuple[Response, int]:
     return jsonify(answer), 201
 
 
-def _draft(body: dict, model) -> Draft:
-    tokens = _token_list(body, "tokens", allow_empty=True)
-    parents = _token_list(body, "parents", allow_empty=True)
-    if len(tokens) != len(parents):
-        raise RequestError(f"tokens has {len(tokens)} entries but parents {len(parents)}: one parent per token", "parents")
+def _draft(body: VerifyBody, model) -> Draft:
+    tokens, parents = body.tokens, body.parents
     probs = None
-    if body.get("draft_probs") is not None:
-        rows = draft_probs(body["draft_probs"], tokens, parents, model.tokenizer.vocab_size, _store().config.max_draft_prob_entries)
+    if body.draft_probs is not None:
+        rows = draft_probs(body.draft_probs, tokens, parents, model.tokenizer.vocab_size, _store().config.max_draft_prob_entries)
         probs = DraftRows(rows, model.vocab_size)
     try:
         return Draft(tuple(tokens), tuple(parents), probs)
@@ -220,7 +188,9 @@ def draft_probs(value: Any, tokens: list[int], parents: list[int], vocabulary: i
         where = f"draft_probs[{i}]"
         if not isinstance(entry, dict):
             raise RequestError(f"{where} must be an object with tokens and probs, got {describe(entry)}", param)
-        ids = _token_list(entry, "tokens")
+        ids = entry.get("tokens")
+        if not isinstance(ids, list) or not ids or not all(isinstance(t, int) and not isinstance(t, bool) for t in ids):
+            raise RequestError(f"{where}.tokens must be a non-empty list of token ids, got {describe(ids)}", param)
         probs = entry.get("probs")
         if not isinstance(probs, list) or len(probs) != len(ids):
             raise RequestError(f"{where}.probs must be a list of {len(ids)} numbers, one per token", param)
@@ -244,28 +214,16 @@ def draft_probs(value: Any, tokens: list[int], parents: list[int], vocabulary: i
     return rows
 
 
-def _commit_fields(body: Any, param: str) -> tuple[list[int], int]:
-    if not isinstance(body, dict):
-        raise RequestError(f"{param} must be an object with path and next_token, got {describe(body)}", param)
-    path = _token_list(body, "path", allow_empty=True)
-    next_token = integer(body, "next_token", 0)
-    if next_token is ABSENT:
-        raise RequestError(f"{param}.next_token is required", f"{param}.next_token")
-    return path, next_token
-
-
 @bp.post("/sessions/<session_id>/verify")
 @generating
 def verify(session_id: str) -> Response:
     session = _session(session_id)
-    body = _body()
+    body = _body(VerifyBody)
     draft = _draft(body, session.model)
-    commit = boolean(body, "commit")
-    previous = None if body.get("previous") is None else _commit_fields(body["previous"], "previous")
-    expected = integer(body, "context_length", 1)
+    previous = None if body.previous is None else (body.previous.path, body.previous.next_token)
     with session.lock:
-        _check_context(_locked(session), expected)
-        outcome = session.verify(draft, commit is not False, previous, _store().config, _branches_limit(session.model))
+        _check_context(_locked(session), body.context_length)
+        outcome = session.verify(draft, body.commit is not False, previous, _store().config, _branches_limit(session.model))
         return jsonify({
             "accepted_path": outcome.path, "accepted_tokens": [draft.tokens[i] for i in outcome.path],
             "next_token": outcome.next_token, "choices": outcome.choices, "committed": outcome.committed,
@@ -276,9 +234,9 @@ def verify(session_id: str) -> Response:
 @bp.post("/sessions/<session_id>/commit")
 def commit(session_id: str) -> Response:
     session = _session(session_id)
-    path, next_token = _commit_fields(_body(), "body")
+    body = _body(Commit)
     with session.lock:
-        _locked(session).commit(path, next_token)
+        _locked(session).commit(body.path, body.next_token)
         return jsonify({"context_length": session.context_length, "forward_passes": session.forward_passes})
 
 
@@ -286,12 +244,10 @@ def commit(session_id: str) -> Response:
 @generating
 def append(session_id: str) -> Response:
     session = _session(session_id)
-    body = _body()
-    tokens = _token_list(body, "tokens")
-    expected = integer(body, "context_length", 1)
+    body = _body(AppendBody)
     with session.lock:
-        _check_context(_locked(session), expected)
-        session.append(tokens, _store().config)
+        _check_context(_locked(session), body.context_length)
+        session.append(body.tokens, _store().config)
         return jsonify({"context_length": session.context_length, "forward_passes": session.forward_passes})
 
 

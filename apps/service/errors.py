@@ -1,7 +1,8 @@
 """JSON errors: every failure the service answers is ``{"error": {"message", "type", "param"}}``.
 
 ``type`` follows OpenAI's API: "invalid_request_error" for 4xx, "server_error" for 5xx. A
-``RequestError`` from validation is a 400 naming its ``param``; any HTTP error (404, 405, 413, ...)
+``RequestError`` from validation is a 400 (or the status it carries: a 413 for a grammar text over
+the limit, 404/409 for an index) naming its ``param``; any HTTP error (404, 405, 413, ...)
 keeps its status and headers (``Allow`` for a 405); anything unexpected is logged and answered with
 a 500 that reveals no internals; a failure of the serving engine behind an engine-backed target is a
 502 with the engine's error. Never an HTML page.
@@ -14,7 +15,7 @@ from werkzeug.exceptions import HTTPException, MethodNotAllowed, NotFound, Reque
 
 from specdraft.backends.engine.http import EngineError
 
-from .validation import RequestError
+from .protocol.errors import RequestError
 
 INVALID_REQUEST = "invalid_request_error"
 SERVER_ERROR = "server_error"
@@ -33,7 +34,7 @@ def register_error_handlers(app: Flask) -> None:
 
 
 def _request_error(error: RequestError) -> tuple[Response, int]:
-    return jsonify(error_body(error.message, INVALID_REQUEST, error.param)), 400
+    return jsonify(error_body(error.message, INVALID_REQUEST, error.param)), error.status
 
 
 def _http_error(error: HTTPException) -> Response:

@@ -17,7 +17,7 @@ speculatively) and the response adds ``comparison``: both wall times, the speedu
 outputs are identical, and both counts of target forward passes.
 
 Limits: a body over ``max_request_bytes`` and a text over ``max_grammar_chars`` get a 413; bad
-fields a 400 (see ``grammar_validation``).
+fields a 400 (see ``protocol.grammar``).
 """
 
 from __future__ import annotations
@@ -30,11 +30,10 @@ from specdraft.copydraft import CorrectionResult, GrammarCorrector
 from specdraft.text_stream import merge_pieces
 
 from . import metrics
-from .errors import INVALID_REQUEST, error_body
 from .limits import generating
-from .grammar_validation import TextTooLong, parse_grammar_request
+from .protocol.errors import RequestError, parse_json_body
+from .protocol.grammar import parse_grammar_request
 from .state import current_state
-from .validation import RequestError, parse_json_body
 
 bp = Blueprint("grammar", __name__, url_prefix="/v1/grammar")
 COPY_DRAFTER, NO_DRAFTER = "copy", "none"  # the drafter label of a correction in the metrics
@@ -57,11 +56,6 @@ def correct() -> Response:
         speculative, plain = (result, other) if req.speculate else (other, result)
         body["comparison"] = comparison(plain, speculative)
     return jsonify(body)
-
-
-@bp.errorhandler(TextTooLong)
-def _text_too_long(error: TextTooLong) -> tuple[Response, int]:
-    return jsonify(error_body(error.message, INVALID_REQUEST, error.param)), 413
 
 
 def _correct(corrector: GrammarCorrector, text: str, speculate: bool) -> CorrectionResult:

@@ -1,14 +1,16 @@
 """``GET /openapi.json``: the service's OpenAPI 3.1 document, built for the app's own ``ServiceConfig``.
 
 Every route the app serves is in it (``tests/apps/service/test_openapi.py`` compares it with the
-app's URL map), with its request body (``openapi_schemas``, ``openapi_completions``: built from the
-validators' constants and the config's limits, so a server started with ``max_tokens_limit=64``
-documents 64) and every answer it can give: the success body (``openapi_responses``), and each
-error as ``{"error": {"message", "type", "param", "code"?}}`` with its status: 400 (a bad field,
-named in ``param``), 401/403 (API keys and scopes; cross-site writes), 404, 405 (with ``Allow``),
-409, 413, 415 (a body that is not JSON), 421 (a Host this server does not answer without keys) and
-429 (overload, with ``Retry-After``). The document is built once per app, on first use, and is open
-without a key (as health and the demo pages are).
+app's URL map), with its request body and every answer it can give. The bodies' schemas are the
+models' (``protocol``: the same models validate the requests, so the document cannot drift from
+the validation; ``protocol.schema`` fills in the config's limits, so a server started with
+``max_tokens_limit=64`` documents 64); each error is ``{"error": {"message", "type", "param",
+"code"?}}`` with its status: 400 (a bad field, named in ``param``), 401/403 (API keys and scopes;
+cross-site writes), 404, 405 (with ``Allow``), 409, 413, 415 (a body that is not JSON), 421 (a Host
+this server does not answer without keys) and 429 (overload, with ``Retry-After``). Streamed
+answers are documented as server-sent events whose ``data`` is a JSON payload (its model) or the
+closing ``[DONE]``. The document is built once per app, on first use, and is open without a key (as
+health and the demo pages are).
 """
 
 from __future__ import annotations
@@ -17,11 +19,14 @@ from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 from flask import Blueprint, Response, current_app, jsonify
+from pydantic import BaseModel
 
-from . import openapi_completions as completions
-from . import openapi_responses as responses
-from . import openapi_schemas as schemas
 from .config import ServiceConfig
+from .protocol import responses
+from .protocol.completions import ChatCompletionBody, TextCompletionBody
+from .protocol.grammar import GrammarBody
+from .protocol.rag import DocumentsBody, QueryBody
+from .protocol.schema import Schema, json_schema
 from .state import current_state
 
 bp = Blueprint("openapi", __name__)
@@ -57,26 +62,36 @@ CONVENTIONS = (
 )
 
 
+REQUESTS: dict[str, type[BaseModel]] = {
+    "CompletionRequest": TextCompletionBody,
+    "ChatCompletionRequest": ChatCompletionBody,
+    "GrammarRequest": GrammarBody,
+    "DocumentsRequest": DocumentsBody,
+    "QueryRequest": QueryBody,
+}
+ANSWERS: dict[str, type[BaseModel]] = {
+    "Completion": responses.Completion,
+    "ChatCompletion": responses.ChatCompletion,
+    "Grammar": responses.Grammar,
+    "DocumentsAdded": responses.DocumentsAdded,
+    "Answer": responses.QueryAnswer,
+    "Indexes": responses.Indexes,
+    "Health": responses.Health,
+    "Models": responses.Models,
+    "Error": responses.Error,
+}
+EVENTS: dict[str, type[BaseModel]] = {  # the payload of each event of a stream
+    "CompletionEvent": responses.CompletionEvent,
+    "ChatCompletionEvent": responses.CompletionEvent,
+    "AnswerEvent": responses.AnswerEvent,
+}
+
+
 def document(config: ServiceConfig) -> dict[str, Any]:
     """The OpenAPI document of a service running with ``config``."""
     components = {
-        "CompletionRequest": completions.completion_request(config),
-        "ChatCompletionRequest": completions.chat_request(config),
-        "GrammarRequest": schemas.grammar_request(config),
-        "DocumentsRequest": schemas.documents_request(config),
-        "QueryRequest": schemas.query_request(config),
-        "Completion": responses.completion_response(chat=False),
-        "ChatCompletion": responses.completion_response(chat=True),
-        "Grammar": responses.GRAMMAR,
-        "DocumentsAdded": responses.DOCUMENTS_ADDED,
-        "Answer": responses.ANSWER,
-        "Indexes": responses.INDEXES,
-        "Health": responses.HEALTH,
-        "Models": responses.MODELS,
-        "Error": responses.ERROR,
-        "CompletionEvent": responses.event(responses.COMPLETION_CHUNK),
-        "ChatCompletionEvent": responses.event(responses.COMPLETION_CHUNK),
-        "AnswerEvent": responses.event(responses.ANSWER_EVENT),
+        **{name: json_schema(model, config) for name, model in {**REQUESTS, **ANSWERS}.items()},
+        **{name: event(json_schema(model, config)) for name, model in EVENTS.items()},
     }
     paths = {
         "/healthz": {"get": _get("health", "Whether the server is up and its model loaded", _json("Health"), secured=False)},
@@ -165,6 +180,13 @@ def _static() -> dict[str, Any]:
     parameter = {"name": "filename", "in": "path", "required": True, "schema": {"type": "string"}}
     ok = {"description": "a file of the demo pages", "content": {t: {"schema": {"type": "string"}} for t in ("text/css", "text/javascript")}}
     return {**_operation("demo", "Scripts and styles of the demo pages", ok, (404, 405, 421), secured=False), "parameters": [parameter]}
+
+
+def event(payload: Schema) -> Schema:
+    """One ``data:`` event of a stream (as OpenAPI 3.1 reads an event stream's schema): a JSON
+    ``payload``, or the closing ``[DONE]``."""
+    data = {"anyOf": [{"const": "[DONE]"}, {"type": "string", "contentMediaType": "application/json", "contentSchema": payload}]}
+    return {"type": "object", "properties": {"data": data}, "required": ["data"]}
 
 
 def _version() -> str:

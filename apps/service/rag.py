@@ -19,8 +19,9 @@
   the prompt; with speculative retrieval the same answer and chunks, faster. Answer:
   ``IterativeAnswer.to_dict()`` (``answer``, ``token_ids``, ``finish_reason``, ``retrievals``: one
   record per stride with ``source`` "retriever"|"cache" and ``status``
-  "exact"|"confirmed"|"rolled_back", ``stats``: retrieval/generation/wall seconds, cache hits,
-  rollbacks, ...) plus ``index``, ``model``, ``retriever``, ``speculative_retrieval``. Streamed:
+  "exact"|"confirmed"|"rolled_back", ``stats``: ``retrieval_s``/``generation_s``/``wall_s``, cache
+  hits, rollbacks, ...; the names used before, ``wall_seconds`` ..., kept for one release) plus
+  ``index``, ``model``, ``retriever``, ``speculative_retrieval``. Streamed:
   ``{"retrieval": {...record, "doc_id", "text"}}`` before each stride's text, ``{"text"}`` pieces
   (confirmed text only), then ``{"answer": {...}}`` and ``[DONE]``. A retriever that fails mid-answer
   is a 502 naming it (streamed: an ``{"error"}`` event), never a different answer.
@@ -42,11 +43,11 @@ from specdraft.retrieval.pipeline import RAGConfig, RAGPipeline, RAGStream, pass
 
 from . import metrics
 from .limits import RequestGuard, current_guard, drain, generating
-from .errors import INTERNAL_ERROR_MESSAGE, INVALID_REQUEST, SERVER_ERROR, error_body
-from .rag_validation import QueryRequest, parse_documents_request, parse_query_request
+from .errors import INTERNAL_ERROR_MESSAGE, SERVER_ERROR, error_body
+from .protocol.errors import RequestError, parse_json_body
+from .protocol.rag import QueryRequest, parse_documents_request, parse_query_request
 from .sse import DONE_EVENT, event
 from .state import ServiceState, current_state
-from .validation import RequestError, parse_json_body
 
 bp = Blueprint("rag", __name__, url_prefix="/v1/rag")
 
@@ -55,8 +56,7 @@ class IndexUnavailable(RequestError):
     """The named index cannot serve the request; ``status`` is 404 (none) or 409 (unusable)."""
 
     def __init__(self, message: str, status: int) -> None:
-        super().__init__(message, "index")
-        self.status = status
+        super().__init__(message, "index", status)
 
 
 @bp.post("/documents")
@@ -145,11 +145,6 @@ def _iterative_events(stream: Any, collection: Any, about: dict[str, Any], guard
 def indexes() -> Response:
     state = current_state()
     return jsonify({"indexes": state.indexes().names(), "embedding_model": state.config.embedding_model, "datastore": state.config.datastore})
-
-
-@bp.errorhandler(IndexUnavailable)
-def _index_unavailable(error: IndexUnavailable) -> tuple[Response, int]:
-    return jsonify(error_body(error.message, INVALID_REQUEST, error.param)), error.status
 
 
 def _index(state: ServiceState, name: str) -> DocumentIndex:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 from flask import current_app
 
@@ -25,9 +25,12 @@ from specdraft.retrieval.embedder import Embedder, EmbedderConfig, TextEmbedder
 from specdraft.retrieval.prompt_passages import DOCUMENTS
 
 from .config import ServiceConfig
-from .grammar_validation import check_model_allowed
+from .protocol.errors import RequestError
+from .protocol.grammar import check_model_allowed
 from .rag_indexes import IndexStore
-from .validation import RequestError
+
+if TYPE_CHECKING:
+    from specdraft.backends.transformers.verify_batcher import VerifyBatcher
 
 EXTENSION = "specdraft"
 
@@ -47,6 +50,7 @@ class ServiceState:
         self._datastore: Datastore | None = None
         self.started = int(time.time())  # Unix time the app was created (OpenAI's model "created")
         self._target: Model | None = None
+        self.verify_batcher: "VerifyBatcher | None" = None  # the target's, with config.batch_verify (once loaded)
         self._prepared: set[DrafterSpec] = set()  # drafters whose models are loaded and checked
         self._correctors: dict[str, GrammarCorrector] = {}  # by model name
         self._lock = threading.Lock()
@@ -63,9 +67,9 @@ class ServiceState:
                 if self._target is None:
                     target = self.pool.get(self.config.model)
                     if self.config.batch_verify is not None:  # ServiceConfig checked the backend
-                        from specdraft.backends.transformers.verify_batcher import enable_verify_batching
+                        from specdraft.backends.transformers.model import enable_verify_batching
 
-                        enable_verify_batching(target, self.config.batch_verify)
+                        self.verify_batcher = enable_verify_batching(target, self.config.batch_verify)
                     self._target = target
         return self._target
 

@@ -1,43 +1,27 @@
-"""Validating completion requests: pure functions from a request body to a ``CompletionRequest``.
+"""A completion request validated: ``parse_completion_request`` turns a body into a ``CompletionRequest``.
 
-Nothing here needs a model. Every function raises ``RequestError(message, param)`` for bad input:
-``message`` says what is wrong in words a client can act on, ``param`` names the offending field
-(``None`` when the body as a whole is wrong). The HTTP layer turns it into a 400.
-
-Conventions: ``null`` counts as absent for every optional field (as in OpenAI's API), fields this
-service does not know are ignored (those it knows and does not support are refused, see
-``openai_fields``), and ``true``/``false`` are never accepted as numbers. Decoding defaults
-(temperature, top_p, top_k, seed, stop) are ``GenerationConfig``'s own; only fields the request sets
-are passed on. The prompt's shapes are ``messages``'s, the OpenAI fields around it ``openai_fields``'s,
-the field readers ``fields``'s (re-exported here for the other validators).
+The body's shape is ``protocol.completions``' models (``TextCompletionBody``,
+``ChatCompletionBody``); this module maps a validated body onto what the endpoints run: the prompts
+or chat messages, a ``GenerationConfig``, the drafter. Nothing here needs a model. Bad input raises
+``RequestError(message, param)`` (a 400, see ``protocol.errors``). Decoding defaults (temperature,
+top_p, top_k, seed, stop) are ``GenerationConfig``'s own and only the fields a request sets are
+passed on; ``max_tokens`` defaults to ``ServiceConfig.default_max_tokens``.
 """
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, replace
 from typing import Any, Mapping
 
 from specdraft import GenerationConfig
 from specdraft.apps.model_pool import DrafterSpec
 
-from . import openai_fields
 from .config import ServiceConfig
-from .fields import ABSENT as _ABSENT
-from .fields import RequestError, required_string
-from .fields import boolean as _boolean
-from .fields import describe as _describe
-from .fields import integer as _integer
-from .fields import json_type as _json_type
-from .fields import number as _number
-from .messages import ChatMessage, Prompt, parse_messages, parse_prompts
+from .protocol.chat import ChatMessage, Prompt, prompts_of
+from .protocol.completions import MAX_SEED, ChatCompletionBody, TextCompletionBody
+from .protocol.errors import RequestError, parse_json_body
 
-__all__ = ["ChatMessage", "CompletionRequest", "Prompt", "RequestError", "check_context_length",
-           "parse_completion_request", "parse_json_body", "required_string"]
-
-MAX_STOP_STRINGS = 4
-MAX_TEMPERATURE = 2.0
-MAX_SEED = 2**63 - 1  # a torch generator takes 64-bit seeds; draft models use seed + 1
+__all__ = ["CompletionRequest", "RequestError", "check_context_length", "parse_completion_request", "parse_json_body"]
 
 
 @dataclass(frozen=True)
@@ -80,82 +64,38 @@ class CompletionRequest:
         return replace(self.generation, seed=(self.generation.seed + sample) % (MAX_SEED + 1))
 
 
-def parse_json_body(data: bytes) -> dict[str, Any]:
-    """Decode a request body that must be one JSON object."""
-    if not data.strip():
-        raise RequestError("the request body is empty; send a JSON object")
-    try:
-        body = json.loads(data)
-    except (ValueError, RecursionError) as error:  # UnicodeDecodeError and JSONDecodeError are ValueErrors
-        raise RequestError(f"the request body is not valid JSON: {error}") from None
-    if not isinstance(body, dict):
-        raise RequestError(f"the request body must be a JSON object, got {_json_type(body)}")
-    try:
-        _check_unicode(body, None)
-    except RecursionError:
-        raise RequestError("the request body is nested too deeply") from None
-    return body
-
-
-def _check_unicode(value: Any, param: str | None) -> None:
-    """Reject strings that are not valid Unicode: JSON's ``\\ud800`` escapes decode to lone surrogates,
-    which no tokenizer, index or log can encode. ``param`` is the path of ``value`` in the body."""
-    if isinstance(value, str):
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError as error:
-            where = f"{param} holds" if param else "the body holds"
-            raise RequestError(
-                f"{where} invalid Unicode: a lone surrogate ({value[error.start]!r} at character {error.start}); "
-                "send UTF-8 text (surrogate escapes only in valid pairs)",
-                param,
-            ) from None
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            _check_unicode(key, param)
-            _check_unicode(item, key if param is None else f"{param}.{key}")
-    elif isinstance(value, list):
-        for i, item in enumerate(value):
-            _check_unicode(item, f"{param}[{i}]" if param else f"[{i}]")
-
-
 def parse_completion_request(body: Mapping[str, Any], chat: bool, config: ServiceConfig) -> CompletionRequest:
-    """Validate ``body`` for the chat endpoint (``chat``) or the text completion endpoint.
-
-    ``config`` supplies the model names a request may send (``openai_fields.check_model``), the
-    ``max_tokens`` limit and default, and the default drafter.
-    """
-    openai_fields.check_model(body, config)
-    openai_fields.check_unsupported(body)
-    prompts = None if chat else parse_prompts(body)
-    messages = parse_messages(body) if chat else None
-    n = openai_fields.choice_count(body, 1 if prompts is None else len(prompts))
-    logprobs = openai_fields.logprobs(body, chat)
+    """Validate ``body`` for the chat endpoint (``chat``) or the text completion endpoint, against
+    ``config``'s model names, ``max_tokens`` limit and defaults."""
+    if chat:
+        chat_body = ChatCompletionBody.parse(body, config)
+        req, prompts, messages, logprobs = chat_body, None, tuple(m.chat_message() for m in chat_body.messages), chat_body.alternatives
+    else:
+        text_body = TextCompletionBody.parse(body, config)
+        req, prompts, messages, logprobs = text_body, prompts_of(text_body.prompt), None, text_body.logprobs
     settings: dict[str, Any] = {
-        "max_new_tokens": openai_fields.max_tokens(body, config.max_tokens_limit),
-        "temperature": _number(body, "temperature", 0.0, MAX_TEMPERATURE),
-        "top_p": _number(body, "top_p", 0.0, 1.0, low_open=True),
-        "top_k": _integer(body, "top_k", 0),
-        "seed": _integer(body, "seed", 0, MAX_SEED),
-        "stop": _stop(body),
-        "logprobs": _ABSENT if logprobs is None else logprobs,
+        "max_new_tokens": config.default_max_tokens if req.token_limit is None else req.token_limit,
+        "temperature": req.temperature,
+        "top_p": req.top_p,
+        "top_k": req.top_k,
+        "seed": req.seed,
+        "stop": None if req.stop is None else tuple([req.stop] if isinstance(req.stop, str) else req.stop),
+        "logprobs": logprobs,
     }
-    if settings["max_new_tokens"] is _ABSENT:
-        settings["max_new_tokens"] = config.default_max_tokens
     try:
-        generation = GenerationConfig(**{k: v for k, v in settings.items() if v is not _ABSENT})
+        generation = GenerationConfig(**{k: v for k, v in settings.items() if v is not None})
     except ValueError as error:  # the core's own checks, should the service's ever be looser
         raise RequestError(str(error)) from None
-    stream = _boolean(body, "stream") is True
+    stream = req.stream is True
     return CompletionRequest(
         prompts=prompts,
         messages=messages,
         generation=generation,
-        drafter=_drafter(body, config.drafter_spec),
+        drafter=config.drafter_spec if req.drafter is None else DrafterSpec.parse(req.drafter),
         stream=stream,
-        prediction=_prediction(body),
-        n=n,
-        include_usage=openai_fields.include_usage(body, stream),
+        prediction=None if req.prediction is None else req.prediction.text,
+        n=req.n or 1,
+        include_usage=stream and req.stream_options is not None and req.stream_options.include_usage is True,
     )
 
 
@@ -167,48 +107,3 @@ def check_context_length(prompt_tokens: int, max_tokens: int, max_length: int, p
             f"{prompt_tokens + max_tokens}, more than the model's context of {max_length} tokens",
             param,
         )
-
-
-# --- fields ---------------------------------------------------------------------------------------
-def _prediction(body: Mapping[str, Any]) -> str | None:
-    """``{"type": "content", "content": str | [{"type": "text", "text": str}, ...]}`` -> the text."""
-    prediction = body.get("prediction")
-    if prediction is None:
-        return None
-    if not isinstance(prediction, dict) or prediction.get("type") != "content":
-        raise RequestError('prediction must be {"type": "content", "content": "..."}', "prediction")
-    content = prediction.get("content")
-    if isinstance(content, list):
-        if not all(isinstance(part, dict) and part.get("type") == "text" and isinstance(part.get("text"), str) for part in content):
-            raise RequestError('prediction.content parts must be {"type": "text", "text": "..."}', "prediction")
-        content = "".join(part["text"] for part in content)
-    if not isinstance(content, str):
-        raise RequestError(f"prediction.content must be a string, got {_describe(content)}", "prediction")
-    return content
-
-
-def _stop(body: Mapping[str, Any]) -> Any:
-    stop = body.get("stop")
-    if stop is None:
-        return _ABSENT
-    strings = [stop] if isinstance(stop, str) else stop
-    if not isinstance(strings, list):
-        raise RequestError(f"stop must be a string or a list of strings, got {_describe(stop)}", "stop")
-    if len(strings) > MAX_STOP_STRINGS:
-        raise RequestError(f"stop may hold at most {MAX_STOP_STRINGS} strings, got {len(strings)}", "stop")
-    for i, s in enumerate(strings):
-        if not isinstance(s, str) or not s:
-            raise RequestError(f"stop[{i}] must be a non-empty string, got {_describe(s)}", "stop")
-    return tuple(strings)
-
-
-def _drafter(body: Mapping[str, Any], default: DrafterSpec) -> DrafterSpec:
-    name = body.get("drafter")
-    if name is None:
-        return default
-    if not isinstance(name, str):
-        raise RequestError(f"drafter must be a string, got {_describe(name)}", "drafter")
-    try:
-        return DrafterSpec.parse(name)
-    except ValueError as error:
-        raise RequestError(str(error), "drafter") from None

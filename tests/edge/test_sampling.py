@@ -127,14 +127,14 @@ def test_a_q_other_than_the_one_drawn_from_is_caught():
     ("nope", "an object"),
 ])
 def test_malformed_draft_distributions_are_refused(bad, message):
-    from specdraft.apps.service.fields import RequestError
+    from specdraft.apps.service.protocol.errors import RequestError
 
     with pytest.raises(RequestError, match=message.replace("(", r"\(").replace("]", r"\]")):
         draft_probs([bad], [1], [-1], V, 64)
 
 
 def test_siblings_must_share_their_distribution_and_entries_have_a_limit():
-    from specdraft.apps.service.fields import RequestError
+    from specdraft.apps.service.protocol.errors import RequestError
 
     q = {"tokens": [1, 2], "probs": [0.5, 0.5]}
     assert len(draft_probs([q, q], [1, 1], [-1, -1], V, 64)) == 2  # repeated draws are fine

@@ -13,6 +13,7 @@ from live_server import LiveServer
 from tiny_service import GRAMMAR_TEXT, SERVED, make_app, make_chat_model
 
 from specdraft import GenerationConfig, SpeculativeGenerator
+from specdraft.apps.service import ServiceConfig
 
 MAX_TOKENS = 16
 CONTEXT = f"The quick brown fox jumps over the lazy dog.\n\n{GRAMMAR_TEXT}\n\nSpeculative decoding drafts tokens."
@@ -123,5 +124,5 @@ def test_a_langchain_rag_chain_gets_it_with_no_code_change(model):
     with LiveServer(app) as server:
         llm = ChatOpenAI(model=SERVED, base_url=server.url + "/v1", api_key="unused", temperature=0, max_retries=0, timeout=60)
         answer = (prompt | llm).invoke(values)
-    reference = greedy(model, model.encode_chat(MESSAGES), 256)  # the config's default_max_tokens
+    reference = greedy(model, model.encode_chat(MESSAGES), ServiceConfig().default_max_tokens)
     assert answer.content == reference.text

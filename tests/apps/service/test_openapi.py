@@ -23,11 +23,12 @@ from hypothesis import HealthCheck, assume, given, settings
 from tiny_service import DRAFT, GRAMMAR_TEXT, SERVED, UNLOADABLE, make_app, make_chat_model
 
 from specdraft.apps.service import ServiceConfig, openapi
-from specdraft.apps.service.grammar_validation import parse_grammar_request
-from specdraft.apps.service.openai_fields import MAX_CHOICES
-from specdraft.apps.service.openapi_schemas import NOT_BLANK
-from specdraft.apps.service.rag_validation import MAX_QUESTION_CHARS, parse_documents_request, parse_query_request
-from specdraft.apps.service.validation import MAX_SEED, MAX_STOP_STRINGS, MAX_TEMPERATURE, RequestError, parse_completion_request
+from specdraft.apps.service.protocol.completions import MAX_CHOICES, MAX_SEED, MAX_STOP_STRINGS, MAX_TEMPERATURE
+from specdraft.apps.service.protocol.errors import RequestError
+from specdraft.apps.service.protocol.grammar import parse_grammar_request
+from specdraft.apps.service.protocol.rag import MAX_QUESTION_CHARS, parse_documents_request, parse_query_request
+from specdraft.apps.service.protocol.types import NOT_BLANK
+from specdraft.apps.service.validation import parse_completion_request
 from specdraft.retrieval.chunker import validate_documents
 
 CONFIG = ServiceConfig(model=SERVED, grammar_model=SERVED, extra_models=(DRAFT, UNLOADABLE), index_root="unused")

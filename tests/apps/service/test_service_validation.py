@@ -4,13 +4,9 @@ import pytest
 
 from specdraft import GenerationConfig
 from specdraft.apps.service.config import ServiceConfig
-from specdraft.apps.service.validation import (
-    ChatMessage,
-    RequestError,
-    check_context_length,
-    parse_completion_request,
-    parse_json_body,
-)
+from specdraft.apps.service.protocol.chat import ChatMessage
+from specdraft.apps.service.protocol.errors import RequestError, parse_json_body
+from specdraft.apps.service.validation import check_context_length, parse_completion_request
 from specdraft.apps.model_pool import DrafterSpec
 
 CONFIG = ServiceConfig(model="tiny", drafter="prompt-lookup", max_tokens_limit=100, default_max_tokens=16)

@@ -1,0 +1,196 @@
+"""The bodies of ``POST /v1/rag/documents`` (``DocumentsBody``) and ``POST /v1/rag/query``
+(``QueryBody``), and the requests they become (``DocumentsRequest``, ``QueryRequest``).
+
+A document's own fields (id, text, metadata) follow ``specdraft.retrieval.chunker``'s rules, which
+``Document`` applies and reports as ``documents[i]``; that ids are unique in the request and new to
+the index is checked by ``DocumentIndex.add`` before anything is embedded or written. A query's
+``retriever`` and ``speculative_retrieval`` need ``"iterative": true``, which takes neither
+``drafter`` nor ``top_k`` (one chunk per stride).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal, Mapping
+
+from annotated_types import MinLen
+from pydantic import AfterValidator, BeforeValidator, ConfigDict, Field, StrictBool, StrictInt, StrictStr, model_validator
+
+from specdraft.retrieval.chunker import InvalidDocumentError, validate_documents
+from specdraft.retrieval.pipeline import DRAFTERS
+
+from ..config import ServiceConfig
+from ..rag_indexes import NAME as INDEX_NAME
+from .completions import TOKEN_LIMIT, within
+from .errors import describe, refuse
+from .types import ConfigRule, Keywords, NotBlank, RequestBody, absent_as_null
+
+DEFAULT_INDEX = "default"
+ITERATIVE_RETRIEVERS = ("dense", "hnsw", "bm25")
+ITERATIVE_ONLY = ("retriever", "speculative_retrieval")
+NOT_ITERATIVE = {"drafter": "iterative answers draft nothing", "top_k": "iterative answers put one chunk per stride in the prompt"}
+MAX_QUESTION_CHARS = 4000
+
+
+@dataclass(frozen=True)
+class DocumentsRequest:
+    index: str
+    documents: list[Any]  # each as DocumentIndex.add takes it
+
+
+@dataclass(frozen=True)
+class QueryRequest:
+    index: str
+    question: str
+    top_k: int
+    drafter: str
+    max_tokens: int
+    stream: bool = False
+    iterative: bool = False  # iterative RAG (specdraft.apps.iterative_rag); drafter and top_k do not apply
+    retriever: str = "dense"
+    speculative_retrieval: bool = False
+
+
+def _index(name: Any) -> Any:
+    if not isinstance(name, str) or INDEX_NAME.fullmatch(name) is None:
+        raise refuse(f"{{path}} must be a name of 1-64 letters, digits, '_', '-' or '.' (not starting with '.'), got {describe(name)}")
+    return name
+
+
+IndexName = Annotated[
+    StrictStr,
+    BeforeValidator(_index),
+    Keywords({"pattern": f"^{INDEX_NAME.pattern}$",
+              "description": f"an index name: 1-64 letters, digits, '_', '-' or '.', not starting with '.' (default {DEFAULT_INDEX!r})"}),
+]
+
+
+class Document(RequestBody):
+    """A document: ``id`` unique in the index; ``text`` chunked and embedded; ``metadata`` kept with its chunks."""
+
+    id: Annotated[StrictStr, NotBlank()] = Field(description="unique in the index")
+    text: Annotated[StrictStr, NotBlank()] = Field(description="the document's text (chunked and embedded)")
+    metadata: dict[str, Any] | None = Field(None, description="any JSON object, kept with the document's chunks")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _as_the_index_reads_it(cls, document: Any) -> Any:
+        try:
+            validate_documents([document], ())
+        except InvalidDocumentError as error:
+            where = "{path}" + (f" (id {error.doc_id!r})" if error.doc_id is not None else "")
+            raise refuse(f"{where}: {error.problem}") from None
+        return document
+
+
+def _documents(documents: Any) -> Any:
+    if documents is None:
+        raise refuse('{path} is required: a list of {"id", "text", "metadata"?} objects')
+    if not isinstance(documents, list):
+        raise refuse(f"{{path}} must be a list of objects, got {describe(documents)}")
+    if not documents:
+        raise refuse("{path} must not be empty")
+    return documents
+
+
+def _few_enough(documents: list[Document], config: ServiceConfig) -> list[Document]:
+    if len(documents) > config.max_rag_documents:
+        raise refuse(f"{{path}} holds {len(documents)} documents; send at most {config.max_rag_documents} per request")
+    return documents
+
+
+DOCUMENT_COUNT = ConfigRule("rag_documents", _few_enough, lambda config: {"maxItems": config.max_rag_documents})
+
+
+class DocumentsBody(RequestBody):
+    """Add documents to an index: document ids unique in the request and new to the index."""
+
+    model_config = ConfigDict(json_schema_extra={"examples": [{
+        "index": DEFAULT_INDEX, "documents": [{"id": "eiffel", "text": "The Eiffel Tower is 330 metres tall.", "metadata": {"source": "notes"}}],
+    }]})
+
+    index: IndexName | None = None
+    documents: Annotated[list[Document], MinLen(1), BeforeValidator(_documents), DOCUMENT_COUNT]
+
+    @model_validator(mode="before")
+    @classmethod
+    def _absent_documents_read_as_null(cls, body: Any) -> Any:
+        return absent_as_null(body, ("documents",)) if isinstance(body, dict) else body
+
+
+def _question(question: str) -> str:
+    if len(question) > MAX_QUESTION_CHARS:
+        raise refuse(f"{{path}} has {len(question)} characters; at most {MAX_QUESTION_CHARS} are accepted")
+    return question
+
+
+def _rag_drafter(name: str, config: ServiceConfig) -> str:
+    if name not in DRAFTERS:
+        raise refuse(f"{{path}} must be one of {', '.join(DRAFTERS)}; got {describe(name)}")
+    if "datastore" in name and config.datastore is None:
+        raise refuse(f"{{path}} {name!r} needs a datastore, and this server has none (start it with --datastore DIR)")
+    return name
+
+
+def rag_drafters(config: ServiceConfig) -> list[str]:
+    return [name for name in DRAFTERS if "datastore" not in name or config.datastore is not None]
+
+
+def _retriever(name: Any) -> Any:
+    if name not in ITERATIVE_RETRIEVERS:
+        raise refuse(f"{{path}} must be one of {', '.join(ITERATIVE_RETRIEVERS)}; got {describe(name)}")
+    return name
+
+
+RAG_TOP_K = ConfigRule(
+    "rag_top_k", lambda value, config: within(value, 1, config.max_rag_top_k),
+    lambda config: {"minimum": 1, "maximum": config.max_rag_top_k, "description": f"passages to retrieve (default {config.rag_top_k})"},
+)
+RAG_DRAFTER = ConfigRule("rag_drafter", _rag_drafter, lambda config: {"enum": rag_drafters(config), "description": f"default {config.rag_drafter!r}"})
+
+
+class QueryBody(RequestBody):
+    """Answer a question from an index's passages."""
+
+    model_config = ConfigDict(json_schema_extra={"examples": [{"index": DEFAULT_INDEX, "question": "How tall is the Eiffel Tower?"}]})
+
+    index: IndexName | None = None
+    question: Annotated[StrictStr, NotBlank(), AfterValidator(_question), Keywords({"maxLength": MAX_QUESTION_CHARS})] = Field(description="the question")
+    top_k: Annotated[StrictInt, RAG_TOP_K] | None = None
+    drafter: Annotated[StrictStr, RAG_DRAFTER] | None = None
+    max_tokens: Annotated[StrictInt, TOKEN_LIMIT] | None = None
+    stream: StrictBool | None = Field(None, description="answer with server-sent events")
+    iterative: StrictBool | None = Field(None, description="iterative RAG: retrieve again every few tokens (RaLMSpec); takes neither drafter nor top_k")
+    retriever: Annotated[Literal["dense", "hnsw", "bm25"], BeforeValidator(_retriever)] | None = Field(
+        None, description="with iterative: exact dense, HNSW or BM25 (default 'dense')")
+    speculative_retrieval: StrictBool | None = Field(
+        None, description="with iterative: answer retrievals from a per-request cache, verified in batches (same answer)")
+
+    @model_validator(mode="after")
+    def _fields_of_the_kind_of_answer(self) -> QueryBody:
+        given = {"drafter": self.drafter, "top_k": self.top_k, "retriever": self.retriever, "speculative_retrieval": self.speculative_retrieval}
+        for name, why in NOT_ITERATIVE.items():
+            if self.iterative is True and given[name] is not None:
+                raise refuse(f"{name} does not apply with \"iterative\": true ({why})", name)
+        for name in ITERATIVE_ONLY:
+            if self.iterative is not True and given[name] is not None:
+                raise refuse(f"{name} applies to iterative answers only: add \"iterative\": true", name)
+        return self
+
+
+def parse_documents_request(body: Mapping[str, Any], config: ServiceConfig) -> DocumentsRequest:
+    """Validate ``{"index"?, "documents": [{"id", "text", "metadata"?}, ...]}``."""
+    req = DocumentsBody.parse(body, config)
+    return DocumentsRequest(req.index or DEFAULT_INDEX, [document.model_dump() for document in req.documents])
+
+
+def parse_query_request(body: Mapping[str, Any], config: ServiceConfig) -> QueryRequest:
+    """Validate a query (module docstring) and fill in ``config``'s defaults."""
+    req = QueryBody.parse(body, config)
+    common = dict(index=req.index or DEFAULT_INDEX, question=req.question.strip(),
+                  max_tokens=config.default_max_tokens if req.max_tokens is None else req.max_tokens, stream=req.stream is True)
+    if req.iterative is True:
+        return QueryRequest(**common, top_k=1, drafter="none", iterative=True, retriever=req.retriever or ITERATIVE_RETRIEVERS[0],
+                            speculative_retrieval=req.speculative_retrieval is True)
+    return QueryRequest(**common, top_k=config.rag_top_k if req.top_k is None else req.top_k,
+                        drafter=config.rag_drafter if req.drafter is None else req.drafter)
