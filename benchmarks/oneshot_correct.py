@@ -21,7 +21,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from specdraft.apps.bench.grammar_data import load_grammar_set
+from specdraft.apps.bench.datasets.grammar_data import load_grammar_set
 from specdraft.apps.bench.result_files import markdown_table, write_results
 
 

@@ -17,7 +17,7 @@ One run on one machine, the same prompts and token limits for every method, gree
 Prompts: the ``grammar-sentences`` set of ``specdraft bench`` (clean sentences from BBC and wikiHow
 articles with injected errors; the corrected text mostly copies the input), as its grammar suite
 builds them (``Editor.prepare``: the chat prompt and the token limit). Both vLLM servers run the
-same checkpoint with the same flags (``specdraft.apps.bench.vllm_server``: vLLM's defaults plus its
+same checkpoint with the same flags (``benchmarks/vllm_server.py``: vLLM's defaults plus its
 CPU flags, ``--dtype`` from the command line) and stay up together, idle while the other works;
 methods run interleaved per prompt (``runner.run_benchmark``), each prompt first through vLLM.
 A prompt shorter than vLLM's 128-token cache block never hits its prefix cache
@@ -43,16 +43,17 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository root, for `benchmarks.*` when run as a script
+if not __package__:  # run as a script (python benchmarks/vllm_engine.py): the repository root, for `benchmarks.*`
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.vllm_server import CPU_FLAGS, VllmServer  # noqa: E402
 from specdraft import ModelConfig, TransformersModel  # noqa: E402
-from specdraft.apps.bench.methods import BenchCase, Measurement, SpecdraftMethod
-from specdraft.apps.bench.report import write_report
-from specdraft.apps.bench.runner import run_benchmark
-from specdraft.drafters import PromptLookupDrafter
-from specdraft.backends.engine import EngineConfig, EngineModel
-from specdraft.models import resolve_checkpoint
+from specdraft.apps.bench.methods import BenchCase, Measurement, SpecdraftMethod  # noqa: E402
+from specdraft.apps.bench.report import write_report  # noqa: E402
+from specdraft.apps.bench.runner import run_benchmark  # noqa: E402
+from specdraft.drafters import PromptLookupDrafter  # noqa: E402
+from specdraft.backends.engine import EngineConfig, EngineModel  # noqa: E402
+from specdraft.models import resolve_checkpoint  # noqa: E402
 
 MODEL = "smollm2-135m"
 NGRAM_CONFIG = {"method": "ngram", "num_speculative_tokens": 5, "prompt_lookup_max": 4}
@@ -148,7 +149,7 @@ def request_costs(server: VllmServer, target: EngineModel, cases: list[BenchCase
 
 def grammar_cases(target: EngineModel, limit: int, seed: int) -> list[BenchCase]:
     """The first ``limit`` grammar-sentences items as ``specdraft bench``'s grammar suite builds them."""
-    from specdraft.apps.bench.grammar_data import GRAMMAR_SETS
+    from specdraft.apps.bench.datasets.grammar_data import GRAMMAR_SETS
     from specdraft.copydraft.corrector import INSTRUCTION
     from specdraft.copydraft.editor import Editor
 

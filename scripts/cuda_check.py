@@ -26,12 +26,15 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+import sys
 import time
 from pathlib import Path
 
 import torch
 
-from specdraft.apps.bench.pass_cost import IdsOnlyTokenizer  # prompts are token ids: no EOS, a plain decode
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository root, for benchmarks/ (not installed)
+
+from benchmarks.pass_cost import IdsOnlyTokenizer  # noqa: E402  (prompts are token ids: no EOS, a plain decode)
 
 WIDTHS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 

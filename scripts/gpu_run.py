@@ -96,8 +96,8 @@ MODEL = "smollm2-135m"
 DEADLINE_S = 420.0  # a device call may run under 8 minutes: start no new section after this
 # what call 2 imports; call 1 imports them all first, so that a missing module shows before call 2
 CALL2_MODULES = (
-    "specdraft.backends.fast_path", "specdraft.apps.bench.runner", "specdraft.apps.bench.report", "specdraft.apps.bench.pass_cost",
-    "specdraft.apps.bench.rag_suites", "specdraft.apps.bench.grammar_errors", "specdraft.copydraft.editor",
+    "specdraft.backends.fast_path", "specdraft.apps.bench.runner", "specdraft.apps.bench.report", "benchmarks.pass_cost",
+    "specdraft.apps.bench.rag_suites", "specdraft.apps.bench.datasets.grammar_errors", "specdraft.copydraft.editor",
     "specdraft.retrieval.pipeline", "specdraft.retrieval.prompt_passages", "specdraft.drafters", "benchmarks.gpu.measure",
 )
 
@@ -235,7 +235,7 @@ def call1(args: argparse.Namespace) -> dict:
     for name in CALL2_MODULES:
         importlib.import_module(name)
     from benchmarks.gpu import measure, results
-    from specdraft.apps.bench.pass_cost import random_model
+    from benchmarks.pass_cost import random_model
     from specdraft.backends.fast_path import FastPathModel
 
     report: dict = {"run": run_facts(args), "imports": {**imports, "call2_modules": list(CALL2_MODULES)},

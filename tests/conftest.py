@@ -2,10 +2,27 @@
 
 from __future__ import annotations
 
+import importlib.util
+import sys
+from pathlib import Path
+
 import pytest
 import torch
 
 from specdraft import TransformersModel
+
+
+def _register_benchmarks() -> None:
+    """The measurement scripts of benchmarks/ (not installed) import as ``benchmarks.<name>``, without
+    the repository root on ``sys.path`` (tests/scripts/test_gpu_run.py keeps it off)."""
+    folder = Path(__file__).resolve().parents[1] / "benchmarks"
+    spec = importlib.util.spec_from_file_location("benchmarks", folder / "__init__.py", submodule_search_locations=[str(folder)])
+    package = importlib.util.module_from_spec(spec)
+    sys.modules["benchmarks"] = package
+    spec.loader.exec_module(package)
+
+
+_register_benchmarks()
 
 CORPUS = [
     "The quick brown fox jumps over the lazy dog. The dog sleeps.",

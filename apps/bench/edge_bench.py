@@ -34,8 +34,9 @@ import threading
 import time
 import urllib.request
 from dataclasses import asdict, dataclass, field
+from functools import partial
 from pathlib import Path
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from specdraft import GenerationConfig, ModelConfig, SpeculativeGenerator, load_model
 from specdraft.edge import EdgeConnection, TransportConfig
@@ -43,6 +44,10 @@ from specdraft.edge import EdgeClient, EdgeClientConfig
 from specdraft.edge.trees import Calibration
 
 from .delay_proxy import DelayProxy, ProxyConfig
+from .result_files import write_results
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 EDGE_VARIANTS = {  # method name -> (pipeline, adaptive)
     "edge": (True, True),
@@ -229,7 +234,7 @@ def load_cases(model, config: EdgeBenchConfig) -> list[EdgeCase]:
     template; grammar sets (``grammar_data``) as the grammar corrector's prompts. At most
     ``max_new_tokens`` new tokens each."""
     from .datasets import PROMPT_SETS, load_prompt_set
-    from .grammar_data import GRAMMAR_SETS
+    from .datasets.grammar_data import GRAMMAR_SETS
 
     cases = []
     for name in config.sets:
@@ -354,14 +359,11 @@ def markdown(result: EdgeBenchResult) -> str:
     return "\n".join(lines) + "\n"
 
 
-def plot(result: EdgeBenchResult, path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+def draw(result: EdgeBenchResult, fig: Figure) -> None:
+    """Tokens/s at the client against the added round trip, one panel per prompt set."""
     sets = sorted({r["set"] for r in result.rows})
-    fig, axes = plt.subplots(1, len(sets), figsize=(6 * len(sets), 4.5), squeeze=False)
+    fig.set_size_inches(6 * len(sets), 4.5)
+    axes = fig.subplots(1, len(sets), squeeze=False)
     delays = sorted(d for d in {r["delay_ms"] for r in result.rows} if d >= 0)
     for ax, name in zip(axes[0], sets):
         rows = [r for r in result.rows if r["set"] == name]
@@ -379,15 +381,8 @@ def plot(result: EdgeBenchResult, path: Path) -> None:
         ax.legend(fontsize=8)
     c = result.config
     fig.suptitle(f"edge: {c['server_model']} ({c['server_backend']}) server, {c['draft_model']} ({c['draft_backend']}) client")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
 
 
 def write_edge_report(result: EdgeBenchResult, out_dir: Path) -> dict[str, Path]:
-    out_dir.mkdir(parents=True, exist_ok=True)
-    paths = {"json": out_dir / "results.json", "markdown": out_dir / "results.md", "plot": out_dir / "results.png"}
-    paths["json"].write_text(json.dumps(result.to_dict(), indent=2) + "\n")
-    paths["markdown"].write_text(markdown(result))
-    plot(result, paths["plot"])
-    return paths
+    """results.json, results.md and results.png in ``out_dir`` (``result_files.write_results``)."""
+    return write_results(out_dir, result.to_dict(), markdown(result), partial(draw, result))

@@ -53,8 +53,8 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from .kb_corpus import KBConfig, kb_questions, load_chunks
-from .kb_embeddings import EmbeddingCacheConfig, capped_embedder, kb_vectors
+from .datasets.kb_corpus import KBConfig, kb_questions, load_chunks
+from .datasets.kb_embeddings import EmbeddingCacheConfig, capped_embedder, kb_vectors
 
 __all__ = ["METHODS", "IterativeBenchConfig", "Run", "run_iterative_bench", "summarize", "docs_per_stride"]
 

@@ -4,13 +4,16 @@ and ``results.png`` (speed-up and retrieval share per method, one panel per mode
 
 from __future__ import annotations
 
-import json
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from specdraft.files import atomic_write_text
+from .result_files import write_results
 
-__all__ = ["markdown", "plot", "scheduler_note", "write_iterative_report"]
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+__all__ = ["draw", "markdown", "scheduler_note", "write_iterative_report"]
 
 # RaLMSpec (Zhang et al., ICML 2024), Table 1 ranges over its language models and datasets.
 PAPER_SPEEDUPS = {"dense": "1.75-2.39x", "hnsw": "1.04-1.39x", "bm25": "1.31-1.77x"}
@@ -83,14 +86,11 @@ def markdown(result: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def plot(result: dict[str, Any], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+def draw(result: dict[str, Any], fig: Figure) -> None:
+    """Speed-up vs plain iterative RAG per retriever and method, one panel per model."""
     models = list(dict.fromkeys(row["model"] for row in result["summaries"]))
-    fig, axes = plt.subplots(1, len(models), figsize=(6 * len(models), 4), squeeze=False)
+    fig.set_size_inches(6 * len(models), 4)
+    axes = fig.subplots(1, len(models), squeeze=False)
     for ax, model in zip(axes[0], models):
         rows = [row for row in result["summaries"] if row["model"] == model]
         labels = [f"{row['retriever']}\n{row['method']}" for row in rows]
@@ -104,16 +104,9 @@ def plot(result: dict[str, Any], path: Path) -> None:
         ax.set_xlim(0, max([1.0] + [row["speedup"] for row in rows]) * 1.45)  # room for the labels
         ax.set_xlabel("speed-up vs plain iterative RAG (wall clock)")
         ax.set_title(model)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
 
 
 def write_iterative_report(result: dict[str, Any], out_dir: Path) -> dict[str, Path]:
-    """Writes results.json, results.md and results.png into ``out_dir``; returns their paths."""
-    out_dir.mkdir(parents=True, exist_ok=True)
-    paths = {"json": out_dir / "results.json", "markdown": out_dir / "results.md", "plot": out_dir / "results.png"}
-    atomic_write_text(paths["json"], json.dumps(result, indent=1, ensure_ascii=False))
-    atomic_write_text(paths["markdown"], markdown(result))
-    plot(result, paths["plot"])
-    return paths
+    """Writes results.json, results.md and results.png into ``out_dir`` (``result_files.write_results``);
+    returns their paths."""
+    return write_results(out_dir, result, markdown(result), partial(draw, result))

@@ -47,7 +47,7 @@ from specdraft.retrieval.index import CorruptIndexError, DocumentIndex, IndexCon
 from specdraft.retrieval.pipeline import DRAFTERS, NO_DRAFTER, RAGConfig, RAGPipeline, build_drafter
 
 from . import datasets
-from .archive_cache import data_cache_dir, say
+from .datasets.archive_cache import data_cache_dir, say
 from .datasets import BenchPrompt
 from .methods import BenchCase, Method, SpecdraftMethod, plain
 from .suite import Suite, draft_model_methods, peers

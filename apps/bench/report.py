@@ -1,11 +1,18 @@
-"""Writes a benchmark's results: JSON (everything), a Markdown table, a PNG plot."""
+"""A benchmark run's results (``BenchResult``): JSON (everything), a Markdown table and a PNG plot,
+written through ``result_files``."""
 
 from __future__ import annotations
 
 import json
+from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from .result_files import save_plot, write_results
 from .runner import BenchResult
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 COLUMNS = [
     ("method", "method"),
@@ -68,14 +75,11 @@ def markdown_table(result: BenchResult) -> str:
     return "\n".join(lines) + "\n"
 
 
-def plot(result: BenchResult, path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+def draw(result: BenchResult, fig: Figure) -> None:
+    """Speed-up per method (bars: total; dots: per prompt) and target passes per token, side by side."""
     names = [s.method for s in result.summaries]
-    fig, (ax_speed, ax_passes) = plt.subplots(1, 2, figsize=(12, 0.6 * len(names) + 2.5))
+    fig.set_size_inches(12, 0.6 * len(names) + 2.5)
+    ax_speed, ax_passes = fig.subplots(1, 2)
     y = range(len(names))
     ax_speed.barh(y, [s.speedup for s in result.summaries], color="#4C72B0")
     for i, name in enumerate(names):  # per-prompt speed-ups as dots
@@ -91,15 +95,14 @@ def plot(result: BenchResult, path: Path) -> None:
     ax_passes.invert_yaxis()
     ax_passes.set_xlabel("target forward passes per generated token (lower is better)")
     fig.suptitle(f"{result.benchmark} on {result.model}: {result.prompts} prompts, up to {result.max_new_tokens} new tokens each")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+
+
+def plot(result: BenchResult, path: Path) -> None:
+    """``draw``'s figure as a PNG at ``path``."""
+    save_plot(path, partial(draw, result))
 
 
 def write_report(result: BenchResult, out_dir: Path) -> dict[str, Path]:
-    out_dir.mkdir(parents=True, exist_ok=True)
-    paths = {"json": out_dir / "results.json", "markdown": out_dir / "results.md", "plot": out_dir / "results.png"}
-    paths["json"].write_text(json.dumps(result.to_dict(), indent=2) + "\n")
-    paths["markdown"].write_text(markdown_table(result))
-    plot(result, paths["plot"])
-    return paths
+    """``results.json`` (``result.to_dict()``), ``results.md`` (``markdown_table``) and ``results.png``
+    (``draw``) in ``out_dir``, through ``result_files.write_results``."""
+    return write_results(out_dir, result.to_dict(), markdown_table(result), partial(draw, result))

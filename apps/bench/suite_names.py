@@ -9,6 +9,6 @@ RETRIEVAL_SETS = ("chat-multiturn", "rag")  # built by rag_suites
 def names() -> list[str]:
     """Every prompt-set name `specdraft bench` accepts, in the order its --help lists them."""
     from .datasets import PROMPT_SETS
-    from .grammar_data import GRAMMAR_SETS
+    from .datasets.grammar_data import GRAMMAR_SETS
 
     return sorted(PROMPT_SETS) + sorted(GRAMMAR_SETS) + list(RETRIEVAL_SETS)

@@ -32,7 +32,7 @@ __all__ = ["RETRIEVAL_SETS", "Suite", "alongside_methods", "build", "draft_model
 
 
 def build(args: argparse.Namespace, pool: ModelPool, target: Model) -> Suite:
-    from .grammar_data import GRAMMAR_SETS
+    from .datasets.grammar_data import GRAMMAR_SETS
 
     if args.benchmark in GRAMMAR_SETS:
         return grammar_suite(args, pool, target)
@@ -59,7 +59,7 @@ def grammar_suite(args: argparse.Namespace, pool: ModelPool, target: Model) -> S
     from specdraft.copydraft.corrector import INSTRUCTION
     from specdraft.copydraft.editor import Editor
 
-    from .grammar_data import GRAMMAR_SETS
+    from .datasets.grammar_data import GRAMMAR_SETS
 
     editor = Editor(target)
     items = GRAMMAR_SETS[args.benchmark](limit=args.limit, seed=args.seed)

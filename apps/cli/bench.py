@@ -44,7 +44,7 @@ def add_bench_parser(sub) -> None:
     bench.add_argument("--tree-width", type=int, default=DraftModelConfig().tree_width, help="candidates per depth for specdraft's draft model (default: %(default)s)")
     bench.add_argument("--limit", type=int, default=8, help="number of prompts (default: %(default)s)")
     bench.add_argument("--seed", type=int, default=0, help="which prompts are drawn (default: %(default)s)")
-    bench.add_argument("--max-new-tokens", type=int, default=GenerationConfig().max_new_tokens, help="tokens per answer for prompt and retrieval sets (default: %(default)s; grammar sets size it from the input)")
+    bench.add_argument("--max-new-tokens", type=int, default=None, help=f"tokens per answer (default: {GenerationConfig().max_new_tokens} for prompt, retrieval and edge sets; iterative-rag: IterativeBenchConfig's own; grammar sets size it from the input)")
     bench.add_argument("--top-k", type=int, default=RAGConfig().top_k, metavar="K", help="rag: passage chunks retrieved per question and put in the prompt (default: %(default)s)")
     bench.add_argument(
         "--datastore-limit",
@@ -67,7 +67,7 @@ def add_bench_parser(sub) -> None:
     edge.add_argument("--draft-backend", default="llama-cpp", help="edge: the client's backend for --draft-model (default: %(default)s)")
     edge.add_argument("--delays-ms", default="0,20,80", help="edge: added round trips in ms, comma-separated (default: %(default)s)")
     edge.add_argument("--edge-sets", default="chat,grammar-sentences", help="edge: prompt sets, comma-separated (default: %(default)s)")
-    iterative = bench.add_argument_group("iterative-rag", "for `specdraft bench iterative-rag` (--limit questions; --max-new-tokens defaults to 64 there)")
+    iterative = bench.add_argument_group("iterative-rag", "for `specdraft bench iterative-rag` (--limit questions; --max-new-tokens defaults to the bench's own, IterativeBenchConfig.max_new_tokens)")
     iterative.add_argument("--models", default=None, help="iterative-rag: models, comma-separated (default: smollm2-135m,qwen2.5-coder-0.5b)")
     iterative.add_argument("--retrievers", default="dense,hnsw,bm25", help="iterative-rag: retrievers, comma-separated (default: %(default)s)")
     iterative.add_argument("--stride", type=int, default=4, help="iterative-rag: tokens generated between retrievals (default: %(default)s)")
@@ -76,7 +76,17 @@ def add_bench_parser(sub) -> None:
     iterative.add_argument("--scheduler-per-answer", action="store_true", help="iterative-rag: a fresh OS^3 scheduler for every answer (default: one per model, retriever and method, shared by all the questions, so its estimates carry over as in the service)")
 
 
+def given_or(args: argparse.Namespace, default: int) -> int:
+    """``--max-new-tokens`` when it was given (any value, the generation default included), else
+    ``default``: the benchmark's own."""
+    return default if args.max_new_tokens is None else args.max_new_tokens
+
+
 def run_bench(args: argparse.Namespace) -> int:
+    from specdraft import GenerationConfig
+    from specdraft.apps.bench.result_files import pyplot
+
+    pyplot()  # every benchmark writes a plot: without the bench extra, say so before loading anything
     if args.benchmark == "edge":
         return run_edge_bench_cli(args)
     if args.benchmark == "iterative-rag":
@@ -89,6 +99,7 @@ def run_bench(args: argparse.Namespace) -> int:
 
     from .model_args import model_pool
 
+    args = argparse.Namespace(**{**vars(args), "max_new_tokens": given_or(args, GenerationConfig().max_new_tokens)})
     pool = model_pool(args)
     target = pool.get(args.model)
     suite = build(args, pool, target)
@@ -103,13 +114,14 @@ def run_bench(args: argparse.Namespace) -> int:
 
 
 def run_edge_bench_cli(args: argparse.Namespace) -> int:
+    from specdraft import GenerationConfig
     from specdraft.apps.bench.edge_bench import EdgeBenchConfig, markdown, run_edge_bench, write_edge_report
 
     config = EdgeBenchConfig(
         server_model=args.model, server_backend=args.backend, server_dtype=args.dtype, server_device=args.device,
         draft_model=args.draft_model or args.model, draft_backend=args.draft_backend,
         sets=tuple(s for s in args.edge_sets.split(",") if s), limit=args.limit, seed=args.seed,
-        max_new_tokens=args.max_new_tokens, delays_ms=tuple(int(d) for d in args.delays_ms.split(",") if d),
+        max_new_tokens=given_or(args, GenerationConfig().max_new_tokens), delays_ms=tuple(int(d) for d in args.delays_ms.split(",") if d),
     )
     out = args.out or Path("results") / f"edge-{args.model.replace('/', '_')}-{time.strftime('%Y%m%d-%H%M%S')}"
     out.mkdir(parents=True, exist_ok=True)
@@ -121,16 +133,14 @@ def run_edge_bench_cli(args: argparse.Namespace) -> int:
 
 
 def run_iterative_bench_cli(args: argparse.Namespace) -> int:
-    from specdraft import GenerationConfig
     from specdraft.apps.bench.iterative_bench import IterativeBenchConfig, run_iterative_bench
     from specdraft.apps.bench.iterative_report import markdown, write_iterative_report
 
     defaults = IterativeBenchConfig()
-    max_new_tokens = defaults.max_new_tokens if args.max_new_tokens == GenerationConfig().max_new_tokens else args.max_new_tokens
     config = IterativeBenchConfig(
         models=tuple(m for m in args.models.split(",") if m) if args.models else defaults.models,
         retrievers=tuple(r for r in args.retrievers.split(",") if r), limit=args.limit, seed=args.seed,
-        max_new_tokens=max_new_tokens, stride=args.stride, max_strides=args.max_strides,
+        max_new_tokens=given_or(args, defaults.max_new_tokens), stride=args.stride, max_strides=args.max_strides,
         device=args.device, dtype=args.dtype, backend=args.backend, collection_size=args.kb_chunks, scheduler_per_answer=args.scheduler_per_answer,
     )
     out = args.out or Path("results") / f"iterative-rag-{time.strftime('%Y%m%d-%H%M%S')}"

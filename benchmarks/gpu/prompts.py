@@ -4,7 +4,7 @@ The benchmark runner's prompt sets (``specdraft.apps.bench.datasets``) come from
 downloads, which the GPU machine cannot. These are short original texts in the same three shapes:
 
 - ``GRAMMAR_TEXTS``: clean paragraphs; ``grammar_sources`` injects learner errors into them with the
-  benchmark's own seeded injector (``specdraft.apps.bench.grammar_errors.inject_errors``).
+  benchmark's own seeded injector (``specdraft.apps.bench.datasets.grammar_errors.inject_errors``).
 - ``RAG_ITEMS``: a question and three passages, the first holding the answer (what a retriever
   returned, best first).
 - ``CONVERSATIONS``: multi-turn chats ending in a user turn that asks to rework an earlier answer
@@ -43,7 +43,7 @@ GRAMMAR_TEXTS = (
 def grammar_sources(count: int) -> list[tuple[str, str]]:
     """``(id, text with errors)`` for the first ``count`` texts; the errors are a pure function of
     the text's position (``random.Random(f"gpu-grammar-{i}")``)."""
-    from specdraft.apps.bench.grammar_errors import inject_errors
+    from specdraft.apps.bench.datasets.grammar_errors import inject_errors
 
     items = []
     for i, text in enumerate(GRAMMAR_TEXTS[:count]):

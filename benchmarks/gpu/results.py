@@ -9,6 +9,7 @@ and ``pass_cost.png``: at most 7 files in one folder, within what a device call 
 from __future__ import annotations
 
 import json
+from functools import partial
 from pathlib import Path
 
 SPEED_TASKS = ("grammar", "rag", "chat")  # the tasks whose speed-ups are plotted (draft-model: exactness only)
@@ -126,13 +127,16 @@ def markdown(report: dict) -> str:
 
 
 def plot_pass_cost(sweeps: dict[str, dict], path: Path) -> None:
-    """Median ms by width, eager vs fast, one panel per sweep (``title -> pass-cost sweep``)."""
-    import matplotlib
+    """Median ms by width, eager vs fast, one panel per sweep (``title -> pass-cost sweep``), saved
+    through ``result_files.save_plot``."""
+    from specdraft.apps.bench.result_files import save_plot
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    save_plot(path, partial(_draw_pass_cost, sweeps))
 
-    fig, axes = plt.subplots(1, len(sweeps), figsize=(6 * len(sweeps), 4), squeeze=False)
+
+def _draw_pass_cost(sweeps: dict[str, dict], fig) -> None:
+    fig.set_size_inches(6 * len(sweeps), 4)
+    axes = fig.subplots(1, len(sweeps), squeeze=False)
     for ax, (title, sweep) in zip(axes[0], sweeps.items()):
         widths = [int(w) for w in sweep["eager_ms"]]
         ax.plot(widths, list(sweep["eager_ms"].values()), marker="o", label="eager (transformers backend)")
@@ -143,9 +147,6 @@ def plot_pass_cost(sweeps: dict[str, dict], path: Path) -> None:
         ax.set_title(f"{title}, context {sweep['context']}")
         ax.set_ylim(bottom=0)
         ax.legend()
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
 
 
 def write_call2(out: Path, report: dict, results: dict) -> list[Path]:

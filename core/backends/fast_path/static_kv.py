@@ -210,7 +210,7 @@ class BucketRunner:
             self.graph.replay()
             return self.output
 
-    def _capture(self) -> None:  # pragma: no cover - CUDA only; measured by apps/bench/pass_cost.py
+    def _capture(self) -> None:  # pragma: no cover - CUDA only; measured by benchmarks/pass_cost.py
         """Warm up on a side stream (writes only slots at and after ``valid``: garbage), then capture.
         The inputs now in ``self.inputs`` are the real ones: the replay that follows computes them."""
         stream = torch.cuda.Stream(self.kv.device)

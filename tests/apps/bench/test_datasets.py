@@ -7,7 +7,8 @@ import subprocess
 
 import pytest
 
-from specdraft.apps.bench import archive_cache, bigbench_data, datasets, sharegpt_data
+from specdraft.apps.bench import datasets
+from specdraft.apps.bench.datasets import archive_cache, bigbench_data, sharegpt_data
 from specdraft.apps.bench.datasets import (
     ARTICLE_WORDS,
     CHAT_TURN_WORDS,

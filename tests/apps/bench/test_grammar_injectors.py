@@ -5,7 +5,7 @@ from difflib import SequenceMatcher
 
 import pytest
 
-from specdraft.apps.bench.grammar_data import (
+from specdraft.apps.bench.datasets.grammar_data import (
     COMMON_MISSPELLINGS,
     INJECTORS,
     Injection,

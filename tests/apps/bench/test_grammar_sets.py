@@ -4,7 +4,7 @@ built from a fake article pool."""
 import pytest
 
 from specdraft.apps.bench import datasets
-from specdraft.apps.bench.grammar_data import (
+from specdraft.apps.bench.datasets.grammar_data import (
     GRAMMAR_SETS,
     PARAGRAPH_ERRORS,
     PARAGRAPH_SENTENCES,

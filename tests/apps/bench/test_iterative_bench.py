@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 from hash_embedder import HashEmbedder
 
-from specdraft.apps.bench import kb_corpus, kb_embeddings
+from specdraft.apps.bench.datasets import kb_corpus, kb_embeddings
 from specdraft.apps.bench.iterative_bench import METHODS, IterativeBenchConfig, run_iterative_bench
 from specdraft.apps.bench.iterative_report import markdown, write_iterative_report
-from specdraft.apps.bench.kb_corpus import KBChunks, KBConfig, build_chunks, chunks_digest
-from specdraft.apps.bench.kb_embeddings import EmbeddingCacheConfig, kb_vectors
+from specdraft.apps.bench.datasets.kb_corpus import KBChunks, KBConfig, build_chunks, chunks_digest
+from specdraft.apps.bench.datasets.kb_embeddings import EmbeddingCacheConfig, kb_vectors
 from specdraft.apps.model_pool import ModelPool
 
 TOPICS = ["rivers", "volcanoes", "castles", "comets", "forests", "glaciers", "markets", "railways"]
@@ -215,3 +215,24 @@ def test_the_bench_device_goes_to_the_models_only(tiny_model, monkeypatch):
     assert pools == [("cuda", "auto", "auto")]
     assert result["config"]["device"] == "cuda" and all(run["identical"] for run in result["runs"])
     assert ModelPool("cuda").config("smollm2-135m").device == "cuda"  # what the real pool would load with
+
+
+def test_cli_max_new_tokens_is_the_given_value_even_when_it_equals_the_generation_default(monkeypatch, tmp_path):
+    """``specdraft bench iterative-rag --max-new-tokens 128`` runs 128 tokens (128, the generation
+    default, used to read as "not given" and ran the bench's own 64); without the flag: the bench's own."""
+    from specdraft import GenerationConfig
+    from specdraft.apps.bench import iterative_bench
+    from specdraft.apps.cli.entry_point import main
+
+    seen: list[IterativeBenchConfig] = []
+
+    def capture(config, *args, **kwargs):
+        seen.append(config)
+        raise SentinelStop
+
+    monkeypatch.setattr(iterative_bench, "run_iterative_bench", capture)
+    generation_default = GenerationConfig().max_new_tokens
+    for extra in (["--max-new-tokens", str(generation_default)], [], ["--max-new-tokens", "32"]):
+        with pytest.raises(SentinelStop):
+            main(["bench", "iterative-rag", "--limit", "2", "--models", "smollm2-135m", "--out", str(tmp_path), *extra])
+    assert [config.max_new_tokens for config in seen] == [generation_default, IterativeBenchConfig().max_new_tokens, 32]

@@ -11,7 +11,8 @@ from conftest import make_tokenizer
 from hash_embedder import HashEmbedder
 
 from specdraft import TransformersModel
-from specdraft.apps.bench import bigbench_data, datasets, sharegpt_data
+from specdraft.apps.bench import datasets
+from specdraft.apps.bench.datasets import bigbench_data, sharegpt_data
 from specdraft.apps.bench.datasets import is_reserved_conversation, sharegpt_base_id, sharegpt_datastore_texts
 from specdraft.apps.bench.rag_suites import RETRIEVAL_DRAFTERS, cached_index, chat_multiturn_suite, chat_prompt_ids, rag_suite
 from specdraft.apps.bench.report import write_report

@@ -1,6 +1,6 @@
 """The engine backend against a real vLLM: vLLM's CPU build (installed by ``scripts/setup_vllm.sh``)
 serving smollm2-135m's transformers checkpoint on loopback with its default settings plus the flags
-its CPU build needs and ``--dtype float32`` (``specdraft.apps.bench.vllm_server``: in vLLM's default
+its CPU build needs and ``--dtype float32`` (``benchmarks/vllm_server.py``: in vLLM's default
 bfloat16, exact ties between two tokens make vLLM's own greedy output and its ``prompt_logprobs``
 disagree; docs/engine-vllm.md), and ``specdraft serve --backend engine`` in a process of its own in
 front of it, asked with the ``openai`` SDK.
@@ -34,9 +34,9 @@ from typing import Any, Iterator
 import pytest
 from openai import OpenAI
 
+from benchmarks.http_rag import Server
+from benchmarks.vllm_server import EXACT_FLAGS, VllmServer
 from specdraft import GenerationConfig, ModelConfig, SpeculativeGenerator, TransformersModel
-from specdraft.apps.bench.http_rag import Server
-from specdraft.apps.bench.vllm_server import EXACT_FLAGS, VllmServer
 from specdraft.drafters import PromptLookupDrafter
 from specdraft.backends.engine import EngineConfig, EngineModel
 from specdraft.models import resolve_checkpoint

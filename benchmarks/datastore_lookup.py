@@ -1,8 +1,9 @@
 """Measure the REST datastore as it grows: build time, size on disk, load time, lookup time.
 
-    python -m specdraft.apps.bench.datastore_lookup --tokens 1000000 10000000 --out DIR
+    python benchmarks/datastore_lookup.py --tokens 1000000 10000000 --out DIR
 
-A script that writes results (``DIR/results.json`` and ``DIR/results.md``), not a test.
+A script that writes results (``DIR/results.json``, ``DIR/results.md`` and ``DIR/results.png``, through
+``result_files.write_results``), not a test.
 
 **Corpus** (synthetic, shaped like tokenized answers): documents of 50-800 tokens (log-uniform);
 tokens drawn from a Zipf law (exponent ``ZIPF_EXPONENT``) over ``--vocab-size`` ids (default
@@ -21,17 +22,22 @@ defaults (longest suffix of 16 down to 2 tokens, up to 64 continuations of 16 to
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import shutil
 import sys
 import time
+from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
+from specdraft.apps.bench.result_files import write_results
 from specdraft.retrieval.datastore import MAX_SUFFIX, Datastore, DatastoreDrafter
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 ZIPF_EXPONENT = 1.1
 PHRASE_REUSE = 0.3  # fraction of tokens that copy an earlier span
@@ -154,13 +160,35 @@ def markdown(rows: list[dict]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def draw(rows: list[dict], fig: Figure) -> None:
+    """Lookup and propose time (mean, p95) and build time against the corpus size."""
+    fig.set_size_inches(10, 4)
+    left, right = fig.subplots(1, 2)
+    tokens = [r["tokens"] for r in rows]
+    for name, color in (("lookup", "#4C72B0"), ("propose", "#55A868")):
+        left.plot(tokens, [r[name]["mean_ms"] for r in rows], marker="o", color=color, label=f"{name} mean")
+        left.plot(tokens, [r[name]["p95_ms"] for r in rows], marker="x", linestyle="--", color=color, label=f"{name} p95")
+    left.set_ylabel("ms per call")
+    left.legend()
+    right.plot(tokens, [r["build_s"] for r in rows], marker="o", color="#C44E52")
+    right.set_ylabel("build (s)", color="#C44E52")
+    disk = right.twinx()
+    disk.plot(tokens, [r["disk_bytes"] / 1e6 for r in rows], marker="s", color="#8172B2")
+    disk.set_ylabel("on disk (MB)", color="#8172B2")
+    for axis in (left, right):
+        axis.set_xscale("log")
+        axis.set_xlabel("corpus tokens")
+        axis.grid(alpha=0.3)
+    fig.suptitle("REST datastore: lookup and build cost by corpus size")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m specdraft.apps.bench.datastore_lookup",
+        prog="python benchmarks/datastore_lookup.py",
         description="Build synthetic Zipf corpora of the given sizes as REST datastores and measure build time, size on disk and lookup time.",
     )
     parser.add_argument("--tokens", type=int, nargs="+", default=[1_000_000, 10_000_000], help="corpus sizes (default: %(default)s)")
-    parser.add_argument("--out", type=Path, required=True, help="folder for results.json and results.md")
+    parser.add_argument("--out", type=Path, required=True, help="folder for results.json, results.md and results.png")
     parser.add_argument("--vocab-size", type=int, default=QWEN_VOCAB, help="token ids drawn from [0, N) (default: %(default)s)")
     parser.add_argument("--lookups", type=int, default=1000, help="timed contexts per corpus (default: %(default)s)")
     parser.add_argument("--seed", type=int, default=0)
@@ -177,9 +205,8 @@ def main(argv: list[str] | None = None) -> int:
         if not args.keep:
             shutil.rmtree(folder)
     machine = {"platform": platform.platform(), "processor": platform.processor(), "cpus": os.cpu_count(), "numpy": np.__version__}
-    (args.out / "results.json").write_text(json.dumps({"machine": machine, "results": rows}, indent=2))
     table = markdown(rows)
-    (args.out / "results.md").write_text(table)
+    write_results(args.out, {"machine": machine, "results": rows}, table, partial(draw, rows))
     print(table)
     return 0
 

@@ -46,7 +46,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any, Sequence
 
-from .http_rag import free_port
+from benchmarks.http_rag import free_port
 
 REPO = Path(__file__).resolve().parents[2]
 SETUP_SCRIPT = REPO / "scripts" / "setup_vllm.sh"

@@ -175,7 +175,7 @@ def chunks_digest(texts: list[str]) -> str:
 def kb_questions(limit: int, seed: int = 0) -> list[dict]:
     """The first ``limit`` squad_shifts questions in ``datasets.rag_questions(seed)`` order:
     ``{"id", "question", "passage"}``; every passage is chunked into the knowledge base."""
-    from .datasets import rag_questions
+    from . import rag_questions
 
     records = rag_questions(seed)
     if not 0 <= limit <= len(records):

@@ -8,8 +8,9 @@ import pytest
 from conftest import make_tiny_model
 from hash_embedder import HashEmbedder
 
-from specdraft.apps.bench import datasets, http_rag
-from specdraft.apps.bench.http_rag import DRAFTERS, HttpMeasurement, Server, langchain_messages, measure, rag_cases, rotated
+from benchmarks import http_rag
+from benchmarks.http_rag import DRAFTERS, HttpMeasurement, Server, langchain_messages, measure, rag_cases, rotated
+from specdraft.apps.bench import datasets
 from specdraft.apps.bench.runner import summarize
 
 PASSAGES = [

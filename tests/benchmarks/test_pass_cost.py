@@ -1,9 +1,9 @@
-"""The pass-cost probe (``python -m specdraft.apps.bench.pass_cost``) runs end to end on a CPU: a
+"""The pass-cost probe (``python benchmarks/pass_cost.py``) runs end to end on a CPU: a
 tiny random model, eager and fast path, a table and a JSON report (the figures are a GPU's to take)."""
 
 import json
 
-from specdraft.apps.bench.pass_cost import main
+from benchmarks.pass_cost import main
 
 
 def test_it_prints_eager_and_fast_pass_costs_by_width(tmp_path, capsys):

@@ -16,7 +16,7 @@ at ``max_seq_length`` 32 on one thread of a busy shared 2-core machine).
 ``max_seq_length`` word pieces. Queries are embedded with the same cap (``capped_embedder``) so
 documents and queries are read alike.
 
-Run ``python -m specdraft.apps.bench.kb_embeddings`` to build the default knowledge base and its
+Run ``python -m specdraft.apps.bench.datasets.kb_embeddings`` to build the default knowledge base and its
 vectors ahead of the benchmark (with ``OMP_NUM_THREADS=1`` to leave other cores free).
 """
 

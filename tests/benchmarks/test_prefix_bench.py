@@ -1,4 +1,4 @@
-"""The prefix-cache benchmark's measurement and report (``apps/bench/prefix_bench.py``), on a tiny
+"""The prefix-cache benchmark's measurement and report (``benchmarks/prefix_bench.py``), on a tiny
 random model: cold and warm prefills of one request, identical outputs, and the written report."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import numpy as np
 import torch
 from conftest import make_tiny_model
 
-from specdraft.apps.bench.prefix_bench import Request, markdown, plot, run_request, summarize
+from benchmarks.prefix_bench import Request, markdown, plot, run_request, summarize
 from specdraft.prefix_cache import configure_prefix_cache
 
 

@@ -1,6 +1,6 @@
 """Grammar quality per model: ERRANT F0.5 of the corrector's answers, and how often they drop words.
 
-``python -m specdraft.apps.bench.grammar_quality --models smollm2-135m qwen2.5-coder-0.5b
+``python benchmarks/grammar_quality.py --models smollm2-135m qwen2.5-coder-0.5b
 --sentences 40 --paragraphs 10 --out docs/bench/grammar-quality`` corrects the first items of the
 grammar sets (``grammar_data.load_grammar_set``, seed ``--seed``) with ``GrammarCorrector`` exactly
 as the service and ``specdraft correct`` do (speculatively: the answer is the model's plain greedy
@@ -18,7 +18,8 @@ answer), and reports, per model and set:
 - the wall time and generated tokens.
 
 It writes ``results.json`` (the settings, the environment, the summaries and every answer with its
-check) and ``results.md`` (the table). Models load on CPU by default; ``--threads`` sets torch's
+check), ``results.md`` (the table) and ``results.png`` (F0.5, drops and flags per model and set), through
+``result_files.write_results``. Models load on CPU by default; ``--threads`` sets torch's
 thread count (1 is fastest on a CPU that other processes share). The committed results were made
 with ``MKL_CBWR=AVX2 OMP_NUM_THREADS=1`` in the environment (``MKL_CBWR`` as ``specdraft`` sets it),
 in about 10 minutes on a shared 2-core CPU.
@@ -27,15 +28,19 @@ in about 10 minutes on a shared 2-core CPU.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
+from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from specdraft.apps.bench.datasets.grammar_data import GrammarItem, load_grammar_set
+from specdraft.apps.bench.result_files import write_results
 from specdraft.copydraft import CorrectorConfig, GrammarCorrector
 from specdraft.copydraft.answer_check import AnswerCheck, check_answer
 
-from .grammar_data import GrammarItem, load_grammar_set
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 SETS = ("sentences", "paragraphs")
 # warning prefix -> the short name a summary counts it under
@@ -75,7 +80,7 @@ def correct_items(corrector: GrammarCorrector, items: list[GrammarItem], progres
 
 def summarize(rows: list[dict]) -> dict:
     """The summary of one model on one set (see the module docstring)."""
-    from .errant_score import score
+    from specdraft.apps.bench.errant_score import score
 
     n = len(rows)
     references = [check_answer(r["source"], r["reference"]) for r in rows]
@@ -107,9 +112,8 @@ def _share(flags) -> float:
 
 def run(models: list[str], sentences: int, paragraphs: int, seed: int = 0, device: str = "cpu") -> dict:
     """Correct the sets with every model; ``{"settings", "environment", "results": {model: {set: {"summary", "rows"}}}}``."""
+    from specdraft.apps.bench.runner import environment
     from specdraft.apps.model_pool import ModelPool
-
-    from .runner import environment
 
     sets = {"sentences": load_grammar_set("sentences", sentences, seed), "paragraphs": load_grammar_set("paragraphs", paragraphs, seed)}
     pool = ModelPool(device=device)
@@ -156,17 +160,30 @@ def markdown(report: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def draw(report: dict, fig: Figure) -> None:
+    """Per model and set: ERRANT F0.5, the share of answers that drop words and the share flagged."""
+    bars = [(f"{model}\n{kind}", result["summary"]) for model, by_set in report["results"].items() for kind, result in by_set.items()]
+    fig.set_size_inches(max(6.0, 2.2 * len(bars) + 2), 4.5)
+    ax = fig.subplots()
+    measures = (("F0.5", lambda m: m["errant"]["f0.5"], "#4C72B0"), ("drops words", lambda m: m["drops_words"], "#C44E52"),
+                ("flagged", lambda m: m["flagged"], "#DD8452"))
+    width = 0.8 / len(measures)
+    for n, (label, value, color) in enumerate(measures):
+        ax.bar([i + (n - 1) * width for i in range(len(bars))], [value(m) for _, m in bars], width, label=label, color=color)
+    ax.set_xticks(range(len(bars)), [name for name, _ in bars], fontsize=8)
+    ax.set_ylim(0, 1.05)
+    ax.set_ylabel("score / share of answers")
+    ax.legend()
+    ax.set_title("Grammar correction quality per model")
+
+
 def write(report: dict, out: Path) -> dict[str, Path]:
-    """``results.json`` and ``results.md`` in ``out`` (created)."""
-    out.mkdir(parents=True, exist_ok=True)
-    paths = {"json": out / "results.json", "md": out / "results.md"}
-    paths["json"].write_text(json.dumps(report, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-    paths["md"].write_text(markdown(report), encoding="utf-8")
-    return paths
+    """``results.json``, ``results.md`` and ``results.png`` in ``out`` (``result_files.write_results``)."""
+    return write_results(out, report, markdown(report), partial(draw, report))
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m specdraft.apps.bench.grammar_quality", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python benchmarks/grammar_quality.py", description=__doc__.split("\n\n")[0])
     parser.add_argument("--models", nargs="+", default=["smollm2-135m", "qwen2.5-coder-0.5b"], help="registry names, folders or hub ids (default: %(default)s)")
     parser.add_argument("--sentences", type=int, default=40, help="grammar-sentences items (default: %(default)s)")
     parser.add_argument("--paragraphs", type=int, default=10, help="grammar-paragraphs items (default: %(default)s)")

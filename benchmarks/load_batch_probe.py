@@ -1,7 +1,7 @@
 """What batching several requests' verify passes could give at most: one pass over ``b`` sequences
 vs ``b`` passes over one, on the real model, on this machine.
 
-``python -m specdraft.apps.bench.load_batch_probe --batches 1,2,4,8 --width 8 --context 160``
+``python benchmarks/load_batch_probe.py --batches 1,2,4,8 --width 8 --context 160``
 
 Contract: for each batch size ``b`` the probe prefills ``b`` equal-length contexts of ``context``
 tokens once, then times ``repeats`` verify-shaped passes (round robin over the sizes, so that the
@@ -17,13 +17,18 @@ would take less time than running them one after another under the model lock.
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 import time
 from dataclasses import asdict, dataclass
+from functools import partial
 from pathlib import Path
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
+
+from specdraft.apps.bench.result_files import write_results
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 
 @dataclass(frozen=True)
@@ -48,7 +53,7 @@ def probe(config: ProbeConfig) -> dict[str, Any]:
     import torch
     from transformers import AutoModelForCausalLM
 
-    from ...models import resolve_checkpoint
+    from specdraft.models import resolve_checkpoint
 
     model = AutoModelForCausalLM.from_pretrained(resolve_checkpoint(config.model), dtype=torch.float32).eval()
     vocab = model.config.vocab_size
@@ -92,14 +97,30 @@ def markdown(report: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def draw(report: dict[str, Any], fig: Figure) -> None:
+    """The pass time per request (bars) and the gain over one by one (line) per batch size."""
+    rows = report["rows"]
+    ax = fig.subplots()
+    labels = [str(r["batch"]) for r in rows]
+    ax.bar(labels, [r["per_request_ms"] for r in rows], color="#4C72B0")
+    ax.set_xlabel("batch size")
+    ax.set_ylabel("ms per request (one pass / batch)", color="#4C72B0")
+    gain = ax.twinx()
+    gain.plot(labels, [r["gain"] for r in rows], marker="o", color="#C44E52")
+    gain.axhline(1.0, color="grey", linestyle="--")
+    gain.set_ylabel("gain over one by one", color="#C44E52")
+    c = report["config"]
+    ax.set_title(f"Verify-pass batching: {c['model']}, {c['width']} new tokens over {c['context']} cached")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m specdraft.apps.bench.load_batch_probe", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python benchmarks/load_batch_probe.py", description=__doc__.splitlines()[0])
     parser.add_argument("--model", default=ProbeConfig.model)
     parser.add_argument("--batches", default="1,2,4,8")
     parser.add_argument("--width", type=int, default=ProbeConfig.width)
     parser.add_argument("--context", type=int, default=ProbeConfig.context)
     parser.add_argument("--repeats", type=int, default=ProbeConfig.repeats)
-    parser.add_argument("--out", type=Path, default=None, help="write batch-probe.json and batch-probe.md here")
+    parser.add_argument("--out", type=Path, default=None, help="write batch-probe.json, batch-probe.md and batch-probe.png here")
     args = parser.parse_args(argv)
     try:
         config = ProbeConfig(args.model, tuple(int(b) for b in args.batches.split(",")), args.width, args.context, args.repeats)
@@ -109,9 +130,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     report = probe(config)
     print(markdown(report))
     if args.out:
-        args.out.mkdir(parents=True, exist_ok=True)
-        (args.out / "batch-probe.json").write_text(json.dumps(report, indent=2) + "\n")
-        (args.out / "batch-probe.md").write_text(markdown(report))
+        write_results(args.out, report, markdown(report), partial(draw, report), stem="batch-probe")
     return 0
 
 

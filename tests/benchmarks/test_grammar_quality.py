@@ -2,8 +2,8 @@
 
 import json
 
-from specdraft.apps.bench import grammar_quality
-from specdraft.apps.bench.grammar_data import GrammarItem
+from benchmarks import grammar_quality
+from specdraft.apps.bench.datasets.grammar_data import GrammarItem
 from specdraft.copydraft import GrammarCorrector
 from specdraft.copydraft.answer_check import check_answer
 
@@ -48,7 +48,7 @@ def test_a_perfect_model_scores_1_and_drops_nothing(tmp_path):
     }
     paths = grammar_quality.write(report, tmp_path / "out")
     assert json.loads(paths["json"].read_text()) == report
-    table = paths["md"].read_text()
+    table = paths["markdown"].read_text()
     assert "| m | sentences | 3 | 1.00 / 1.00 / **1.000** | 0% | 0.0% | 0% | 0 / 0 / 0 / 0 | 0% / 0% | 2 |" in table
 
 

@@ -27,8 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from .archive_cache import say
-from .load_requests import DOCUMENTS, LoadRequest, answer_of, stats_of
+from benchmarks.load_requests import DOCUMENTS, LoadRequest, answer_of, stats_of
+from specdraft.apps.bench.datasets.archive_cache import say
 
 OVERLOADED = 429
 NO_RESPONSE = 0  # the status of a request that got no HTTP answer (refused, reset, timed out)

@@ -1,15 +1,16 @@
 """Verify-pass cost by width: the eager transformers backend vs the fast path, in one command.
 
-    python -m specdraft.apps.bench.pass_cost --fast-path                      # Qwen2.5-1.5B's shape, random weights
-    python -m specdraft.apps.bench.pass_cost --fast-path --model qwen2.5-coder-0.5b
-    python -m specdraft.apps.bench.pass_cost --fast-path --arch tiny --device cpu --reps 3
+    python benchmarks/pass_cost.py --fast-path                      # Qwen2.5-1.5B's shape, random weights
+    python benchmarks/pass_cost.py --fast-path --model qwen2.5-coder-0.5b
+    python benchmarks/pass_cost.py --fast-path --arch tiny --device cpu --reps 3
 
 After a ``--context``-token prefill, one session per path runs ``--reps`` passes of w new tokens for
 each width w (each followed by a rollback to the context), after ``--warmup`` untimed ones (on the
 fast path those capture the CUDA graph of the width's bucket). Prints a table of median milliseconds
 (eager, fast, eager/fast), the largest logit difference between the two per width, and (with
 ``--check-tokens``) whether greedy decoding on the fast path, plain and with drafted chains and trees,
-gives exactly the eager model's tokens; ``--json PATH`` writes the report. ``--arch qwen2.5-1.5b`` (the default
+gives exactly the eager model's tokens; ``--json PATH`` writes the report there, its Markdown table and plot
+beside it (``result_files.write_results``). ``--arch qwen2.5-1.5b`` (the default
 without ``--model``) needs no weights and no network: a random-initialised model of that shape, as
 ``scripts/cuda_check.py`` uses. The fast path's goal on a GPU: the 1.5B shape's pass >= 3x cheaper.
 A random model's logits are nearly flat, so there a near-tie may flip an argmax at float32 rounding
@@ -22,9 +23,16 @@ import argparse
 import json
 import statistics
 import time
+from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import torch
+
+from specdraft.apps.bench.result_files import markdown_table, write_results
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 DEFAULT_WIDTHS = (1, 2, 4, 8, 16, 32, 64)
 
@@ -50,7 +58,7 @@ def random_model(arch: str, device: str, dtype: str):
     from transformers import AutoModelForCausalLM, LlamaConfig, Qwen2Config
 
     from specdraft import ModelConfig, TransformersModel
-    from specdraft.transformers_backend import resolved_device, resolved_dtype
+    from specdraft.backends.transformers.model import resolved_device, resolved_dtype
 
     if arch == "qwen2.5-1.5b":
         config = Qwen2Config(vocab_size=151936, hidden_size=1536, intermediate_size=8960, num_hidden_layers=28, num_attention_heads=12,
@@ -112,7 +120,7 @@ def measure(args: argparse.Namespace) -> dict:
     fast_rows: dict = {}
     report["eager_ms"] = session_pass_ms(model, args.context, widths, args.reps, args.warmup, eager_rows)
     if args.fast_path:
-        from specdraft.fast_path import FastPathModel
+        from specdraft.backends.fast_path import FastPathModel
 
         fast = FastPathModel(model)
         report["fast_graphs"] = fast.uses_graphs
@@ -162,6 +170,31 @@ def table(report: dict) -> str:
     return "\n".join(lines)
 
 
+def markdown(report: dict) -> str:
+    """The report as Markdown: its settings, then one table row per width."""
+    fast = "fast_ms" in report
+    header = ["width", "eager ms", *(["fast ms", "eager / fast", "max abs logit diff"] if fast else [])]
+    rows = [[width, eager, *([report["fast_ms"][width], f"{report['speedup'][width]:.2f}x", f"{report['max_abs_logit_diff'][width]:.2e}"] if fast else [])]
+            for width, eager in report["eager_ms"].items()]
+    notes = [f"same argmax on every row: {report['same_argmax']}"] if fast else []
+    notes += ["lossless: `" + json.dumps(report["lossless"]) + "`"] if "lossless" in report else []
+    return "\n\n".join([table(report).splitlines()[0], markdown_table(header, rows).rstrip("\n"), *notes]) + "\n"
+
+
+def draw(report: dict, fig: Figure) -> None:
+    """Median milliseconds of a pass against its width, eager and (when measured) fast path."""
+    ax = fig.subplots()
+    widths = list(report["eager_ms"])
+    ax.plot(widths, list(report["eager_ms"].values()), marker="o", label="eager")
+    if "fast_ms" in report:
+        ax.plot(widths, [report["fast_ms"][w] for w in widths], marker="o", label="fast path")
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("new tokens per pass (width)")
+    ax.set_ylabel(f"median ms per pass after {report['context']} tokens")
+    ax.set_title(f"{report['model']} on {report['device_name']} ({report['dtype']})")
+    ax.legend()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--fast-path", action="store_true", help="measure the fast path too (static cache, bucketed passes, CUDA graphs on a GPU)")
@@ -174,15 +207,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reps", type=int, default=20, help="timed passes per width (default: %(default)s)")
     parser.add_argument("--warmup", type=int, default=3, help="untimed passes per width first (default: %(default)s)")
     parser.add_argument("--check-tokens", type=int, default=64, help="with --fast-path: also decode this many tokens eager vs fast, plain and drafted, and compare (0: skip; default: %(default)s)")
-    parser.add_argument("--json", type=Path, default=None, help="also write the report here")
+    parser.add_argument("--json", type=Path, default=None, help="also write the report here as JSON, with its Markdown table and plot beside it (same name, .md and .png)")
     args = parser.parse_args(argv)
     if args.reps < 1 or args.warmup < 0 or args.context < 1:
         parser.error("--reps and --context must be >= 1, --warmup >= 0")
     report = measure(args)
     print(table(report))
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(report, indent=2))
+    if args.json:  # PATH, and beside it PATH.md and PATH.png
+        write_results(args.json.parent, report, markdown(report), partial(draw, report), stem=args.json.stem)
     return 0
 
 

@@ -1,4 +1,4 @@
-"""The load test (``specdraft.apps.bench.load``): its pure parts, and one short bounded run against a
+"""The load test (``benchmarks/load.py``): its pure parts, and one short bounded run against a
 real ``specdraft serve`` (a subprocess on loopback) serving a tiny checkpoint."""
 
 import json
@@ -6,10 +6,10 @@ import json
 import pytest
 from chat_checkpoint import chat_checkpoint  # noqa: F401 (a fixture)
 
-from specdraft.apps.bench.load import LoadConfig, main
-from specdraft.apps.bench.load_client import Outcome, check_loopback
-from specdraft.apps.bench.load_report import mode_summary, percentile, ratio_summary, ratios
-from specdraft.apps.bench.load_requests import KINDS, MODES, PLAIN, SPECULATIVE, load_requests
+from benchmarks.load import LoadConfig, main
+from benchmarks.load_client import Outcome, check_loopback
+from benchmarks.load_report import mode_summary, percentile, ratio_summary, ratios
+from benchmarks.load_requests import KINDS, MODES, PLAIN, SPECULATIVE, load_requests
 
 @pytest.mark.parametrize("url", ["http://127.0.0.1:8000", "http://localhost:8000/", "http://[::1]:9", "http://127.3.2.1"])
 def test_loopback_urls_are_accepted(url):

@@ -20,7 +20,7 @@ inside the chat messages, and the server drafts from them or not, chosen by the 
   whether the text equals the ``none`` answer's. Summaries and the Markdown table and plot:
   ``runner.summarize`` and ``report.write_report`` (``none`` is the baseline).
 
-``python -m specdraft.apps.bench.http_rag --out docs/bench/http-rag-0.5b`` (see ``--help``).
+``python benchmarks/http_rag.py --out docs/bench/http-rag-0.5b`` (see ``--help``).
 """
 
 from __future__ import annotations
@@ -39,8 +39,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 
-from .archive_cache import say
-from .runner import BenchResult, Measurement, environment, summarize
+from specdraft.apps.bench.datasets.archive_cache import say
+from specdraft.apps.bench.runner import BenchResult, Measurement, environment, summarize
 
 if TYPE_CHECKING:
     from specdraft.retrieval.embedder import TextEmbedder
@@ -171,8 +171,8 @@ def rag_cases(limit: int, seed: int, top_k: int, embedder: TextEmbedder | None =
     (``embedder``: the packaged MiniLM by default, as the ``rag`` suite's)."""
     from specdraft.retrieval.embedder import Embedder
 
-    from . import datasets
-    from .rag_suites import RAG_PASSAGE_CAP, cached_index
+    from specdraft.apps.bench import datasets
+    from specdraft.apps.bench.rag_suites import RAG_PASSAGE_CAP, cached_index
 
     passages = datasets.rag_passages()[:RAG_PASSAGE_CAP]
     indexed = {passage["id"] for passage in passages}
@@ -232,7 +232,7 @@ def run(args: argparse.Namespace) -> BenchResult:
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     from specdraft.retrieval.pipeline import RAGConfig
 
-    parser = argparse.ArgumentParser(prog="python -m specdraft.apps.bench.http_rag", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python benchmarks/http_rag.py", description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", default="qwen2.5-coder-0.5b", help="served model (default: %(default)s)")
     parser.add_argument("--backend", default="transformers")
     parser.add_argument("--device", default="cpu")
@@ -246,7 +246,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from .report import write_report
+    from specdraft.apps.bench.report import write_report
 
     args = parse_args(argv)
     result = run(args)

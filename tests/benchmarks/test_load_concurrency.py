@@ -7,12 +7,12 @@ import json
 import pytest
 from chat_checkpoint import chat_checkpoint  # noqa: F401 (a fixture)
 
-from specdraft.apps.bench.load import main
-from specdraft.apps.bench.load_batch_probe import ProbeConfig
-from specdraft.apps.bench.load_batch_probe import main as probe_main
-from specdraft.apps.bench.load_client import Outcome
-from specdraft.apps.bench.load_concurrency import ConcurrencyConfig, markdown, parse_levels, point_summary
-from specdraft.apps.bench.load_requests import MODES, PLAIN, SPECULATIVE
+from benchmarks.load import main
+from benchmarks.load_batch_probe import ProbeConfig
+from benchmarks.load_batch_probe import main as probe_main
+from benchmarks.load_client import Outcome
+from benchmarks.load_concurrency import ConcurrencyConfig, markdown, parse_levels, point_summary
+from benchmarks.load_requests import MODES, PLAIN, SPECULATIVE
 
 def test_levels_are_parsed_and_bad_ones_refused():
     assert parse_levels("1,4,16") == (1, 4, 16) and parse_levels(" 2 ") == (2,)

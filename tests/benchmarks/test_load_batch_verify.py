@@ -5,8 +5,8 @@ import json
 
 from chat_checkpoint import chat_checkpoint  # noqa: F401 (a fixture)
 
-from specdraft.apps.bench.load import main
-from specdraft.apps.bench.load_concurrency import ConcurrencyConfig, markdown
+from benchmarks.load import main
+from benchmarks.load_concurrency import ConcurrencyConfig, markdown
 
 
 

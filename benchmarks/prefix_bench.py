@@ -21,7 +21,7 @@ token for token. Scenarios, each a sequence of requests as a user sends them:
   same passages (a user asking a second question about the documents at hand). Both are measured.
 
 Writes ``results.json`` (every request, the per-scenario summaries, the cache's counters),
-``results.md`` and ``results.png``. Run: ``python -m specdraft.apps.bench.prefix_bench --help``.
+``results.md`` and ``results.png``. Run: ``python benchmarks/prefix_bench.py --help``.
 """
 
 from __future__ import annotations
@@ -30,11 +30,16 @@ import argparse
 import json
 import time
 from dataclasses import asdict, dataclass
+from functools import partial
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import TYPE_CHECKING, Callable, Iterator
 
 from specdraft import Drafter, GenerationConfig, Model, SpeculationConfig, SpeculativeGenerator
+from specdraft.apps.bench.result_files import save_plot, write_results
 from specdraft.prefix_cache import PrefixCache, PrefixCacheConfig, configure_prefix_cache
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 SCENARIOS = ("chat-multiturn", "grammar-sentences", "rag")
 
@@ -108,8 +113,8 @@ def run_request(model: Model, request: Request, cache: PrefixCache) -> Row | Non
 
 # --- scenarios ----------------------------------------------------------------------------------
 def chat_requests(model: Model, limit: int, seed: int, max_new: int) -> Iterator[Request]:
-    from .datasets import chat_multiturn
-    from .rag_suites import chat_prompt_ids
+    from specdraft.apps.bench.datasets import chat_multiturn
+    from specdraft.apps.bench.rag_suites import chat_prompt_ids
 
     for prompt in chat_multiturn(limit, seed):
         messages = list(prompt.messages)
@@ -123,10 +128,9 @@ def chat_requests(model: Model, limit: int, seed: int, max_new: int) -> Iterator
 
 
 def grammar_requests(model: Model, limit: int, seed: int) -> Iterator[Request]:
+    from specdraft.apps.bench.datasets.grammar_data import GRAMMAR_SETS
     from specdraft.copydraft.corrector import INSTRUCTION
     from specdraft.copydraft.editor import Editor
-
-    from .grammar_data import GRAMMAR_SETS
 
     editor = Editor(model)
     for item in GRAMMAR_SETS["grammar-sentences"](limit=limit, seed=seed):
@@ -135,11 +139,10 @@ def grammar_requests(model: Model, limit: int, seed: int) -> Iterator[Request]:
 
 
 def rag_requests(model: Model, limit: int, seed: int, top_k: int, max_new: int) -> Iterator[Request]:
+    from specdraft.apps.bench import datasets
+    from specdraft.apps.bench.rag_suites import RAG_PASSAGE_CAP, cached_index
     from specdraft.retrieval.embedder import Embedder
     from specdraft.retrieval.pipeline import NO_DRAFTER, RAGConfig, RAGPipeline
-
-    from . import datasets
-    from .rag_suites import RAG_PASSAGE_CAP, cached_index
 
     passages = datasets.rag_passages()[:RAG_PASSAGE_CAP]
     indexed = {passage["id"] for passage in passages}
@@ -209,17 +212,13 @@ def markdown(result: dict) -> str:
     return "\n".join(lines)
 
 
-def plot(result: dict, path: Path) -> None:
+def draw(result: dict, fig: Figure) -> None:
     """Mean time to first token per scenario, cold and warm: wall-clock (left) and CPU seconds (right)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     summaries = result["summaries"]
     names = [s["scenario"] for s in summaries]
     x = range(len(names))
-    fig, axes = plt.subplots(1, 2, figsize=(3.2 * len(names) + 2, 4))
+    fig.set_size_inches(3.2 * len(names) + 2, 4)
+    axes = fig.subplots(1, 2)
     for ax, (cold, warm, ratio, label) in zip(axes, [
         ("mean_ttft_cold_s", "mean_ttft_warm_s", "ttft_speedup", "wall-clock"),
         ("mean_ttft_cpu_cold_s", "mean_ttft_cpu_warm_s", "ttft_cpu_speedup", "process CPU"),
@@ -232,22 +231,23 @@ def plot(result: dict, path: Path) -> None:
         ax.set_ylabel(f"mean time to first token, {label} (s)")
         ax.legend()
     fig.suptitle(f"Prefix cache on {result['model']} ({result['backend']})")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+
+
+def plot(result: dict, path: Path) -> None:
+    """``draw``'s figure as a PNG at ``path``."""
+    save_plot(path, partial(draw, result))
 
 
 def run(args: argparse.Namespace) -> dict:
+    from specdraft.apps.bench.runner import environment
     from specdraft.apps.model_pool import ModelPool
-
-    from .runner import environment
 
     if args.threads:
         import torch
 
         torch.set_num_threads(args.threads)
     if args.backend == "llama-cpp":
-        from specdraft.llama_backend import LlamaCppConfig, LlamaCppModel
+        from specdraft.backends.llama_cpp import LlamaCppConfig, LlamaCppModel
 
         model: Model = LlamaCppModel.load(args.model, LlamaCppConfig(threads=args.threads))
     else:
@@ -285,10 +285,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)
     result = run(args)
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "results.json").write_text(json.dumps(result, indent=2) + "\n")
-    (args.out / "results.md").write_text(markdown(result))
-    plot(result, args.out / "results.png")
+    write_results(args.out, result, markdown(result), partial(draw, result))
     print(markdown(result))
     return 0
 

@@ -1,6 +1,6 @@
 """Throughput under concurrency: the load test's request mix at 1, 4, 16 ... concurrent clients.
 
-``python -m specdraft.apps.bench.load --concurrency 1,4,16 --limit 24`` (``load.main`` hands over
+``python benchmarks/load.py --concurrency 1,4,16 --limit 24`` (``load.main`` hands over
 to ``sweep`` when ``--concurrency`` is given; the server is started or targeted as for the load test).
 
 Contract:
@@ -31,12 +31,17 @@ import secrets
 import time
 from collections import Counter
 from dataclasses import asdict, dataclass
+from functools import partial
 from pathlib import Path
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
-from .archive_cache import say
-from .load_client import OVERLOADED, Client, Outcome, RequestBudget, add_documents, run_clients, sequential_pass
-from .load_requests import MODES, PLAIN, SPECULATIVE, load_requests
+from benchmarks.load_client import OVERLOADED, Client, Outcome, RequestBudget, add_documents, run_clients, sequential_pass
+from benchmarks.load_requests import MODES, PLAIN, SPECULATIVE, load_requests
+from specdraft.apps.bench.datasets.archive_cache import say
+from specdraft.apps.bench.result_files import markdown_table, write_results
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 MAX_LEVEL, MAX_LIMIT = 64, 10_000
 
@@ -84,7 +89,7 @@ def parse_levels(text: str) -> tuple[int, ...]:
 
 def point_summary(outcomes: Sequence[Outcome], clients: int, mode: str, seconds: float) -> dict[str, Any]:
     """One point's figures (the module docstring's words)."""
-    from .load_report import percentile
+    from benchmarks.load_report import percentile
 
     answered = [o for o in outcomes if o.status == 200]
     latencies = [o.latency_s for o in answered]
@@ -114,7 +119,7 @@ def sweep(config: ConcurrencyConfig, client: Client, server: str, name: str | No
 
 def sweep_servers(config: ConcurrencyConfig, servers: Sequence[tuple[str, Client, str]], name: str | None = None) -> dict[str, Any]:
     """``sweep`` over one or more ``(label, client, description)`` servers serving the same model."""
-    from .runner import environment
+    from specdraft.apps.bench.runner import environment
 
     models = set()
     for _label, client, _ in servers:
@@ -167,11 +172,6 @@ def sweep_servers(config: ConcurrencyConfig, servers: Sequence[tuple[str, Client
     return report
 
 
-def _table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
-    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
-    return "\n".join(lines + ["| " + " | ".join(str(cell) for cell in row) + " |" for row in rows])
-
-
 def markdown(report: dict[str, Any]) -> str:
     """The report as Markdown: one table row per point, and a speed-up column per level."""
     by = {(p["clients"], p["mode"], p.get("server", "")): p for p in report["points"]}
@@ -192,20 +192,17 @@ def markdown(report: dict[str, Any]) -> str:
         f"greedy, max_tokens {config['max_tokens']}), {env['cpu_count']} CPUs, load average {env['load_before'][0]:.1f} "
         f"before and {env['load_after'][0]:.1f} after. Latency: the client's wall time, queueing included.",
         "",
-        _table(["clients", "mode", *(["server"] if several else []), "answered", "requests/s", "spec / plain", "tokens/s", "p50 s", "p90 s", "429", "identical"], rows),
+        markdown_table(["clients", "mode", *(["server"] if several else []), "answered", "requests/s", "spec / plain", "tokens/s", "p50 s", "p90 s", "429", "identical"], rows).rstrip("\n"),
         "",
         f"Goals: {', '.join(f'{k}: {v}' for k, v in report['goals'].items())}.",
     ]
     return "\n".join(lines) + "\n"
 
 
-def plot(report: dict[str, Any], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
+def draw(report: dict[str, Any], fig: Figure) -> None:
+    """Requests/s (left) and p50/p90 latency (right) against the number of concurrent clients."""
+    fig.set_size_inches(10, 4)
+    left, right = fig.subplots(1, 2)
     for mode, server in [(m, s) for m in report["config"]["modes"] for s in report.get("servers", [""])]:
         points = sorted((p for p in report["points"] if p["mode"] == mode and p.get("server", "") == server), key=lambda p: p["clients"])
         xs = [p["clients"] for p in points]
@@ -219,18 +216,8 @@ def plot(report: dict[str, Any], path: Path) -> None:
         axis.set_title(f"{report['name']}: {title}")
         axis.legend(loc="best")
         axis.grid(alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
 
 
 def write(report: dict[str, Any], out: Path) -> list[Path]:
-    """``concurrency.json``, ``concurrency.md`` and ``concurrency.png`` in ``out`` (created)."""
-    import json
-
-    out.mkdir(parents=True, exist_ok=True)
-    paths = [out / "concurrency.json", out / "concurrency.md", out / "concurrency.png"]
-    paths[0].write_text(json.dumps(report, indent=2) + "\n")
-    paths[1].write_text(markdown(report))
-    plot(report, paths[2])
-    return paths
+    """``concurrency.json``, ``concurrency.md`` and ``concurrency.png`` in ``out`` (``result_files.write_results``)."""
+    return list(write_results(out, report, markdown(report), partial(draw, report), stem="concurrency").values())
