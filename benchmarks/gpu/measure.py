@@ -80,7 +80,7 @@ def load_gguf(path: Path, device: str, name: str) -> TransformersModel:
 def pass_cost(eager: TransformersModel, fast: FastPathModel, budget: Budget) -> dict:
     """Median ms of a verify pass over w new tokens after ``budget.context`` tokens, on both paths,
     and how far their last logits rows differ (the fast path pads to buckets; float32 rounding)."""
-    from specdraft.apps.bench.pass_cost import session_pass_ms
+    from benchmarks.pass_cost import session_pass_ms
 
     eager_rows: dict[int, torch.Tensor] = {}
     fast_rows: dict[int, torch.Tensor] = {}
@@ -98,8 +98,8 @@ def pass_cost(eager: TransformersModel, fast: FastPathModel, budget: Budget) -> 
 def fast_trees(eager: TransformersModel, fast: FastPathModel, budget: Budget) -> dict:
     """The fast path decoding ``budget.tree_tokens`` tokens after a random ``budget.context``-token
     prompt plainly and with reference trees of every width, against the eager path's plain tokens
-    (``specdraft.apps.bench.pass_cost.lossless``)."""
-    from specdraft.apps.bench.pass_cost import lossless
+    (``benchmarks.pass_cost.lossless``)."""
+    from benchmarks.pass_cost import lossless
 
     return lossless(eager, fast, budget.context, budget.tree_tokens)
 
