@@ -2,21 +2,23 @@
 
 The core: ``Draft`` (a token tree), the ``Drafter``, ``Target``, ``Model`` and ``Tokenizer``
 protocols, acceptance rules, ``SpeculativeGenerator`` with its ``Stats``, and the backends
-(transformers, llama.cpp). Importing ``specdraft`` loads neither torch nor llama.cpp: the backends
+(``specdraft.backends``: transformers, llama.cpp, the fast path, an engine). Importing ``specdraft`` loads neither torch nor llama.cpp: the backends
 load on first use (``specdraft.TransformersModel``, ``specdraft.LlamaCppModel``, ``load_model``).
 """
 
 from typing import Any
 
 from .acceptance import Acceptance, follow_choices, greedy_accept, speculative_accept
+from .backends import load_model
 from .draft import ROOT, Draft
 from .drafter import Drafter, NoDrafter
 from .generator import GenerationConfig, GenerationResult, GenerationStream, SpeculativeGenerator
 from .logprobs import LogprobsUnavailableError, TokenLogprob
 from .model import Model, Tokenizer, check_same_tokenizer
-from .model_config import BACKENDS, DEFAULT_MODEL, ModelConfig, load_model
+from .model_config import BACKENDS, DEFAULT_MODEL, ModelConfig
 from .policy import SpeculationConfig
 from .sampling import SamplingParams, SamplingUnavailableError, TokenChooser, warp
+from .session import Session, SessionsUnavailableError
 from .stats import Stats
 from .target import Target
 from .text_stream import TextPiece
@@ -56,6 +58,8 @@ __all__ = [
     "ROOT",
     "SamplingParams",
     "SamplingUnavailableError",
+    "Session",
+    "SessionsUnavailableError",
     "SpeculationConfig",
     "SpeculativeGenerator",
     "Stats",

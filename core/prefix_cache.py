@@ -10,7 +10,8 @@ Contracts:
 
 - **Per model, bounded, LRU.** ``prefix_cache_for(model)`` is the model's one cache (created with
   the default config on first use; ``configure_prefix_cache`` replaces or switches off one model's,
-  ``set_default_prefix_cache`` every model's, as ``--no-prefix-cache`` does).
+  ``set_default_prefix_cache`` every model's; the command line's ``--no-prefix-cache`` reaches the
+  models through ``ModelPool(prefix_cache=...)``, which configures each model it loads).
   Entries are evicted least recently used first until the total is within ``max_bytes`` (and
   ``max_tokens`` when set); an entry larger than the bound alone is never stored. An entry whose
   tokens are a prefix of a new entry's is dropped (the new one serves every lookup it served).
@@ -26,8 +27,9 @@ Contracts:
 - **Thread-safe.** Lookups and inserts take the cache's lock; restoring (a copy) and computing
   happen outside it, so concurrent requests only serialise on the model's own forward-pass lock.
 
-Targets take part through the optional ``PrefixCachingTarget`` protocol (``prefill_cached``); the
-``Target`` protocol is unchanged, and a target without it simply prefills everything.
+Targets take part through ``Target.prefill_cached`` (declared on the protocol; ``PrefixCachingTarget``
+names that one member); a target without a cache of its own here (an engine's) implements it as a
+miss and prefills everything.
 """
 
 from __future__ import annotations
@@ -215,7 +217,7 @@ class PrefixCache:
 
 @runtime_checkable
 class PrefixCachingTarget(Protocol):
-    """A ``Target`` that can start from a cached prefix (optional; the generator checks for it)."""
+    """The prefix-cache member of ``Target`` (``specdraft.target``), on its own: every target has it."""
 
     def prefill_cached(self, context_ids: Sequence[int], cache: PrefixCache, store: bool = True) -> int:
         """``prefill(context_ids)`` starting from the longest prefix ``cache`` holds (at least the
@@ -235,9 +237,8 @@ _default = PrefixCacheConfig()  # what ``prefix_cache_for`` creates a model's ca
 
 
 def set_default_prefix_cache(config: PrefixCacheConfig) -> None:
-    """Make ``config`` the process's default (the command line's ``--no-prefix-cache`` switches
-    caching off this way): every model's cache is replaced by one with ``config`` (None when it is
-    disabled), and caches created later use it."""
+    """Make ``config`` the process's default: every model's cache is replaced by one with ``config``
+    (None when it is disabled), and caches created later use it."""
     global _default
     with _registry_lock:
         _default = config

@@ -104,7 +104,8 @@ def run_bench(args: argparse.Namespace) -> int:
     target = pool.get(args.model)
     suite = build(args, pool, target)
     if args.alongside:
-        suite.methods += alongside_methods(suite.methods, ModelPool(args.device, args.dtype, args.alongside, args.context).get(args.model))
+        alongside = ModelPool(args.device, args.dtype, args.alongside, args.context, prefix_cache=pool.prefix_cache)
+        suite.methods += alongside_methods(suite.methods, alongside.get(args.model))
     result = run_suite(args.benchmark, f"{args.model} ({target.backend})", suite)
     out = args.out or Path("results") / f"{args.benchmark}-{args.model.replace('/', '_')}-{time.strftime('%Y%m%d-%H%M%S')}"
     paths = write_report(result, out)

@@ -141,8 +141,6 @@ def _serve(args: argparse.Namespace) -> int:
     from specdraft.apps.service.config import ServiceConfig
     from specdraft.apps.service.server import check_bind, serve
 
-    from specdraft.apps.model_pool import ENGINE
-
     from .model_args import model_pool
     from .serve_args import access_config
 
@@ -152,7 +150,7 @@ def _serve(args: argparse.Namespace) -> int:
         drafter=args.drafter,
         device=args.device,
         dtype=args.dtype,
-        backend="auto" if args.backend == ENGINE else args.backend,  # the pool below holds the engine
+        backend=args.backend,  # with the engine's address, the pool below holds the engine
         context=args.context,
         extra_models=tuple(args.extra_model),
         model_aliases=tuple(args.model_alias),

