@@ -215,13 +215,13 @@ class _Run:
         yield from self._emit(self.assembler.finish())
 
     def _prefill(self) -> None:
-        """The target's prefill, from the model's prefix cache where the target can use one."""
-        prefill_cached = getattr(self.target, "prefill_cached", None)
-        cache = prefix_cache_for(self.model) if self.use_prefix_cache and prefill_cached is not None else None
+        """The target's prefill, from the model's prefix cache unless it is off (a target without a
+        cache of its own here reads it as a miss)."""
+        cache = prefix_cache_for(self.model) if self.use_prefix_cache else None
         if cache is None:
             self.target.prefill(self.prompt_ids)
         else:
-            self.stats.cached_prompt_tokens = prefill_cached(self.prompt_ids, cache)
+            self.stats.cached_prompt_tokens = self.target.prefill_cached(self.prompt_ids, cache)
 
     def _budget(self) -> int:
         if self._free_first_step:  # SpeculationConfig.plain_first_step

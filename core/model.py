@@ -1,15 +1,19 @@
 """The model protocol: everything the engine and the task adapters need of a model, whatever runs it.
 
 A ``Model`` is loaded once and shared by every request; it never holds sequence state. Each request
-gets its own ``Target`` from ``new_target(chooser)``. Everything above the core (the generator, the
-editor and grammar corrector, the RAG pipeline, the service, the benchmark) is written against
-this protocol and ``Tokenizer``, never against a backend's own objects, so a backend plugs in by
-implementing these few members:
+gets its own ``Target`` from ``new_target(chooser)``; a caller that runs the model step by
+step itself (a draft model, iterative RAG) gets a ``Session`` from ``new_session()``. Everything
+above the core (the generator, the editor and grammar corrector, the RAG pipeline, the service, the
+benchmark) is written against this protocol and ``Tokenizer``, never against a backend's own
+objects, so a backend plugs in by implementing these few members:
 
-- transformers (``specdraft.backends.transformers.model``): CPU/CUDA, float32 by default, the exact
-  reference;
+- transformers (``specdraft.backends.transformers``): CPU/CUDA, float32 by default, the exact
+  reference; its fast path (``specdraft.backends.fast_path``) on static caches;
 - llama.cpp (``specdraft.backends.llama_cpp``): GGUF files as they are, the fast CPU engine;
-- remote and serving-engine targets (later) implement the same protocol over HTTP.
+- a serving engine (``specdraft.backends.engine``) and the edge verify server (``specdraft.edge``)
+  implement the same protocol over HTTP (no sessions there: ``SessionsUnavailableError``).
+
+``specdraft.backends.load_model`` loads a model on the backend a ``ModelConfig`` names.
 
 ``exact`` says whether the backend's verification is guaranteed to choose exactly what plain
 decoding on the same backend chooses (a pass over k tokens computes each row as k one-token passes
@@ -25,6 +29,7 @@ from typing import Protocol, Sequence, runtime_checkable
 
 from .cost import PassCostProfile
 from .sampling import TokenChooser
+from .session import Session
 from .target import Target
 
 
@@ -107,6 +112,11 @@ class Model(Protocol):
 
     def new_target(self, chooser: TokenChooser = TokenChooser()) -> Target:
         """A fresh per-request target whose own tokens are chosen by ``chooser``."""
+        ...
+
+    def new_session(self) -> Session:
+        """A fresh sequence of this model run here, step by step (``specdraft.session``).
+        ``SessionsUnavailableError`` for a model that keeps no KV cache on this machine."""
         ...
 
 

@@ -8,17 +8,21 @@ logits where the backend has them; see ``specdraft.verification`` for the row co
 (Right after the prefill there is no pending token: the prefill's last position already predicts
 the first row.) A target chooses its own tokens with the ``TokenChooser`` it was created with.
 
-Backends: transformers on CPU/CUDA (``specdraft.backends.transformers.model``), llama.cpp
-(``specdraft.backends.llama_cpp``); remote and engine targets implement the same calls. The conformance
-suite (``tests/test_target_conformance.py``) runs every implementation through the same checks.
+Backends: transformers on CPU/CUDA (``specdraft.backends.transformers``), llama.cpp
+(``specdraft.backends.llama_cpp``), both on ``specdraft.backends.target_base.SessionTarget``; engine
+and remote targets implement the same calls. The conformance suite
+(``tests/test_target_conformance.py``) runs every implementation through the same checks.
 """
 
 from __future__ import annotations
 
-from typing import Protocol, Sequence
+from typing import TYPE_CHECKING, Protocol, Sequence
 
 from .draft import Draft
 from .verification import Verification
+
+if TYPE_CHECKING:
+    from .prefix_cache import PrefixCache
 
 
 class Target(Protocol):
@@ -57,6 +61,15 @@ class Target(Protocol):
 
     def prefill(self, context_ids: Sequence[int]) -> None:
         """Start the sequence from ``context_ids`` (the first ``verify`` predicts what follows)."""
+        ...
+
+    def prefill_cached(self, context_ids: Sequence[int], cache: "PrefixCache", store: bool = True) -> int:
+        """``prefill(context_ids)`` starting from the longest prefix of it that ``cache`` (the model's
+        prefix cache, ``specdraft.prefix_cache``) holds: at least the last token is always run, for the
+        logits that predict what follows. Returns how many tokens came from the cache. On ``close``
+        the target offers the sequence it then holds (prompt and committed answer) to ``cache`` if that
+        sequence is consistent and ``store`` is True. A target without a cache of its own here (an
+        engine's, a remote server's) implements it as a miss: it prefills and returns 0."""
         ...
 
     def verify(self, draft: Draft) -> Verification:

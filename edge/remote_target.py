@@ -21,11 +21,13 @@ Needs no torch: numpy (through ``specdraft``'s core) and the standard library on
 from __future__ import annotations
 
 import time
-from typing import Any, Sequence
+from typing import Any, NoReturn, Sequence
 
 from specdraft.cost import PassCostProfile
 from specdraft.draft import Draft
+from specdraft.prefix_cache import PrefixCache
 from specdraft.sampling import TokenChooser
+from specdraft.session import SessionsUnavailableError
 from specdraft.verification import Verification
 
 from .transport import EdgeConnection, TransportConfig
@@ -79,6 +81,9 @@ class RemoteModel:
 
     def new_target(self, chooser: TokenChooser = TokenChooser()) -> "RemoteTarget":
         return RemoteTarget(self.connection, chooser, self.info, self.tokenizer.fingerprint(), self.cost)
+
+    def new_session(self) -> NoReturn:
+        raise SessionsUnavailableError(f"{self.name} is verified by a remote server, which keeps no session (KV cache) on this machine")
 
 
 class RemoteTarget:
@@ -134,6 +139,11 @@ class RemoteTarget:
         self.session_id = answer["id"]
         self._length = self._server_length = int(answer["context_length"])
         self._passes = int(answer["forward_passes"])
+
+    def prefill_cached(self, context_ids: Sequence[int], cache: PrefixCache, store: bool = True) -> int:
+        """A miss: the server keeps its own prefix cache; ``prefill`` and nothing restored or offered."""
+        self.prefill(context_ids)
+        return 0
 
     def verify(self, draft: Draft) -> Verification:
         if self._verified is not None:

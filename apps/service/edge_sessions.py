@@ -32,9 +32,9 @@ import secrets
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Sequence
 
-from specdraft import ROOT, Draft, Model, SamplingParams, TokenChooser
+from specdraft import ROOT, Draft, Model, SamplingParams, Target, TokenChooser
 from specdraft.acceptance import Acceptance, follow_choices, speculative_accept
 from specdraft.edge.trees import DraftRows  # the wire's draft distributions, as the client builds them
 from specdraft.prefix_cache import prefix_cache_for
@@ -103,7 +103,7 @@ class EdgeSession:
     id: str
     owner: str
     model: Model
-    target: object  # a Target
+    target: Target
     context: list[int]
     max_length: int
     seed: int
@@ -286,13 +286,12 @@ class EdgeSessionStore:
                 session.close()
 
 
-def _prefill(model: Model, target: Any, prompt: list[int]) -> None:
-    """The session's prefill, from the model's prefix cache where the target can use one (so a chat's
-    next turn, or another laptop's same system prompt, is not computed again); the target stores its
-    sequence there when the session closes."""
-    prefill_cached = getattr(target, "prefill_cached", None)
-    cache = prefix_cache_for(model) if prefill_cached is not None else None
+def _prefill(model: Model, target: Target, prompt: list[int]) -> None:
+    """The session's prefill, from the model's prefix cache unless it is off (so a chat's next turn, or
+    another laptop's same system prompt, is not computed again); the target stores its sequence there
+    when the session closes."""
+    cache = prefix_cache_for(model)
     if cache is None:
         target.prefill(prompt)
     else:
-        prefill_cached(prompt, cache)
+        target.prefill_cached(prompt, cache)

@@ -227,7 +227,7 @@ def metrics() -> Response:
 
     state, found = current_state(), current_metrics()
     found.prefix_cache = prefix_cache_for(state.target()) if state.loaded else None
-    found.batcher = getattr(state.target(), "verify_batcher", None) if state.loaded else None
+    found.batcher = state.verify_batcher
     return Response(found.exposition(), content_type=CONTENT_TYPE_PLAIN_0_0_4)
 
 

@@ -1,5 +1,5 @@
 """A small model drafting for a larger one with the same tokenizer (e.g. Qwen 0.5B for Qwen 1.5B),
-on any backend whose model has ``new_session()`` (transformers, llama.cpp).
+on any backend that runs here (``Model.new_session()``: transformers, llama.cpp, the fast path).
 
 Greedy decoding: the draft model proposes its greedy chain; with ``tree_width`` k > 1 it also
 proposes, at every depth, its next k-1 most likely tokens as leaf alternatives (a "chain with
@@ -16,11 +16,12 @@ the context it is given (a truncation: cheap on every backend).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Protocol, Sequence
+from typing import Any, Sequence
 
 from ..draft import ROOT, Draft
 from ..model import Model
 from ..sampling import DRAFT_STREAM, PositionalRandom, SamplingParams, sample, top_tokens, warp
+from ..session import Session
 
 
 @dataclass(frozen=True)
@@ -30,18 +31,6 @@ class DraftModelConfig:
     def __post_init__(self) -> None:
         if self.tree_width < 1:
             raise ValueError(f"tree_width must be >= 1, got {self.tree_width}")
-
-
-class DraftSession(Protocol):
-    """One sequence's cache on a draft model: feed tokens, read logits rows, roll back."""
-
-    def __len__(self) -> int: ...
-
-    def feed(self, tokens: Sequence[int], parents: Sequence[int] | None = None, all_logits: bool = True) -> Any:
-        """Logits ``[len(tokens), vocab]`` (``[1, vocab]`` for the last with ``all_logits=False``)."""
-        ...
-
-    def truncate(self, length: int) -> None: ...
 
 
 def _common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
@@ -69,7 +58,7 @@ class DraftModelDrafter:
         self.sampling = sampling
         self.rng = rng or PositionalRandom(0)
         self.config = config
-        self.session: DraftSession = model.new_session()  # type: ignore[attr-defined]
+        self.session: Session = model.new_session()
         self._fed: list[int] = []  # tokens whose keys/values the session holds
 
     def _logits_after(self, context: Sequence[int]) -> Any:

@@ -170,7 +170,6 @@ class StrideDecoder:
         self.docs = checkpoint.docs
 
     def close(self) -> None:
-        close = getattr(self.session, "close", None)
-        if close is not None:
-            close()
+        if self.session is not None:
+            self.session.close()
         self.session = None

@@ -16,10 +16,20 @@ class Thing:
 
 
 class LocalModel(Thing):
-    """A model stand-in that runs here (has sessions; none is started in these tests)."""
+    """A model stand-in that runs here (has sessions; none is fed in these tests)."""
 
     def new_session(self):
+        return UnusedSession()
+
+
+class UnusedSession:
+    """What ``IterativeRAG`` checks a model for (it opens and closes one session): never fed here."""
+
+    def feed(self, *args, **kwargs):
         raise AssertionError("no answer is generated here")
+
+    def close(self) -> None:
+        pass
 
 
 def test_one_scheduler_per_retriever_model_and_config():

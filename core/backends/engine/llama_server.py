@@ -41,12 +41,14 @@ BIAS = 100.0
 
 class LlamaServerApi:
     def __init__(self, client: EngineClient, model: str, local: Any) -> None:
-        if not hasattr(local, "file"):
+        from ..llama_cpp.library import library
+        from ..llama_cpp.model import LlamaCppModel
+
+        if not isinstance(local, LlamaCppModel):
             raise ValueError("the llama-cpp-server engine api needs the same GGUF model locally (a llama-cpp model)")
         self.client = client
         self.model = model
         self.local = local
-        from ..llama_cpp.library import library
 
         ll = library()
         vocab = local.file.vocab

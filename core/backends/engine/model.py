@@ -26,17 +26,21 @@ Calls map onto requests as follows: ``prefill`` sends nothing (the first ``verif
 context), ``verify`` sends one request per branch (each counted in ``forward_passes`` and timed into
 ``EngineModel.cost`` by width, which the draft-length policy reads), ``commit`` is local, ``close``
 sends nothing. Misuse raises ``RuntimeError`` as the local targets do. Failures of the engine raise
-``EngineError`` (unreachable, refused, unusable answer) with the engine's address.
+``EngineError`` (unreachable, refused, unusable answer) with the engine's address. ``prefill_cached`` is a
+miss (the engine keeps its own prefix cache), and ``new_session`` raises ``SessionsUnavailableError``:
+nothing of the sequence is kept on this machine.
 """
 
 from __future__ import annotations
 
 import time
-from typing import Any, Sequence
+from typing import Any, NoReturn, Sequence
 
 from ...cost import PassCostProfile
 from ...draft import Draft
+from ...prefix_cache import PrefixCache
 from ...sampling import SamplingUnavailableError, TokenChooser
+from ...session import SessionsUnavailableError
 from ...verification import Verification
 from .apis import PROBE_TEXT, SglangApi, VllmApi
 from .config import EngineConfig
@@ -117,6 +121,9 @@ class EngineModel:
                              "top-1 log-probabilities cannot verify sampled tokens losslessly")
         return EngineTarget(self)
 
+    def new_session(self) -> NoReturn:
+        raise SessionsUnavailableError(f"{self.name} runs on a serving engine, which keeps no session (KV cache) on this machine")
+
 
 class EngineTarget:
     """One sequence verified by the engine (``Target`` protocol; see the module docstring)."""
@@ -148,6 +155,11 @@ class EngineTarget:
         if not context_ids:
             raise ValueError("the context must hold at least one token")
         self._context = [int(t) for t in context_ids]
+
+    def prefill_cached(self, context_ids: Sequence[int], cache: PrefixCache, store: bool = True) -> int:
+        """A miss: the engine keeps its own cache; ``prefill`` and nothing restored or offered."""
+        self.prefill(context_ids)
+        return 0
 
     def verify(self, draft: Draft) -> Verification:
         if self._verified is not None:

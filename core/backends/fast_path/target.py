@@ -29,7 +29,7 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass
-from typing import Sequence
+from typing import NoReturn, Sequence
 
 import torch
 
@@ -68,8 +68,6 @@ class FastPathConfig:
 class FastPathModel(TransformersModel):
     """``base``'s weights and tokenizer with static-cache, bucketed (CUDA-graph) targets and sessions."""
 
-    fast_path = True
-
     def __init__(self, base: TransformersModel, config: FastPathConfig = FastPathConfig()) -> None:
         if not supports_static_cache(base.hf_model.config):
             raise ValueError(f"the fast path needs full-attention layers; {base.name} has others (sliding window?)")
@@ -94,6 +92,9 @@ class FastPathModel(TransformersModel):
 
     def new_target(self, chooser: TokenChooser = TokenChooser()) -> "FastPathTarget":
         return FastPathTarget(self, chooser)
+
+    def enable_verify_batching(self, config: object = None) -> NoReturn:
+        raise ValueError("verify batching (--batch-verify) and the fast path (--fast-path) do not combine: the fast path's static caches run alone")
 
     # --- cache pool ---------------------------------------------------------------------------
     def capacity_for(self, needed: int) -> int:
@@ -229,10 +230,5 @@ class StaticSession:
 
 
 class FastPathTarget(TransformersTarget):
-    """``TransformersTarget`` on a ``StaticSession``: the same protocol, prefix cache included."""
-
-    def close(self) -> None:
-        session = self.session
-        super().close()  # offers the sequence to the prefix cache first, then starts a fresh (empty) session
-        if isinstance(session, StaticSession):
-            session.close()
+    """``TransformersTarget`` on a ``StaticSession``: the same protocol, prefix cache included (``close``
+    offers the sequence to the prefix cache first, then returns the session's cache to the pool)."""

@@ -16,15 +16,13 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Sequence
+from typing import Sequence
 
 import numpy as np
 
 from ...cost import PassCostProfile
 from .library import LlamaContext
-
-if TYPE_CHECKING:
-    from .model import LlamaCppModel
+from .runtime import LlamaRuntime
 
 MAIN = 0
 # The probe: after a 4-token prefix, passes of 2, 8 and 20 tokens against one-token passes: each on
@@ -61,7 +59,7 @@ def _timed(context: LlamaContext, tokens: Sequence[int], start: int, cost: PassC
     return rows
 
 
-def compare(model: "LlamaCppModel", tokens: Sequence[int], prefix: int, widths: Sequence[int], cost: PassCostProfile | None = None) -> list[Comparison]:
+def compare(model: LlamaRuntime, tokens: Sequence[int], prefix: int, widths: Sequence[int], cost: PassCostProfile | None = None) -> list[Comparison]:
     """Feed ``tokens[:prefix]``; then, for each width w, the next w tokens as ONE pass, against the
     same tokens as w one-token passes; compare the logits of every row. One context of ``model``,
     rolled back to the prefix between passes (as a target rolls back a rejected draft). With
@@ -87,7 +85,7 @@ def compare(model: "LlamaCppModel", tokens: Sequence[int], prefix: int, widths: 
     return comparisons
 
 
-def varied_ids(model: "LlamaCppModel", n: int) -> list[int]:
+def varied_ids(model: LlamaRuntime, n: int) -> list[int]:
     """``n`` ordinary tokens of varied English text (words in a shuffled cycle, so no repetition is
     long enough to make the logits trivial): the long sequences the exactness tests and benchmark use."""
     words = ("the committee met on Tuesday to discuss a budget that was approved after long debate "
@@ -96,14 +94,14 @@ def varied_ids(model: "LlamaCppModel", n: int) -> list[int]:
     return model.tokenizer.encode(text)[:n]
 
 
-def probe_tokens(model: "LlamaCppModel") -> list[int]:
+def probe_tokens(model: LlamaRuntime) -> list[int]:
     """A fixed, ordinary sequence of ``PROBE_PREFIX + max(PROBE_WIDTHS)`` tokens of the model's vocabulary."""
     text = "The quick brown fox jumps over the lazy dog, and then it runs back home to sleep. " * 3
     ids = model.tokenizer.encode(text)
     return ids[: PROBE_PREFIX + max(PROBE_WIDTHS)]
 
 
-def probe(model: "LlamaCppModel") -> Comparison:
+def probe(model: LlamaRuntime) -> Comparison:
     """The load-time check (``LlamaCppModel.exact``), a few hundred milliseconds on a small model:
     the worst of the probe's widths (the first that differs, else the widest). Its passes are timed
     into ``model.cost``, so a process's first request already drafts from measured pass costs."""

@@ -23,10 +23,10 @@ from ...model import vocabulary_fingerprint
 from ...sampling import TokenChooser
 from .exactness import Comparison, probe
 from .library import LlamaContext, LlamaModelFile, detokenize_bytes, library, token_text, token_texts, tokenize
+from .target import LlamaCppTarget, LlamaSession
 
 if TYPE_CHECKING:
     from ...model_config import ModelConfig
-    from .target import LlamaCppTarget, LlamaSession
 
 DEFAULT_CONTEXT = 4096
 log = logging.getLogger(__name__)
@@ -188,12 +188,8 @@ class LlamaCppModel:
                 return
         context.close()
 
-    def new_session(self) -> "LlamaSession":
-        from .target import LlamaSession
-
+    def new_session(self) -> LlamaSession:
         return LlamaSession(self)
 
-    def new_target(self, chooser: TokenChooser = TokenChooser()) -> "LlamaCppTarget":
-        from .target import LlamaCppTarget
-
+    def new_target(self, chooser: TokenChooser = TokenChooser()) -> LlamaCppTarget:
         return LlamaCppTarget(self, chooser)

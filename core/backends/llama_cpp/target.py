@@ -18,28 +18,24 @@ and cuts what lies past the shared prefix, then prefills the rest.
 
 from __future__ import annotations
 
-import logging
 import time
-from typing import TYPE_CHECKING, Sequence
+from typing import Sequence
 
 import numpy as np
 
 from ...draft import ROOT, Draft
-from ...prefix_cache import PrefixCache
+from ...prefix_cache import PrefixHit
 from ...sampling import TokenChooser
-from ...verification import Verification
-
-if TYPE_CHECKING:
-    from .model import LlamaCppModel
+from ..target_base import SessionTarget
+from .runtime import LlamaRuntime
 
 MAIN = 0  # the sequence id of the committed context
-log = logging.getLogger(__name__)
 
 
 class LlamaSession:
     """A context holding one sequence (``MAIN``) of ``len(self)`` tokens."""
 
-    def __init__(self, model: "LlamaCppModel") -> None:
+    def __init__(self, model: LlamaRuntime) -> None:
         self.model = model
         self.context = model.acquire_context()
         self.length = 0
@@ -138,96 +134,36 @@ def batch_layout(draft: Draft) -> tuple[list[int], list[tuple[int, ...]]]:
     return order, [tuple(sorted(ids)) for ids in sets]
 
 
-class LlamaCppTarget:
-    """The ``Target`` protocol on a llama.cpp context (one request).
+class LlamaCppTarget(SessionTarget):
+    """The ``Target`` protocol on a llama.cpp context (one request; ``SessionTarget`` holds the
+    bookkeeping and the prefix cache).
 
     Exactness needs the cache's cells in position order: attention sums over cells in cell order,
     and another order rounds differently. A kept prefix of the main chain is in order already
     (``batch_layout``); a path through another branch is dropped from the cache and its tokens are
-    run again at the front of the next verification (``_refeed``), a few more tokens in that pass.
+    run again at the front of the next verification (the target's leading tokens), a few more
+    tokens in that pass.
     """
 
-    returns_logits = True
-    prefill_predicts_next = True
-
-    def __init__(self, model: "LlamaCppModel", chooser: TokenChooser = TokenChooser()) -> None:
-        self.model = model
-        self.chooser = chooser
+    def __init__(self, model: LlamaRuntime, chooser: TokenChooser = TokenChooser()) -> None:
+        super().__init__(model, chooser)
         self.session = LlamaSession(model)
-        self.forward_passes = 0
-        self._pending: int | None = None
-        self._refeed: list[int] = []  # accepted tokens not in the cache yet (they precede the pending one)
-        self._next_logits: np.ndarray | None = None  # [vocab] after the prefill
-        self._verified: Draft | None = None  # the draft awaiting commit
-        self.cached_prompt_tokens = 0  # prompt tokens restored from a prefix cache
-        self._tokens: list[int] = []  # the tokens the session's cells hold, in order
-        self._dirty = False  # a batch failed: the cells may be inconsistent
-        self._prefix_cache: PrefixCache | None = None  # offered the sequence on close
-
-    @property
-    def context_length(self) -> int:
-        return len(self.session) + len(self._refeed) + (self._pending is not None)
-
-    @property
-    def max_length(self) -> int:
-        return self.model.max_length
 
     @property
     def max_branches(self) -> int:
         return self.session.context.n_seq
 
-    def prefill(self, context_ids: Sequence[int]) -> None:
-        self._prefill(context_ids, None)
+    def _cache_length(self) -> int:
+        return len(self.session)
 
-    def prefill_cached(self, context_ids: Sequence[int], cache: PrefixCache, store: bool = True) -> int:
-        """``prefill`` from the longest prefix ``cache`` holds; on ``close`` the sequence is
-        offered to ``cache`` unless ``store`` is False (see ``specdraft.prefix_cache``). Returns the
-        tokens restored."""
-        cached = self._prefill(context_ids, cache)
-        if not store:
-            self._prefix_cache = None
-        return cached
+    def _run_prompt(self, tokens: list[int]) -> np.ndarray:
+        return self.session.feed(tokens, all_logits=False)
 
-    def _prefill(self, context_ids: Sequence[int], cache: PrefixCache | None) -> int:
-        if not context_ids:
-            raise ValueError("the context must hold at least one token")
-        if len(self.session) or self._pending is not None:
-            raise RuntimeError("prefill() starts a sequence; this target already holds one")
-        ids = [int(t) for t in context_ids]
-        cached = 0
-        self._prefix_cache = cache
-        if cache is not None:
-            hit = cache.lookup(ids, limit=len(ids) - 1)  # the last token runs: its logits come next
-            if hit is not None:
-                self._dirty = True
-                self.session.restore(hit.entry.state, len(hit.entry), hit.length)
-                self._dirty = False
-                cached = hit.length
-        self.forward_passes += 1
-        self._tokens = ids
-        self._dirty = True
-        self._next_logits = self.session.feed(ids[cached:], all_logits=False)[-1]
-        self._dirty = False
-        self.cached_prompt_tokens = cached
-        return cached
-
-    def verify(self, draft: Draft) -> Verification:
-        if self._verified is not None:
-            raise RuntimeError("verify() twice without commit()")
-        if self._next_logits is None and self._pending is None:
-            raise RuntimeError("verify() before prefill()")
-        position = self.context_length  # where row 0's token goes
-        if len(self._refeed) + len(draft) + 1 > self.session.context.n_batch:
+    def _check_draft(self, draft: Draft) -> None:
+        if max(1, len(self._leading)) + len(draft) > self.session.context.n_batch:
             raise ValueError(f"a draft of {len(draft)} nodes exceeds the batch of {self.session.context.n_batch}")
-        self._verified = draft
-        if self._next_logits is not None:  # first step: the prefill already predicted row 0
-            rows = self._decode_tree(draft, leading=[])
-            logits = np.concatenate([self._next_logits[None], rows]) if len(draft) else self._next_logits[None]
-        else:
-            logits = self._decode_tree(draft, leading=[*self._refeed, self._pending])
-        return Verification.from_logits(logits, draft, position, self.chooser)
 
-    def _decode_tree(self, draft: Draft, leading: list[int]) -> np.ndarray:
+    def _run_draft(self, draft: Draft, leading: list[int]) -> np.ndarray:
         """One batch: the ``leading`` tokens (re-fed ones, then the pending one) and every node;
         returns logits rows for the last leading token and each node, in draft order."""
         session = self.session
@@ -245,55 +181,32 @@ class LlamaCppTarget:
         positions += [first_node + draft.depths[i] - 1 for i in order]
         seq_ids = [everyone] * len(leading) + [node_seqs[i] for i in order]
         wanted = [i == len(leading) - 1 for i in range(len(leading))] + [True] * len(order)
-        self.forward_passes += 1
-        self._dirty = True
         rows = session.run_batch(tokens, positions, seq_ids, wanted, timed=True)
-        self._dirty = False
         out = np.empty_like(rows)
         head = 1 if leading else 0
         out[:head] = rows[:head]
         out[[head + i for i in order]] = rows[head:]
         return out
 
-    def commit(self, path: Sequence[int], next_token: int) -> None:
-        if self._verified is None:
-            raise RuntimeError("commit() without verify()")
-        draft = self._verified
-        self._verified = None
-        session = self.session
-        if self._pending is not None:
-            session.length += len(self._refeed) + 1  # they are in the cache now
-            self._tokens += [*self._refeed, self._pending]
-        self._refeed = []
-        first_node = len(session)
+    def _join(self, first: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        return np.concatenate([first[None], rows])
+
+    def _keep(self, draft: Draft, path: list[int], first_node: int) -> int:
         kept = 0
         if len(draft):
-            in_order = list(path) == main_chain(draft)[: len(path)]
+            in_order = path == main_chain(draft)[: len(path)]
             kept = len(path) if in_order else 0
-            context = session.context
+            context = self.session.context
             context.seq_keep(MAIN)  # drops every branch but the main chain
             context.seq_rm(MAIN, first_node + kept, -1)  # and what lies past the kept prefix
-            if not in_order:
-                self._refeed = [draft.tokens[i] for i in path]
-            self._tokens += [draft.tokens[i] for i in path[:kept]]
-        session.length = first_node + kept
-        self._next_logits = None
-        self._pending = int(next_token)
+        self.session.length = first_node + kept
+        return kept
 
-    def close(self) -> None:
-        cache, self._prefix_cache = self._prefix_cache, None
-        if cache is not None and self.session.context is not None:
-            self._offer(cache)
+    def _restore(self, hit: PrefixHit) -> None:
+        self.session.restore(hit.entry.state, len(hit.entry), hit.length)
+
+    def _snapshot(self, length: int) -> tuple[object, int]:
+        return self.session.snapshot()  # the whole sequence: ``_offer`` checked it holds ``length``
+
+    def _release(self) -> None:
         self.session.close()
-
-    def _offer(self, cache: PrefixCache) -> None:
-        """Store the committed cells in ``cache`` when they are consistent (no batch failed, no
-        verification awaiting its commit). A failure to store never fails the request."""
-        length = len(self._tokens)
-        if self._dirty or self._verified is not None or length != len(self.session) or not cache.wants(self._tokens):
-            return
-        try:
-            state, nbytes = self.session.snapshot()
-            cache.insert(self._tokens, state, nbytes)
-        except Exception:  # pragma: no cover
-            log.warning("could not store a prefix of %d tokens", length, exc_info=True)

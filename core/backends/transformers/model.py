@@ -1,33 +1,37 @@
 """The transformers backend: a causal LM on CPU or CUDA, its tokenizer, and per-request sessions.
 
 ``TransformersModel`` (the ``Model`` protocol) holds the weights and tokenizer, loaded once and
-shared by every request; it never holds sequence state. ``TransformersSession`` is one sequence's
-KV cache with a forward pass that accepts a token tree (tree attention mask + tree positions).
-``TransformersTarget`` implements the ``Target`` protocol on a session, and ``prefill_cached``
-(``specdraft.prefix_cache``): it starts from a copy of the longest cached prefix and, when closed,
-stores its sequence's keys and values. Draft models use sessions too. In float32 (the default) it
-is the exact reference backend.
+shared by every request; it never holds sequence state. ``TransformersSession`` (the ``Session``
+protocol) is one sequence's KV cache with a forward pass that accepts a token tree (tree attention
+mask + tree positions). ``TransformersTarget`` implements the ``Target`` protocol on a session
+(``SessionTarget`` holds the bookkeeping; prefix cache included: it starts from a copy of the
+longest cached prefix and, when closed, stores its sequence's keys and values). Draft models use
+sessions too. A model may batch concurrent requests' verification passes (``enable_verify_batching``,
+``specdraft.backends.transformers.verify_batcher``). In float32 (the default) it is the exact
+reference backend.
 """
 
 from __future__ import annotations
 
-import logging
 import threading
 import time
-from typing import Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 import torch
 
 from ...cost import PassCostProfile
-from ...draft import ROOT, Draft
-from .tokenizer import HFTokenizer
-from .kv_cache import KVCache
+from ...draft import Draft
+from ...model import Model
 from ...model_config import ModelConfig
-from ...prefix_cache import PrefixCache
+from ...prefix_cache import PrefixHit
 from ...sampling import TokenChooser
-from ...verification import Verification
+from ..target_base import SessionTarget
+from .kv_cache import KVCache
+from .tokenizer import HFTokenizer
+from .verify_batch_config import VerifyBatchConfig
 
-log = logging.getLogger(__name__)
+if TYPE_CHECKING:
+    from .verify_batcher import VerifyBatcher
 
 _DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
@@ -57,7 +61,7 @@ class TransformersModel:
         self.name = name
         self.cost = PassCostProfile()
         self._lock = threading.Lock()
-        self.verify_batcher = None  # opt-in: specdraft.backends.transformers.verify_batcher.enable_verify_batching
+        self.verify_batcher: VerifyBatcher | None = None  # opt-in: enable_verify_batching
 
     @classmethod
     def load(cls, config: ModelConfig = ModelConfig()) -> "TransformersModel":
@@ -175,9 +179,22 @@ class TransformersModel:
     def new_target(self, chooser: TokenChooser = TokenChooser()) -> "TransformersTarget":
         return TransformersTarget(self, chooser)
 
+    # --- verify batching ----------------------------------------------------------------------
+    def enable_verify_batching(self, config: VerifyBatchConfig = VerifyBatchConfig()) -> "VerifyBatcher":
+        """Run concurrent requests' verification passes in one padded pass (replaces any earlier
+        batcher; ``specdraft.backends.transformers.verify_batcher``). Returns the batcher."""
+        from .verify_batcher import VerifyBatcher
+
+        self.verify_batcher = VerifyBatcher(self, config)
+        return self.verify_batcher
+
+    def disable_verify_batching(self) -> None:
+        self.verify_batcher = None
+
 
 class TransformersSession:
-    """One sequence's KV cache on a ``TransformersModel``: feed tokens or token trees, roll back."""
+    """One sequence's KV cache on a ``TransformersModel`` (the ``Session`` protocol): feed tokens or
+    token trees, roll back, keep a tree's accepted path."""
 
     def __init__(self, model: TransformersModel) -> None:
         self.model = model
@@ -203,127 +220,67 @@ class TransformersSession:
     def keep(self, start: int, offsets: Sequence[int]) -> None:
         self.cache.keep(start, offsets)
 
+    def close(self) -> None:
+        """Drop the cache's tensors (the session is empty afterwards)."""
+        self.cache = KVCache(self.model.hf_model.config)
 
-class TransformersTarget:
-    """The ``Target`` protocol on a transformers session (one request).
+
+class TransformersTarget(SessionTarget):
+    """The ``Target`` protocol on a transformers session (one request), prefix cache included.
 
     The prefill runs the whole context and keeps the logits of its last position, so the first
     verification needs no pending token (and with an empty draft, no pass at all): plain decoding
     costs one pass per generated token, prefill included, as in transformers' ``generate``.
+    A verification is one pass over the pending token and the draft tree (tree attention mask +
+    tree positions); commit keeps the accepted path's keys and values (``KVCache.keep``).
     """
 
     max_branches = 1 << 30  # a tree mask takes any shape
-    returns_logits = True
-    prefill_predicts_next = True
 
     def __init__(self, model: TransformersModel, chooser: TokenChooser = TokenChooser()) -> None:
-        self.model = model
-        self.chooser = chooser
+        super().__init__(model, chooser)
         self.session = model.new_session()
-        self._pending: int | None = None  # the last committed token, not yet in the cache
-        self._next_logits: torch.Tensor | None = None  # [vocab] after the prefill, before any verify
-        self._verified_at: int | None = None  # cache index of the first draft node being verified
-        self.forward_passes = 0
-        self.cached_prompt_tokens = 0  # prompt tokens restored from a prefix cache
-        self._tokens: list[int] = []  # the tokens whose keys/values the session holds, in order
-        self._draft_tokens: tuple[int, ...] = ()  # the draft awaiting commit
-        self._dirty = False  # a forward pass failed half-way: the cache may be inconsistent
-        self._prefix_cache: PrefixCache | None = None  # offered the sequence on close
 
-    @property
-    def context_length(self) -> int:
-        return len(self.session) + (self._pending is not None)
+    def _cache_length(self) -> int:
+        return len(self.session)
 
-    @property
-    def max_length(self) -> int:
-        return self.model.max_length
+    def _run_prompt(self, tokens: list[int]) -> torch.Tensor:
+        return self.session.feed(tokens, all_logits=False)
 
-    def _feed(self, tokens: Sequence[int], parents: Sequence[int] | None = None, all_logits: bool = True) -> torch.Tensor:
-        self.forward_passes += 1
-        self._dirty = True  # until the pass has appended every layer's keys/values
-        logits = self.session.feed(tokens, parents, all_logits)
-        self._dirty = False
-        return logits
+    def _run_draft(self, draft: Draft, leading: list[int]) -> torch.Tensor:
+        n = len(leading)
+        tokens = (*leading, *draft.tokens)
+        parents = (*(i - 1 for i in range(n)), *(p + n for p in draft.parents))  # roots (ROOT = -1) hang off the last leading token
+        return self.session.feed(tokens, parents)[max(n - 1, 0):]
 
-    def prefill(self, context_ids: Sequence[int]) -> None:
-        self._prefill(context_ids, None)
+    def _join(self, first: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
+        return torch.cat([first[None], rows])
 
-    def prefill_cached(self, context_ids: Sequence[int], cache: PrefixCache, store: bool = True) -> int:
-        """``prefill`` from a copy of the longest prefix ``cache`` holds; on ``close`` the sequence
-        is offered to ``cache`` unless ``store`` is False (see ``specdraft.prefix_cache``). Returns the
-        tokens restored."""
-        cached = self._prefill(context_ids, cache)
-        if not store:
-            self._prefix_cache = None
-        return cached
+    def _keep(self, draft: Draft, path: list[int], first_node: int) -> int:
+        # The cache holds [..., (leading), node_0, ..., node_{n-1}]: keep what precedes the nodes + the path.
+        self.session.keep(first_node, path)
+        return len(path)
 
-    def _prefill(self, context_ids: Sequence[int], cache: PrefixCache | None) -> int:
-        if not context_ids:
-            raise ValueError("the context must hold at least one token")
-        if len(self.session) or self._pending is not None:
-            raise RuntimeError("prefill() starts a sequence; this target already holds one")
-        ids = [int(t) for t in context_ids]
-        cached = 0
-        if cache is not None and self.session.cache.supports_snapshots:
-            self._prefix_cache = cache
-            hit = cache.lookup(ids, limit=len(ids) - 1)  # the last token runs: its logits come next
-            if hit is not None:
-                self.session.cache.restore(hit.entry.state, hit.length)
-                cached = hit.length
-        self._tokens = ids
-        self._next_logits = self._feed(ids[cached:], all_logits=False)[-1]
-        self.cached_prompt_tokens = cached
-        return cached
+    def _caches_prefixes(self) -> bool:
+        return self.session.cache.supports_snapshots
 
-    def verify(self, draft: Draft) -> Verification:
-        position = self.context_length  # where row 0's token goes
-        return Verification.from_logits(self._logits(draft), draft, position, self.chooser)
+    def _restore(self, hit: PrefixHit) -> None:
+        self.session.cache.restore(hit.entry.state, hit.length)
 
-    def _logits(self, draft: Draft) -> torch.Tensor:
-        """``[1 + len(draft), vocab]``: the pending token's row, then one row per draft node."""
-        if self._verified_at is not None:
-            raise RuntimeError("verify() twice without commit()")
-        if self._next_logits is not None:  # first step: the prefill already predicted the next token
-            self._verified_at = len(self.session)
-            self._draft_tokens = draft.tokens
-            if not len(draft):
-                return self._next_logits[None]
-            return torch.cat([self._next_logits[None], self._feed(draft.tokens, draft.parents)])
-        if self._pending is None:
-            raise RuntimeError("verify() before prefill()")
-        tokens = (self._pending, *draft.tokens)
-        parents = (ROOT, *(p + 1 for p in draft.parents))  # draft roots hang off the pending token
-        logits = self._feed(tokens, parents)
-        self._verified_at = len(self._tokens) + 1  # the pending token went first
-        self._tokens.append(self._pending)
-        self._draft_tokens = draft.tokens
-        return logits
+    def _snapshot(self, length: int) -> tuple[Any, int]:
+        return self.session.cache.snapshot(length)
 
-    def commit(self, path: Sequence[int], next_token: int) -> None:
-        if self._verified_at is None:
-            raise RuntimeError("commit() without verify()")
-        # The cache holds [..., (pending), node_0, ..., node_{n-1}]: keep what precedes the nodes + the path.
-        self.session.keep(self._verified_at, path)
-        self._tokens.extend(self._draft_tokens[i] for i in path)
-        self._verified_at = None
-        self._next_logits = None
-        self._pending = int(next_token)
+    def _release(self) -> None:
+        self.session.close()
 
-    def close(self) -> None:
-        cache, self._prefix_cache = self._prefix_cache, None
-        if cache is not None:
-            self._offer(cache)
-        self.session = self.model.new_session()  # drops the cache's tensors
-        self._tokens = []
 
-    def _offer(self, cache: PrefixCache) -> None:
-        """Store the committed sequence in ``cache`` when it is consistent (nothing half-run, no
-        verification awaiting its commit). A failure to store never fails the request."""
-        length = len(self._tokens)
-        if self._dirty or self._verified_at is not None or length != len(self.session) or not cache.wants(self._tokens):
-            return
-        try:
-            layers, nbytes = self.session.cache.snapshot(length)
-            cache.insert(self._tokens, layers, nbytes)
-        except Exception:  # pragma: no cover - e.g. out of memory while compacting
-            log.warning("could not store a prefix of %d tokens", length, exc_info=True)
+def enable_verify_batching(model: Model, config: VerifyBatchConfig = VerifyBatchConfig()) -> "VerifyBatcher":
+    """Attach a ``VerifyBatcher`` to ``model`` (a ``TransformersModel``; replaces any earlier one).
+    ``ValueError`` for another backend's model or the fast path."""
+    if not isinstance(model, TransformersModel):
+        raise ValueError(f"verify batching is for the transformers backend; {model.name} runs on {model.backend}")
+    return model.enable_verify_batching(config)
+
+
+def disable_verify_batching(model: TransformersModel) -> None:
+    model.disable_verify_batching()

@@ -1,6 +1,6 @@
 """VerifyBatcher: several requests' verification passes on one transformers model as ONE padded forward.
 
-Opt-in (``enable_verify_batching(model, VerifyBatchConfig())``, ``specdraft serve --batch-verify``).
+Opt-in (``TransformersModel.enable_verify_batching(VerifyBatchConfig())``, ``specdraft serve --batch-verify``).
 Once attached, ``TransformersModel.forward`` hands every verification-shaped pass (``all_logits``) on
 a plain ``KVCache`` (full-attention ``DynamicLayer``s, ``supports_snapshots``, at least one cached
 position) to ``VerifyBatcher.forward``; prefills, sliding-window caches and the fast path's static
@@ -38,7 +38,7 @@ import logging
 import threading
 import time
 import weakref
-from typing import TYPE_CHECKING, Sequence
+from typing import Any, Protocol, Sequence
 
 import torch
 from transformers import DynamicCache
@@ -46,12 +46,22 @@ from transformers import DynamicCache
 from .kv_cache import KVCache
 from .verify_batch_config import VerifyBatchConfig
 
-if TYPE_CHECKING:  # pragma: no cover
-    from .model import TransformersModel
-
-__all__ = ["VerifyBatchConfig", "VerifyBatcher", "disable_verify_batching", "enable_verify_batching"]
+__all__ = ["BatchedModel", "VerifyBatchConfig", "VerifyBatcher"]
 
 log = logging.getLogger(__name__)
+
+
+class BatchedModel(Protocol):
+    """What the batcher needs of its model (``TransformersModel``, which owns its batcher)."""
+
+    hf_model: Any
+    _lock: threading.Lock  # the model's forward-pass lock
+
+    @property
+    def device(self) -> torch.device: ...
+
+    def forward_alone(self, cache: KVCache, tokens: Sequence[int], positions: Sequence[int] | None = None,
+                      tree_mask: Any = None, all_logits: bool = True) -> torch.Tensor: ...
 
 
 class _Call:
@@ -76,7 +86,7 @@ class _Call:
 class VerifyBatcher:
     """Groups concurrent verification passes of one ``TransformersModel`` (thread-safe)."""
 
-    def __init__(self, model: "TransformersModel", config: VerifyBatchConfig = VerifyBatchConfig()) -> None:
+    def __init__(self, model: BatchedModel, config: VerifyBatchConfig = VerifyBatchConfig()) -> None:
         self.model = model
         self.config = config
         self._cond = threading.Condition()
@@ -242,17 +252,3 @@ class VerifyBatcher:
                 torch.cuda.synchronize(device)
         return [(layer.keys, layer.values) for layer in stacked.layers], logits
 
-
-def enable_verify_batching(model: "TransformersModel", config: VerifyBatchConfig = VerifyBatchConfig()) -> VerifyBatcher:
-    """Attach a ``VerifyBatcher`` to ``model`` (a ``TransformersModel``; replaces any earlier one)."""
-    if getattr(model, "backend", None) != "transformers" or not hasattr(model, "forward_alone"):
-        raise ValueError(f"verify batching is for the transformers backend; {getattr(model, 'name', model)} runs on {getattr(model, 'backend', '?')}")
-    if getattr(model, "fast_path", False):
-        raise ValueError("verify batching (--batch-verify) and the fast path (--fast-path) do not combine: the fast path's static caches run alone")
-    batcher = VerifyBatcher(model, config)
-    model.verify_batcher = batcher
-    return batcher
-
-
-def disable_verify_batching(model: "TransformersModel") -> None:
-    model.verify_batcher = None

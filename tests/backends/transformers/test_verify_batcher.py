@@ -14,7 +14,8 @@ from oracle import OracleDrafter, greedy_continuations
 from specdraft import ROOT, Draft, GenerationConfig, SpeculativeGenerator
 from specdraft.drafters import PromptLookupDrafter
 from specdraft.backends.transformers.kv_cache import KVCache
-from specdraft.backends.transformers.verify_batcher import VerifyBatchConfig, disable_verify_batching, enable_verify_batching
+from specdraft.backends.transformers.model import disable_verify_batching, enable_verify_batching
+from specdraft.backends.transformers.verify_batch_config import VerifyBatchConfig
 
 PROMPTS = [
     "The quick brown fox jumps over the lazy dog. The dog",

@@ -7,6 +7,7 @@ from iterative_fixtures import QUESTION, reference_answer, retrievers, salad_col
 from specdraft import GenerationConfig
 from specdraft.retrieval.iterative import IterativeRAG, IterativeRAGConfig, RetrievalRecord, RetrieverError
 from specdraft.retrieval.iterative.prompt import DOCUMENT_FORMAT, build_layout
+from specdraft.session import SessionsUnavailableError
 from specdraft.text_stream import TextPiece
 
 CONFIG = IterativeRAGConfig(stride=3, query_tokens=8, max_new_tokens=24)
@@ -100,6 +101,9 @@ def test_a_model_without_a_session_of_its_own_is_refused(collection, all_retriev
     class EngineStandIn:
         name = "served"
         backend = "engine"
+
+        def new_session(self):
+            raise SessionsUnavailableError("a serving engine keeps no session here")
 
     with pytest.raises(ValueError, match="runs here .*'served' on the engine backend"):
         IterativeRAG(EngineStandIn(), all_retrievers["bm25"], collection, CONFIG)
