@@ -30,9 +30,10 @@ with other pipelines over the same model and retriever (the service keeps one pe
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import TYPE_CHECKING, Iterator
 
 from specdraft import GenerationConfig, Model
+from specdraft.session import SessionsUnavailableError
 
 from .answering import Answering, Event
 from .config import IterativeRAGConfig, SpeculativeRetrievalConfig
@@ -82,11 +83,15 @@ class NeedsLocalModel(ValueError):
     """The model has no session of its own here (``keeps_a_session``): a serving engine's."""
 
 
-def keeps_a_session(model: Any) -> bool:
-    """Whether ``model`` runs here with a KV cache of its own (``new_session``: transformers,
+def keeps_a_session(model: Model) -> bool:
+    """Whether ``model`` runs here with a KV cache of its own (``Model.new_session``: transformers,
     llama.cpp, the fast path), which iterative RAG cuts back and re-prefills; a serving engine's
-    model (``--backend engine``) has none."""
-    return callable(getattr(model, "new_session", None))
+    model (``--backend engine``) has none (``SessionsUnavailableError``)."""
+    try:
+        model.new_session().close()
+    except SessionsUnavailableError:
+        return False
+    return True
 
 
 class IterativeRAG:
