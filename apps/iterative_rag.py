@@ -1,13 +1,13 @@
 """Iterative RAG over a saved ``DocumentIndex``, for ``specdraft ask --iterative`` and the RAG HTTP API.
 
-``IterativeRetrievers`` turns an index into the ``Collection`` of its chunks (row ``i`` = the index's
-chunk ``i``; ids ``"<document id>#<n>"``) and builds one retriever per kind over it (``dense``:
-exact FAISS flat, ``hnsw``: FAISS HNSW, ``bm25``: bm25s; ``specdraft.retrieval.iterative``). The
-dense kinds reuse the index's own vectors (read back from its FAISS index when it stores them,
-else embedded again) and embed queries with the index's embedder. Retrievers are cached per
-(index object, its chunk count, kind): an index that gains documents, or is replaced by a newer
-one, gets new retrievers; an answer in progress keeps the retriever it started with, so it never
-mixes two versions of an index.
+``IterativeRetrievers`` turns an index into the ``Collection`` of its chunks (``DocumentIndex.collection``:
+row ``i`` = the index's chunk ``i``; ids ``"<document id>#<n>"``) and builds one retriever per kind over
+it (``dense``: exact FAISS flat, ``hnsw``: FAISS HNSW, ``bm25``: bm25s; ``specdraft.retrieval.iterative``).
+The dense kinds reuse the index's own vectors (``DocumentIndex.vectors``: read back from its FAISS
+index when it stores them, else embedded again) and embed queries with the index's embedder.
+Retrievers are cached per (index object, its chunk count, kind): an index that gains documents, or
+is replaced by a newer one, gets new retrievers; an answer in progress keeps the retriever it
+started with, so it never mixes two versions of an index.
 
 Speculative answers share one OS^3 scheduler (``OS3Scheduler``, which picks how many strides to
 speculate, or to retrieve plainly) per (retriever object, model, OS^3 configuration):
@@ -30,31 +30,23 @@ from typing import Any
 
 import numpy as np
 
-from specdraft.retrieval.iterative import Collection, IterativeRAG, IterativeRAGConfig, RetrievalRecord, SpeculativeRetrievalConfig, make_retriever
+from specdraft.retrieval.index import DocumentIndex
+from specdraft.retrieval.iterative import (RETRIEVER_KINDS, Collection, IterativeRAG, IterativeRAGConfig, RetrievalRecord,
+                                          ScoringRetriever, SpeculativeRetrievalConfig, make_retriever)
 from specdraft.retrieval.iterative.os3 import OS3Config, OS3Scheduler
 from specdraft.retrieval.iterative.speculative import os3_config
 
 __all__ = ["RETRIEVER_CHOICES", "IterativeRetrievers", "SharedScheduler", "SharedSchedulers", "collection_of",
            "iterative_rag", "event_dict"]
 
-RETRIEVER_CHOICES = ("dense", "hnsw", "bm25")
+RETRIEVER_CHOICES = RETRIEVER_KINDS
 RETRIEVAL_TIMEOUT_S = 60.0  # one search past this ends the answer with an error naming the retriever (a 502 over HTTP)
 
 
-def collection_of(index: Any) -> tuple[Collection, np.ndarray | None]:
-    """The index's chunks as a ``Collection``, and their unit vectors when FAISS can give them back."""
-    chunks = list(index._chunks)  # the chunk store, row-aligned with the FAISS index
-    if not chunks:
-        raise ValueError("the index holds no documents")
-    collection = Collection([chunk.text for chunk in chunks], [chunk.id for chunk in chunks])
-    vectors = None
-    cpu_index = getattr(index, "_cpu_index", None)
-    if cpu_index is not None and cpu_index.ntotal == len(chunks):
-        try:
-            vectors = np.ascontiguousarray(cpu_index.reconstruct_n(0, len(chunks)), dtype=np.float32)
-        except RuntimeError:  # an index kind that keeps no vectors (IVF without a direct map)
-            vectors = None
-    return collection, vectors
+def collection_of(index: DocumentIndex) -> tuple[Collection, np.ndarray | None]:
+    """The index's chunks as a ``Collection``, and their unit vectors when FAISS can give them back
+    (ValueError for an empty index)."""
+    return index.collection(), index.vectors()
 
 
 class IterativeRetrievers:
@@ -63,11 +55,11 @@ class IterativeRetrievers:
 
     def __init__(self, capacity: int = 8) -> None:
         self.schedulers = SharedSchedulers()
-        self._cache: dict[tuple[int, int, str], tuple[Any, Collection, Any]] = {}
+        self._cache: dict[tuple[int, int, str], tuple[ScoringRetriever, Collection, DocumentIndex]] = {}
         self._lock = threading.Lock()
         self._capacity = capacity
 
-    def get(self, index: Any, kind: str) -> tuple[Any, Collection]:
+    def get(self, index: DocumentIndex, kind: str) -> tuple[ScoringRetriever, Collection]:
         if kind not in RETRIEVER_CHOICES:
             raise ValueError(f"retriever must be one of {', '.join(RETRIEVER_CHOICES)}, got {kind!r}")
         key = (id(index), len(index), kind)
@@ -122,7 +114,7 @@ class SharedSchedulers:
                 return None
 
 
-def iterative_rag(model: Any, retriever: Any, collection: Collection, max_new_tokens: int, speculative: bool,
+def iterative_rag(model: Any, retriever: ScoringRetriever, collection: Collection, max_new_tokens: int, speculative: bool,
                   schedulers: SharedSchedulers | None = None) -> IterativeRAG:
     """Iterative RAG with the default stride and query length, each search limited to
     ``RETRIEVAL_TIMEOUT_S``; speculative retrieval (async verification, OS^3) when ``speculative``,

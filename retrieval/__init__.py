@@ -1,7 +1,9 @@
 """retrieval: drafting from what a RAG pipeline retrieved (LLMA) and from a token corpus (REST).
 
+- ``Retriever`` / ``Hit``: the one retriever contract the RAG pipeline and iterative RAG search
+  through (``specdraft.retrieval.retriever``).
 - ``DocumentIndex``: documents chunked, embedded with sentence-transformers and searched with FAISS,
-  persisted crash-safely (``specdraft.retrieval.index``).
+  persisted crash-safely (``specdraft.retrieval.index``); a ``Retriever``.
 - ``ReferenceDrafter``: drafts what follows the output's longest suffix n-gram in the retrieved
   documents, as a token tree when they disagree (``specdraft.retrieval.reference_drafter``).
 - ``Datastore`` / ``DatastoreDrafter``: a persistent suffix index over a token corpus whose
@@ -12,19 +14,27 @@ Heavy dependencies (faiss, sentence-transformers) are imported only when an inde
 
 from .datastore import Datastore, DatastoreDraftConfig, DatastoreDrafter
 from .embedder import Embedder, EmbedderConfig
-from .index import Chunk, DocumentIndex, Hit, IndexConfig
+from .index import Chunk, DocumentIndex, IndexConfig
+from .index_config import HNSWConfig
 from .reference_drafter import ReferenceDraftConfig, ReferenceDrafter
+from .retriever import Collection, Hit, PreparedRetriever, Retriever, RetrieverError, ScoringRetriever
 
 __all__ = [
     "Chunk",
+    "Collection",
     "Datastore",
     "DatastoreDraftConfig",
     "DatastoreDrafter",
     "DocumentIndex",
     "Embedder",
     "EmbedderConfig",
+    "HNSWConfig",
     "Hit",
     "IndexConfig",
+    "PreparedRetriever",
     "ReferenceDraftConfig",
     "ReferenceDrafter",
+    "Retriever",
+    "RetrieverError",
+    "ScoringRetriever",
 ]

@@ -5,6 +5,8 @@
   (inner product over unit vectors, i.e. cosine similarity). An IVF index is trained on those
   vectors and needs at least `IVF_MIN_POINTS_PER_LIST * nlist` of them; with fewer it falls back to
   a flat (exact) index and returns a note saying so.
+- `new_hnsw(faiss, dim, hnsw)`: an empty HNSW index with an `HNSWConfig`'s graph parameters (the
+  one place an HNSW index is made: document indexes and iterative RAG's HNSW retriever).
 - `tune(faiss, config, index, kind)` sets the search-time parameters (`nprobe`, `ef_search`), which
   do not all survive `write_index` / `read_index`, so it runs after every build and load.
 - `gpu_wanted` / `to_search_index`: with a GPU visible to faiss and `use_gpu` not False, flat and IVF
@@ -20,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from .index_config import IndexConfig
+from .index_config import HNSWConfig, IndexConfig
 
 __all__ = [
     "IVF_MIN_POINTS_PER_LIST",
@@ -28,6 +30,7 @@ __all__ = [
     "import_faiss",
     "unit_rows",
     "build_index",
+    "new_hnsw",
     "tune",
     "gpu_wanted",
     "to_search_index",
@@ -77,12 +80,21 @@ def build_index(faiss: Any, config: IndexConfig, vectors: np.ndarray) -> tuple[A
         index = faiss.IndexIVFFlat(faiss.IndexFlatIP(dim), dim, config.nlist, faiss.METRIC_INNER_PRODUCT)
         index.train(vectors)
     elif kind == "hnsw":
-        index = faiss.IndexHNSWFlat(dim, config.hnsw_m, faiss.METRIC_INNER_PRODUCT)
+        index = new_hnsw(faiss, dim, config.hnsw)
     else:
         index = faiss.IndexFlatIP(dim)
     tune(faiss, config, index, kind)
     index.add(vectors)
     return index, kind, notes
+
+
+def new_hnsw(faiss: Any, dim: int, hnsw: HNSWConfig) -> Any:
+    """An empty `IndexHNSWFlat` over `dim`-dimensional vectors (inner product) with `hnsw`'s links
+    per node and build and search beams."""
+    index = faiss.IndexHNSWFlat(dim, hnsw.m, faiss.METRIC_INNER_PRODUCT)
+    index.hnsw.efConstruction = hnsw.ef_construction
+    index.hnsw.efSearch = hnsw.ef_search
+    return index
 
 
 def tune(faiss: Any, config: IndexConfig, index: Any, kind: str) -> None:

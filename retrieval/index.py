@@ -35,8 +35,13 @@ index (or, once the second rename happened, the new one) loadable: `load` reads 
 the target is missing, and the next `save` finishes the recovery and removes leftovers. Saves hold an
 exclusive `flock` on the parent folder and loads a shared one, so a load never sees a swap half done.
 
-This module holds `DocumentIndex` and `Hit` and is the import path for every public name of the
-document index; the work is split into modules with one job each: `chunker` (documents into
+Searching: a `DocumentIndex` is a `Retriever` (`specdraft.retrieval.retriever`, the contract the RAG
+pipeline retrieves through): `search(queries, k)` gives each query's hits, `Hit(doc, chunk, score)`
+with `doc` the chunk's row; `search(query, k)` with one string gives that query's hits alone.
+`collection()` and `vectors()` hand the chunks and their vectors, row for row, to the retrievers of
+iterative RAG.
+
+This module holds `DocumentIndex` and is the import path for every public name of the document index; the work is split into modules with one job each: `chunker` (documents into
 chunks), `index_config` (`IndexConfig`), `faiss_index` (building, tuning and GPU copies of FAISS
 indexes) and `index_store` (the folder layout, saving and checked reading).
 """
@@ -45,9 +50,8 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 
@@ -76,6 +80,7 @@ from .index_store import (
     reading_folder,
     write_index_folder,
 )
+from .retriever import Collection, Hit
 
 __all__ = [
     "KINDS",
@@ -97,14 +102,6 @@ __all__ = [
 
 class EmbedderMismatchError(ValueError):
     """The index was built with another embedding model than the one it is loaded with."""
-
-
-@dataclass(frozen=True)
-class Hit:
-    """A search result: the chunk and its cosine similarity to the query (higher is closer)."""
-
-    chunk: Chunk
-    score: float
 
 
 class DocumentIndex:
@@ -138,6 +135,11 @@ class DocumentIndex:
     def __len__(self) -> int:
         """Number of chunks (= vectors)."""
         return len(self._chunks)
+
+    @property
+    def name(self) -> str:
+        """The `Retriever` name of a document index."""
+        return "index"
 
     @property
     def documents(self) -> int:
@@ -208,11 +210,37 @@ class DocumentIndex:
             raise ValueError(f"embedder {self.embedder.name!r} gives {vectors.shape[1]}-dimensional vectors; the index holds {self._dim}")
         return unit_rows(vectors)
 
+    def collection(self) -> Collection:
+        """The chunks as a `Collection` (row `i` = the chunk at row `i` of the FAISS index).
+        ValueError when the index holds none."""
+        if not self._chunks:
+            raise ValueError("the index holds no documents")
+        return Collection.from_chunks(self._chunks)
+
+    def vectors(self) -> np.ndarray | None:
+        """The chunks' unit vectors `[len(self), dim]` (float32, row for row), read back from FAISS;
+        None when the index is empty or its kind keeps no vectors (IVF without a direct map)."""
+        if self._cpu_index is None or self._cpu_index.ntotal != len(self._chunks):
+            return None
+        try:
+            return np.ascontiguousarray(self._cpu_index.reconstruct_n(0, len(self._chunks)), dtype=np.float32)
+        except RuntimeError:
+            return None
+
     # -- searching ---------------------------------------------------------------------------------
 
-    def search(self, query: str, k: int = 5) -> list[Hit]:
-        """The (at most) `k` chunks closest to `query`, best first (ties: earlier added first)."""
-        return self.search_batch([query], k)[0]
+    @overload
+    def search(self, queries: str, k: int = 5) -> list[Hit]: ...
+
+    @overload
+    def search(self, queries: Sequence[str], k: int = 5) -> list[list[Hit]]: ...
+
+    def search(self, queries: str | Sequence[str], k: int = 5) -> list[Hit] | list[list[Hit]]:
+        """For each query the (at most) `k` chunks closest to it, best first (ties: earlier added
+        first): the `Retriever` protocol's search (`search_batch`). One string: its hits alone."""
+        if isinstance(queries, str):
+            return self.search_batch([queries], k)[0]
+        return self.search_batch(queries, k)
 
     def search_batch(self, queries: Sequence[str], k: int = 5) -> list[list[Hit]]:
         """`search` for each query, embedding and searching them together."""
@@ -231,7 +259,7 @@ class DocumentIndex:
         results = []
         for query_scores, query_rows in zip(scores, rows):
             found = sorted((-float(score), int(row)) for score, row in zip(query_scores, query_rows) if row >= 0)
-            results.append([Hit(self._chunks[row], -negative) for negative, row in found])
+            results.append([Hit(row, self._chunks[row], -negative) for negative, row in found])
         return results
 
     # -- persistence -------------------------------------------------------------------------------

@@ -6,6 +6,8 @@ question), "datastore"
 (REST: a corpus suffix index; needs ``datastore``), "reference+datastore" (the reference drafter,
 and the datastore when the passages offer nothing), "prompt-lookup", "none" (plain decoding).
 
+Passages come from a ``Retriever`` (``retrieval.retriever``: usually the ``DocumentIndex``, any
+retriever whose hits carry chunks will do): the question's top ``top_k`` hits, best first.
 ``ask(question)`` returns a ``RAGAnswer``; ``stream(question)`` yields the answer's text pieces as
 they are accepted and then holds the same ``RAGAnswer``. Citations and the passage each drafted run
 came from: see ``provenance``.
@@ -23,9 +25,9 @@ from specdraft.generator import GenerationResult, GenerationStream
 from specdraft.text_stream import TextPiece
 
 from .datastore import Datastore, DatastoreDraftConfig, DatastoreDrafter
-from .index import DocumentIndex, Hit
 from .provenance import AnswerSpan, answer_spans, cited
 from .reference_drafter import ReferenceDraftConfig, ReferenceDrafter
+from .retriever import Hit, Retriever
 
 NO_DRAFTER = "none"  # plain decoding
 PROMPT_LOOKUP = "prompt-lookup"
@@ -160,9 +162,13 @@ def build_drafter(
 
 
 class RAGPipeline:
+    """Retrieve, prompt, generate. ``index``: the ``Retriever`` the passages come from (a
+    ``DocumentIndex``, or any retriever whose hits carry the chunks' texts); ``drafter``: one of
+    ``DRAFTERS`` (``datastore`` for the datastore kinds)."""
+
     def __init__(
         self,
-        index: DocumentIndex,
+        index: Retriever,
         target: Model,
         drafter: str = "reference",
         datastore: Datastore | None = None,
@@ -201,7 +207,7 @@ class RAGPipeline:
         model takes); generation runs as the returned stream is iterated."""
         if not isinstance(question, str) or not question.strip():
             raise ValueError("the question must be a non-empty string")
-        hits = self.index.search(question, self.config.top_k)
+        hits = self.index.search([question], self.config.top_k)[0]
         prompt_ids = self.prompt_ids(question, hits)
         if len(prompt_ids) >= self.target.max_length:
             raise ValueError(

@@ -19,7 +19,7 @@ from typing import Sequence
 
 from specdraft.text_stream import Source, TextPiece, merge_pieces
 
-from .index import Hit
+from .retriever import Hit
 
 _WORD = re.compile(r"\w+")
 

@@ -14,7 +14,9 @@ the prompt, from ``--retriever`` (dense: exact FAISS flat over the index's vecto
 batches on a worker thread (RaLMSpec): the same answer and the same chunk at every stride, faster
 when retrieval is slow. Text output: the answer, then one line per retrieval (stride, chunk id,
 from the cache or the retriever, exact/confirmed/rolled back); with ``--json``
-``IterativeAnswer.to_dict()`` plus ``model``, ``retriever``, ``speculative_retrieval``.
+``IterativeAnswer.to_dict()`` plus ``model``, ``retriever``, ``speculative_retrieval`` (its ``stats``
+in the core's names, ``wall_s`` like the other commands, with the names used before, ``wall_seconds``
+and the rest of ``specdraft.retrieval.iterative.records.STATS_ALIASES``, kept for one release).
 """
 
 from __future__ import annotations
@@ -163,8 +165,7 @@ def run_iterative(request: AskRequest, pool: Any, as_json: bool, out: TextIO, er
     spec = (f", {stats.get('cache_hits', 0)} cache hits, {stats.get('rollbacks', 0)} rollbacks"
             if request.speculative_retrieval else "")
     print(f"{len(answer.token_ids)} tokens, {len(answer.retrievals)} retrievals ({request.retriever}{spec}), "
-          f"retrieval {stats.get('retrieval_seconds', 0):.2f} s, generation {stats.get('generation_seconds', 0):.2f} s, "
-          f"{stats.get('wall_seconds', 0):.2f} s", file=err)
+          f"retrieval {stats['retrieval_s']:.2f} s, generation {stats['generation_s']:.2f} s, {stats['wall_s']:.2f} s", file=err)
     return payload
 
 

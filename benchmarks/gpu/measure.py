@@ -154,7 +154,7 @@ class FixedIndex:
 
         item_id, passages = self.items[question]
         doc_ids = [item_id] + [f"{item_id}-other-{j}" for j in range(1, len(passages))]
-        return [Hit(Chunk(f"{doc}#0", doc, text), 1.0 - 0.1 * j) for j, (doc, text) in enumerate(zip(doc_ids, passages))][:top_k]
+        return [Hit(j, Chunk(f"{doc}#0", doc, text), 1.0 - 0.1 * j) for j, (doc, text) in enumerate(zip(doc_ids, passages))][:top_k]
 
 
 def _retrieval_drafters(target: TransformersModel, config) -> dict[str, tuple[DrafterMaker, SpeculationConfig]]:

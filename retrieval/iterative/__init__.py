@@ -23,15 +23,16 @@ API (H4 builds on it)::
     stream = rag.stream(question)      # IterativeStream: RetrievalRecord and TextPiece events
     for event in stream: ...           # then stream.answer; stream.stop() ends early
 
-- ``Collection(texts, ids)``; ``Retriever`` protocol: ``name``, ``search(queries, k) ->
-  list[list[ScoredDoc]]`` (``ScoredDoc(doc, score)``, doc = row; canonical: score descending, row
-  ascending, independent of the batch and of ``k``), ``score(query, docs) -> np.ndarray``; the
-  three retrievers also ``prepare(queries)`` (embed / tokenize) and take prepared queries in
-  ``search_prepared`` / ``score_prepared``, so an answer prepares each query once
+- The retriever contract is ``specdraft.retrieval.retriever`` (re-exported here): ``Collection(texts,
+  ids)``; ``Hit(doc, chunk, score)`` (doc = row); iterative RAG needs a ``ScoringRetriever``:
+  ``name``, ``search(queries, k) -> list[list[Hit]]`` (canonical: score descending, row ascending,
+  independent of the batch and of ``k``) and ``score(query, docs) -> np.ndarray``. The three
+  retrievers are also ``PreparedRetriever``s: ``prepare(queries)`` (embed / tokenize) and prepared
+  queries in ``search_prepared`` / ``score_prepared``, so an answer prepares each query once
   (``query_memo.QueryMemo``: the cache's scoring and the verification share the embedding).
 - ``DenseFlatRetriever(collection, embedder, vectors=None, config=DenseConfig())`` (FAISS
   IndexFlatIP, exact), ``DenseHNSWRetriever(collection, embedder, vectors=None,
-  config=HNSWConfig(), index=None)`` (FAISS HNSW), ``BM25Retriever(collection, BM25Config())``
+  config=DenseHNSWConfig(), index=None)`` (FAISS HNSW), ``BM25Retriever(collection, BM25Config())``
   (bm25s); ``make_retriever(kind, collection, embedder=None, vectors=None)``; ``RETRIEVER_KINDS``.
 - ``RetrievalRecord(stride, query, docs, source "retriever"|"cache", status
   "exact"|"confirmed"|"rolled_back", seconds, doc_ids, start_token, guessed)`` (``.doc`` = docs[0]).
@@ -39,25 +40,27 @@ API (H4 builds on it)::
 - ``RetrieverError``: a retriever raised or answered out of shape; the message names it.
 """
 
+from ..retriever import Collection, Hit, PreparedRetriever, Retriever, RetrieverError, ScoringRetriever
 from .config import INSTRUCTION, IterativeRAGConfig, SpeculativeRetrievalConfig
 from .factory import RETRIEVER_KINDS, make_retriever
 from .pipeline import IterativeRAG, IterativeStream, NeedsLocalModel, keeps_a_session
 from .records import IterativeAnswer, RetrievalRecord
-from .retriever import Collection, Retriever, RetrieverError, ScoredDoc
 
 __all__ = [
     "INSTRUCTION",
     "RETRIEVER_KINDS",
     "Collection",
+    "Hit",
     "IterativeAnswer",
     "IterativeRAG",
     "IterativeRAGConfig",
     "IterativeStream",
     "NeedsLocalModel",
+    "PreparedRetriever",
     "RetrievalRecord",
     "Retriever",
     "RetrieverError",
-    "ScoredDoc",
+    "ScoringRetriever",
     "SpeculativeRetrievalConfig",
     "keeps_a_session",
     "make_retriever",

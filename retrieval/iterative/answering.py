@@ -24,12 +24,13 @@ from specdraft import GenerationConfig, Model
 from specdraft.sampling import TokenChooser
 from specdraft.text_stream import TextAssembler, TextPiece
 
+from ..retriever import Collection, Hit, RetrieverError, ScoringRetriever
 from .config import IterativeRAGConfig
 from .decoder import StrideDecoder
 from .prompt import build_layout
 from .query_memo import QueryMemo
-from .records import IterativeAnswer, RetrievalRecord
-from .retriever import Collection, Retriever, RetrieverError, ScoredDoc, call_with_timeout
+from .records import STATS_ALIASES, IterativeAnswer, RetrievalRecord
+from .timeout import call_with_timeout
 
 __all__ = ["Answering", "Event"]
 
@@ -37,7 +38,7 @@ Event = TextPiece | RetrievalRecord
 
 
 class Answering:
-    def __init__(self, model: Model, retriever: Retriever, collection: Collection, config: IterativeRAGConfig,
+    def __init__(self, model: Model, retriever: ScoringRetriever, collection: Collection, config: IterativeRAGConfig,
                  question: str, generation: GenerationConfig) -> None:
         if not isinstance(question, str) or not question.strip():
             raise ValueError("the question must be a non-empty string")
@@ -60,9 +61,9 @@ class Answering:
         self.finish_reason = "length"
         self.finished = False  # the confirmed answer has ended
         self.stats: dict = {
-            "retrieval_seconds": 0.0,  # inside retriever calls (search and cache scoring), any thread
-            "retrieval_wait_seconds": 0.0,  # the answering thread waiting for a search
-            "cache_seconds": 0.0,
+            "retrieval_s": 0.0,  # inside retriever calls (search and cache scoring), any thread
+            "retrieval_wait_s": 0.0,  # the answering thread waiting for a search
+            "cache_s": 0.0,
             "searches": 0,
             "searched_queries": 0,
         }
@@ -73,28 +74,27 @@ class Answering:
         ids = (self.layout.query_ids + self.decoder.answer[:answer_len])[-self.config.query_tokens :]
         return self.model.tokenizer.decode(ids)
 
-    def search(self, queries: Sequence[str], k: int) -> tuple[list[list[ScoredDoc]], float]:
+    def search(self, queries: Sequence[str], k: int) -> tuple[list[list[Hit]], float]:
         """The retriever's results for ``queries`` and the seconds taken (RetrieverError naming the
         retriever when it raises or answers out of shape). Safe to call from a worker thread."""
         start = time.perf_counter()
         try:
-            name = getattr(self.retriever, "name", type(self.retriever).__name__)
-            results = call_with_timeout(lambda: self.queries.search(list(queries), k), self.config.retrieval_timeout_s, name)
+            results = call_with_timeout(lambda: self.queries.search(list(queries), k), self.config.retrieval_timeout_s, self.retriever.name)
         except RetrieverError:
             raise
         except Exception as error:
-            raise RetrieverError(getattr(self.retriever, "name", type(self.retriever).__name__), error) from error
+            raise RetrieverError(self.retriever.name, error) from error
         seconds = time.perf_counter() - start
         if len(results) != len(queries) or any(not hits for hits in results):
             raise RetrieverError(self.retriever.name, f"{len(queries)} queries gave {len(results)} result lists (or an empty one)")
         return results, seconds
 
     def count_search(self, queries: int, seconds: float) -> None:
-        self.stats["retrieval_seconds"] += seconds
+        self.stats["retrieval_s"] += seconds
         self.stats["searches"] += 1
         self.stats["searched_queries"] += queries
 
-    def top_docs(self, hits: list[ScoredDoc]) -> tuple[int, ...]:
+    def top_docs(self, hits: list[Hit]) -> tuple[int, ...]:
         return tuple(hit.doc for hit in hits[: self.config.docs_in_prompt])
 
     def record(self, stride: int, query: str, docs: tuple[int, ...], source: str, status: str, seconds: float,
@@ -157,9 +157,9 @@ class Answering:
         stats = dict(self.stats)
         decoder = self.decoder
         stats.update(
-            generation_seconds=decoder.generation_seconds,
-            wall_seconds=time.perf_counter() - self.started,
-            model_passes=decoder.passes,
+            generation_s=decoder.generation_seconds,
+            wall_s=time.perf_counter() - self.started,
+            target_forward_passes=decoder.passes,
             prefill_tokens=decoder.prefill_tokens,
             replayed_tokens=decoder.replayed_tokens,
             strides=len(self.records),
@@ -168,6 +168,7 @@ class Answering:
         for key, value in stats.items():
             if isinstance(value, float):
                 stats[key] = round(value, 6)
+        stats.update({old: stats[new] for old, new in STATS_ALIASES.items()})
         return IterativeAnswer(
             question=self.question,
             text=self.assembler.text,

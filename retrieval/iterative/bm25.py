@@ -9,9 +9,10 @@ document, keeps every document within ``tolerance`` of the ``k``-th best (so no 
 ranks those canonically by the float64 scores (``retriever.rank``). A query with no known word
 scores 0 everywhere: the first ``k`` rows.
 
-Prepared queries (``query_memo.PreparedRetriever``): ``prepare(queries)`` gives each query's word
-ids (``query_ids``); ``search_prepared`` / ``score_prepared`` take them, and ``search`` / ``score``
-are ``prepare`` followed by them, so a query is tokenized once per answer (``query_memo.QueryMemo``).
+Prepared queries (``retrieval.retriever.PreparedRetriever``): ``prepare(queries)`` gives each
+query's word ids (``query_ids``); ``search_prepared`` / ``score_prepared`` take them, and ``search``
+/ ``score`` are ``prepare`` followed by them, so a query is tokenized once per answer
+(``query_memo.QueryMemo``). Hits carry the collection's chunks (``Collection.hits``).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from typing import Sequence
 
 import numpy as np
 
-from .retriever import Collection, ScoredDoc, check_docs, check_search, rank
+from ..retriever import Collection, Hit, check_docs, check_search, rank
 
 __all__ = ["BM25Config", "BM25Retriever"]
 
@@ -104,28 +105,28 @@ class BM25Retriever:
         rows = check_docs(docs, len(self.collection))
         return self._scores_of(list(ids), rows)
 
-    def search(self, queries: Sequence[str], k: int) -> list[list[ScoredDoc]]:
+    def search(self, queries: Sequence[str], k: int) -> list[list[Hit]]:
         queries = check_search(queries, k)
         return self.search_prepared(self.prepare(queries), k)
 
-    def search_prepared(self, prepared: Sequence[list[int]], k: int) -> list[list[ScoredDoc]]:
+    def search_prepared(self, prepared: Sequence[list[int]], k: int) -> list[list[Hit]]:
         """``search`` for queries given by their ``prepare``d word ids."""
         check_search([], k)
         return [self._search_one(list(ids), k) for ids in prepared]
 
-    def _search_one(self, ids: list[int], k: int) -> list[ScoredDoc]:
+    def _search_one(self, ids: list[int], k: int) -> list[Hit]:
         n = len(self.collection)
         k = min(k, n)
         if not ids:
-            return [ScoredDoc(i, 0.0) for i in range(k)]
+            return self.collection.hits([(i, 0.0) for i in range(k)])
         full = np.asarray(self.bm25.get_scores_from_ids(ids), dtype=np.float32)  # [n]
         kth = float(np.partition(full, n - k)[n - k])
         threshold = kth - self.config.tolerance * max(1.0, abs(kth))
         if threshold <= 0.0:  # fewer than k documents match: the rest score 0, lowest rows first
             matched = np.flatnonzero(full > 0)
             best = rank(matched, self._scores_of(ids, matched), k)
-            taken = {hit.doc for hit in best}
+            taken = {doc for doc, _ in best}
             zeros = (i for i in range(n) if i not in taken)
-            return best + [ScoredDoc(next(zeros), 0.0) for _ in range(k - len(best))]
+            return self.collection.hits(best + [(next(zeros), 0.0) for _ in range(k - len(best))])
         candidates = np.flatnonzero(full >= threshold)
-        return rank(candidates, self._scores_of(ids, candidates), k)
+        return self.collection.hits(rank(candidates, self._scores_of(ids, candidates), k))

@@ -22,9 +22,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .dense import DenseConfig
+
 __all__ = ["INSTRUCTION", "MAX_PREFETCH_K", "IterativeRAGConfig", "SpeculativeRetrievalConfig"]
 
-MAX_PREFETCH_K = 32  # = DenseConfig.candidates
+MAX_PREFETCH_K = DenseConfig.candidates  # up to there a query's top documents do not depend on k
 INSTRUCTION = "Answer the question using the document below. Keep the answer short."
 
 

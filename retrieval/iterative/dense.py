@@ -13,7 +13,7 @@ Batch invariance: each query is embedded on its own (a padded batch would round 
 query's vector, and its results, do not depend on the other queries of a batched verification.
 FAISS searches each query of a batch independently (HNSW's graph walk depends only on the vector).
 
-Prepared queries (``query_memo.PreparedRetriever``): ``prepare(queries)`` is that embedding (one
+Prepared queries (``retrieval.retriever.PreparedRetriever``): ``prepare(queries)`` is that embedding (one
 unit vector per query), ``search_prepared`` / ``score_prepared`` take those vectors, and
 ``search`` / ``score`` are ``prepare`` followed by them, so an answer that embeds a query once for
 the speculative cache reuses the vector in the batched verification (``query_memo.QueryMemo``) and
@@ -28,10 +28,11 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..embedder import TextEmbedder
-from ..faiss_index import import_faiss, unit_rows
-from .retriever import Collection, ScoredDoc, check_docs, check_search, rank
+from ..faiss_index import import_faiss, new_hnsw, unit_rows
+from ..index_config import HNSWConfig
+from ..retriever import Collection, Hit, check_docs, check_search, rank
 
-__all__ = ["DenseConfig", "HNSWConfig", "DenseFlatRetriever", "DenseHNSWRetriever"]
+__all__ = ["DenseConfig", "DenseHNSWConfig", "DenseFlatRetriever", "DenseHNSWRetriever"]
 
 _EXHAUSTIVE_BLOCK = 65536  # rows scored at a time by the exhaustive fallback
 
@@ -51,18 +52,13 @@ class DenseConfig:
 
 
 @dataclass(frozen=True)
-class HNSWConfig:
-    """FAISS HNSW: ``m`` links per node, ``ef_construction`` / ``ef_search`` beam widths
-    (``ef_search`` is raised to the candidate count when smaller)."""
+class DenseHNSWConfig:
+    """The HNSW retriever: its graph (``index_config.HNSWConfig``; built with a wider beam than a
+    document index's default, ``ef_construction`` 80; the search beam is raised to the candidate
+    count when smaller) and its candidates (``dense``)."""
 
-    m: int = 32
-    ef_construction: int = 80
-    ef_search: int = 64
+    graph: HNSWConfig = HNSWConfig(ef_construction=80)
     dense: DenseConfig = DenseConfig()
-
-    def __post_init__(self) -> None:
-        if min(self.m, self.ef_construction, self.ef_search) < 1:
-            raise ValueError("m, ef_construction and ef_search must be >= 1")
 
 
 def _dot64(rows: np.ndarray, query: np.ndarray) -> np.ndarray:
@@ -113,11 +109,11 @@ class _DenseRetriever:
         rows = check_docs(docs, len(self.collection))
         return _dot64(self.vectors[rows], vector)
 
-    def search(self, queries: Sequence[str], k: int) -> list[list[ScoredDoc]]:
+    def search(self, queries: Sequence[str], k: int) -> list[list[Hit]]:
         queries = check_search(queries, k)
         return self.search_prepared(self.prepare(queries), k)
 
-    def search_prepared(self, prepared: Sequence[np.ndarray], k: int) -> list[list[ScoredDoc]]:
+    def search_prepared(self, prepared: Sequence[np.ndarray], k: int) -> list[list[Hit]]:
         """``search`` for queries given by their ``prepare``d vectors (only the FAISS search and
         the rescoring run here)."""
         check_search([], k)
@@ -130,15 +126,15 @@ class _DenseRetriever:
         _, found = self.index.search(vectors, wanted)  # [nq, wanted], -1 where HNSW found fewer
         return [self._ranked(found[i][found[i] >= 0], vectors[i], k) for i in range(len(vectors))]
 
-    def _ranked(self, candidates: np.ndarray, query: np.ndarray, k: int) -> list[ScoredDoc]:
+    def _ranked(self, candidates: np.ndarray, query: np.ndarray, k: int) -> list[Hit]:
         candidates = np.unique(candidates)
         scores = _dot64(self.vectors[candidates], query)
-        best = rank(candidates, scores, k)
+        best = self.collection.hits(rank(candidates, scores, k))
         if self.exact and self._at_boundary(best, scores, k):
-            return rank(np.arange(len(self.collection)), self._all_scores(query), k)
+            return self.collection.hits(rank(np.arange(len(self.collection)), self._all_scores(query), k))
         return best
 
-    def _at_boundary(self, best: list[ScoredDoc], scores: np.ndarray, k: int) -> bool:
+    def _at_boundary(self, best: list[Hit], scores: np.ndarray, k: int) -> bool:
         if len(scores) >= len(self.collection):
             return False  # every document was a candidate
         if len(best) < k:
@@ -171,20 +167,19 @@ class DenseHNSWRetriever(_DenseRetriever):
     exact = False
 
     def __init__(self, collection: Collection, embedder: TextEmbedder, vectors: np.ndarray | None = None,
-                 config: HNSWConfig = HNSWConfig(), index: Any = None) -> None:
+                 config: DenseHNSWConfig = DenseHNSWConfig(), index: Any = None) -> None:
         super().__init__(collection, embedder, vectors, config.dense)
         self.hnsw_config = config
         if index is None:
-            index = self.faiss.IndexHNSWFlat(self.vectors.shape[1], config.m, self.faiss.METRIC_INNER_PRODUCT)
-            index.hnsw.efConstruction = config.ef_construction
+            index = new_hnsw(self.faiss, self.vectors.shape[1], config.graph)
             index.add(self.vectors)
         elif index.ntotal != len(collection) or index.d != self.vectors.shape[1]:
             raise ValueError(f"the HNSW index holds {index.ntotal} vectors of {index.d} dimensions; expected "
                              f"{len(collection)} of {self.vectors.shape[1]}")
-        index.hnsw.efSearch = max(config.ef_search, config.dense.candidates)
+        index.hnsw.efSearch = max(config.graph.ef_search, config.dense.candidates)
         self.index = index
 
-    def search_prepared(self, prepared: Sequence[np.ndarray], k: int) -> list[list[ScoredDoc]]:
+    def search_prepared(self, prepared: Sequence[np.ndarray], k: int) -> list[list[Hit]]:
         if k > self.config.candidates and self.index.hnsw.efSearch < k:
             self.index.hnsw.efSearch = k  # faiss would raise it for this call anyway
         return super().search_prepared(prepared, k)

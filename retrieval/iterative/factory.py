@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..embedder import TextEmbedder
+from ..retriever import Collection, PreparedRetriever
 from .bm25 import BM25Config, BM25Retriever
-from .dense import DenseConfig, DenseFlatRetriever, DenseHNSWRetriever, HNSWConfig
-from .retriever import Collection, Retriever
+from .dense import DenseConfig, DenseFlatRetriever, DenseHNSWConfig, DenseHNSWRetriever
 
 __all__ = ["RETRIEVER_KINDS", "make_retriever"]
 
@@ -21,9 +21,9 @@ def make_retriever(
     vectors: np.ndarray | None = None,
     *,
     dense: DenseConfig = DenseConfig(),
-    hnsw: HNSWConfig = HNSWConfig(),
+    hnsw: DenseHNSWConfig = DenseHNSWConfig(),
     bm25: BM25Config = BM25Config(),
-) -> Retriever:
+) -> PreparedRetriever:
     """"dense" (exact FAISS flat), "hnsw" (FAISS HNSW) or "bm25" (bm25s) over ``collection``.
     The dense kinds need ``embedder`` (``vectors``: the documents' precomputed unit vectors, else
     they are embedded now). ValueError for another kind or a dense kind without an embedder."""

@@ -11,14 +11,16 @@ limit; None means greedy with ``config.max_new_tokens``. Speculation (``Speculat
 with ``enabled``) changes how fast the answer comes, never what it is: tokens and per-stride
 documents equal plain iterative RAG's (greedy and seeded sampling).
 
-``stats``: ``retrieval_seconds`` (inside retriever calls, on any thread), ``retrieval_wait_seconds``
-(the answering thread blocked on a search), ``cache_seconds``, ``generation_seconds`` (model
-passes), ``wall_seconds`` (the wall clock, from the question to the answer), ``searches`` /
-``searched_queries``, ``model_passes``, ``prefill_tokens``, ``replayed_tokens``, ``strides``,
-``generated_tokens``; with speculation also ``speculated_strides``, ``overlapped_strides`` (speculated
-while a verification was running), ``cache_hits``, ``rollbacks``,
-``verifications``, ``discarded_tokens``, ``stride_counts`` (the s of each verification), ``async``,
-``plain_strides`` (strides OS^3 chose to retrieve plainly, s = 0) and ``plain_cache_hits``.
+``stats`` (the core's names, ``specdraft.stats.Stats``): ``retrieval_s`` (inside retriever calls, on
+any thread), ``retrieval_wait_s`` (the answering thread blocked on a search), ``cache_s``,
+``generation_s`` (model passes), ``wall_s`` (the wall clock, from the question to the answer),
+``searches`` / ``searched_queries``, ``target_forward_passes``, ``prefill_tokens``, ``replayed_tokens``,
+``strides``, ``generated_tokens``; with speculation also ``speculated_strides``, ``overlapped_strides``
+(speculated while a verification was running), ``cache_hits``, ``rollbacks``, ``verifications``,
+``discarded_tokens``, ``stride_counts`` (the s of each verification), ``async``, ``plain_strides``
+(strides OS^3 chose to retrieve plainly, s = 0) and ``plain_cache_hits``. The names used before
+(``retrieval_seconds``, ``retrieval_wait_seconds``, ``cache_seconds``, ``generation_seconds``,
+``wall_seconds``, ``model_passes``: ``records.STATS_ALIASES``) are kept beside them for one release.
 
 One OS^3 scheduler (``os3.OS3Scheduler``) serves every answer of an ``IterativeRAG``, so its
 estimates (acceptance, stride and retrieval seconds) carry over from one question to the next: a short
@@ -39,7 +41,7 @@ from .answering import Answering, Event
 from .config import IterativeRAGConfig, SpeculativeRetrievalConfig
 from .plain import answer_plainly
 from .records import IterativeAnswer
-from .retriever import Collection, Retriever
+from ..retriever import Collection, ScoringRetriever
 
 if TYPE_CHECKING:
     from .os3 import OS3Scheduler
@@ -95,7 +97,7 @@ def keeps_a_session(model: Model) -> bool:
 
 
 class IterativeRAG:
-    def __init__(self, model: Model, retriever: Retriever, collection: Collection,
+    def __init__(self, model: Model, retriever: ScoringRetriever, collection: Collection,
                  config: IterativeRAGConfig = IterativeRAGConfig(),
                  speculative: SpeculativeRetrievalConfig | None = None, scheduler: "OS3Scheduler | None" = None) -> None:
         """``NeedsLocalModel`` (a ValueError) for a model with no session of its own here (``keeps_a_session``)."""

@@ -22,7 +22,7 @@ def answer_plainly(state: Answering) -> Iterator[Event]:
         query = state.query(start)
         results, seconds = state.search([query], config.docs_in_prompt)
         state.count_search(1, seconds)
-        state.stats["retrieval_wait_seconds"] += seconds
+        state.stats["retrieval_wait_s"] += seconds
         docs = state.top_docs(results[0])
         end = state.generate_stride(docs)
         record = state.record(stride, query, docs, "retriever", "exact", seconds, start)

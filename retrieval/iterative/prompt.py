@@ -8,15 +8,19 @@ As in RaLMSpec (and In-Context RALM), the retrieved document goes **before** the
                 template's end of the user turn and start of the assistant's       (never changes)
     [answer]    the tokens generated so far
 
-Each part is tokenized on its own and the ids are concatenated, so a part's tokens never depend on
-its neighbours. The prefix's KV cache is computed once per answer and kept; when the documents
+The parts' ids are concatenated (each document tokenized on its own), so no part's tokens depend on
+the documents beside it. The prefix's KV cache is computed once per answer and kept; when the documents
 change at a stride boundary, the cache is cut back to the end of the prefix and documents +
 question + answer so far are prefilled again in one pass (everything after the document depends on
 it, so nothing later can be reused); when they do not change, generation just goes on.
 
 With a chat template the user message is ``instruction + "\\n\\n" + documents + "Question: " +
-question``, rendered by the tokenizer's ``apply_chat_template`` (the HF tokenizer has one); a model
-whose tokenizer cannot render its template gets the plain layout.
+question``, encoded by the model's own ``Model.encode_chat`` (every backend renders the template the
+way transformers does, so the prompt is the same token for token on transformers and llama.cpp): the
+message is encoded once with a marker where the documents go (``_MARK``), and the ids before and
+after the marker's tokens are the prefix and the question parts, the same ids as the text before and
+after the marker tokenized alone. A tokenizer that merges the marker with its neighbours (none of the
+registry's models; a slow test checks them) gets the plain layout, as a model without a template.
 """
 
 from __future__ import annotations
@@ -26,12 +30,15 @@ from typing import Sequence
 
 from specdraft import Model
 
-from .retriever import Collection
+from ..retriever import Collection
 
-__all__ = ["PromptLayout", "build_layout", "DOCUMENT_FORMAT"]
+__all__ = ["PromptLayout", "build_layout", "split_at", "DOCUMENT_FORMAT"]
 
 DOCUMENT_FORMAT = "Document: {text}\n\n"
-_MARK = "<<specdraft-documents>>"
+# Where the documents go. Its leading space keeps the blank line before it one pre-token, as it is at
+# the end of a text, and its ">>" ends before "Question" as a text's start would: so the ids around the
+# marker are the prefix and question parts tokenized alone (what transformers' prompt always was).
+_MARK = " <<specdraft-documents>>"
 
 
 @dataclass
@@ -67,13 +74,21 @@ class PromptLayout:
 def build_layout(model: Model, collection: Collection, question: str, instruction: str) -> PromptLayout:
     """The prompt parts for ``question`` on ``model`` (see the module docstring)."""
     tokenizer = model.tokenizer
-    render = getattr(tokenizer, "apply_chat_template", None)
-    if model.has_chat_template and render is not None:
-        text = render([{"role": "user", "content": f"{instruction}\n\n{_MARK}Question: {question}"}])
-        head, found, tail = text.partition(_MARK)
-        if found:
-            prefix, suffix = tokenizer.encode(head), tokenizer.encode(tail)
-            return PromptLayout(prefix, suffix, tokenizer.encode(question), collection, model)
+    if model.has_chat_template:
+        ids = model.encode_chat([{"role": "user", "content": f"{instruction}\n\n{_MARK}Question: {question}"}])
+        parts = split_at(ids, tokenizer.encode(_MARK))
+        if parts is not None:
+            return PromptLayout(parts[0], parts[1], tokenizer.encode(question), collection, model)
     prefix = model.encode(f"{instruction}\n\n")
     suffix = tokenizer.encode(f"Question: {question}\nAnswer:")
     return PromptLayout(prefix, suffix, tokenizer.encode(question), collection, model)
+
+
+def split_at(ids: Sequence[int], mark: Sequence[int]) -> tuple[list[int], list[int]] | None:
+    """``ids`` before and after the only occurrence of the run ``mark``; None when it does not occur
+    exactly once."""
+    n = len(mark)
+    found = [i for i in range(len(ids) - n + 1) if list(ids[i : i + n]) == list(mark)] if n else []
+    if len(found) != 1:
+        return None
+    return list(ids[: found[0]]), list(ids[found[0] + n :])

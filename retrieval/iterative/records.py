@@ -9,6 +9,11 @@ stride was generated again with the retriever's documents). ``seconds``: the ret
 the documents (the cache lookup for a confirmed guess, the search otherwise; a batched search's
 time is shared equally by its queries). The documents are the same as plain iterative RAG's for
 every stride, whatever the source.
+
+``IterativeAnswer.stats`` uses the core's names (``specdraft.stats.Stats``: seconds end in ``_s``,
+``target_forward_passes``); ``STATS_ALIASES`` maps the names used before to them, and each old name
+is kept beside the new one for one release (clients of ``ask --iterative --json`` and of the HTTP
+API read them); they will be removed in the release after.
 """
 
 from __future__ import annotations
@@ -18,10 +23,20 @@ from typing import Literal
 
 from specdraft.text_stream import TextPiece
 
-__all__ = ["RetrievalRecord", "IterativeAnswer", "Source", "Status"]
+__all__ = ["RetrievalRecord", "IterativeAnswer", "Source", "Status", "STATS_ALIASES"]
 
 Source = Literal["retriever", "cache"]
 Status = Literal["exact", "confirmed", "rolled_back"]
+
+# Deprecated stats names (kept for one release) -> the core's name for the same measure.
+STATS_ALIASES = {
+    "retrieval_seconds": "retrieval_s",
+    "retrieval_wait_seconds": "retrieval_wait_s",
+    "cache_seconds": "cache_s",
+    "generation_seconds": "generation_s",
+    "wall_seconds": "wall_s",
+    "model_passes": "target_forward_passes",
+}
 
 
 @dataclass(frozen=True)

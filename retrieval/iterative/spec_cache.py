@@ -13,13 +13,13 @@ from typing import Iterable
 
 import numpy as np
 
-from .retriever import Retriever, RetrieverError, rank
+from ..retriever import RetrieverError, ScoringRetriever, rank
 
 __all__ = ["SpeculativeCache"]
 
 
 class SpeculativeCache:
-    def __init__(self, retriever: Retriever) -> None:
+    def __init__(self, retriever: ScoringRetriever) -> None:
         self.retriever = retriever
         self._docs: list[int] = []
         self._seen: set[int] = set()
@@ -46,10 +46,10 @@ class SpeculativeCache:
         try:
             scores = np.asarray(self.retriever.score(query, self._docs), dtype=np.float64)
         except Exception as error:
-            raise RetrieverError(getattr(self.retriever, "name", type(self.retriever).__name__), error) from error
+            raise RetrieverError(self.retriever.name, error) from error
         if scores.shape != (len(self._docs),):
             raise RetrieverError(self.retriever.name, f"score gave shape {scores.shape} for {len(self._docs)} documents")
-        best = tuple(hit.doc for hit in rank(np.array(self._docs), scores, n))
+        best = tuple(doc for doc, _ in rank(np.array(self._docs), scores, n))
         seconds = time.perf_counter() - start
         self.seconds += seconds
         return best, seconds

@@ -39,11 +39,11 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Iterator
 
+from ..retriever import Hit
 from .answering import Answering, Event
 from .config import SpeculativeRetrievalConfig
 from .decoder import Checkpoint
 from .os3 import OS3Config, OS3Scheduler
-from .retriever import ScoredDoc
 from .spec_cache import SpeculativeCache
 
 __all__ = ["answer_speculatively", "os3_config"]
@@ -134,7 +134,7 @@ class _Speculation:
         and the seconds given to OS^3 as a plain retrieval's cost)."""
         results, seconds = self.state.search([query], self.k)
         self.state.count_search(1, seconds)
-        self.state.stats["retrieval_wait_seconds"] += seconds
+        self.state.stats["retrieval_wait_s"] += seconds
         self.scheduler.observe_retrieval(seconds)
         return results[0], seconds
 
@@ -147,8 +147,8 @@ class _Speculation:
         true = state.top_docs(hits)
         began = time.perf_counter()
         guess, guess_seconds = self.cache.guess(query, state.config.docs_in_prompt)  # what speculating would have used
-        state.stats["cache_seconds"] += guess_seconds
-        state.stats["retrieval_seconds"] += guess_seconds
+        state.stats["cache_s"] += guess_seconds
+        state.stats["retrieval_s"] += guess_seconds
         hit = guess == true
         self.scheduler.observe_round(int(hit), 1)
         self.cache.add(doc.doc for doc in hits[: self.config.prefetch_k])
@@ -168,8 +168,8 @@ class _Speculation:
         checkpoint = state.decoder.checkpoint()
         query = state.query(start)
         docs, seconds = self.cache.guess(query, state.config.docs_in_prompt)
-        state.stats["cache_seconds"] += seconds
-        state.stats["retrieval_seconds"] += seconds
+        state.stats["cache_s"] += seconds
+        state.stats["retrieval_s"] += seconds
         reprefills = docs != state.decoder.docs
         self.end = state.generate_stride(docs)
         self.scheduler.observe_stride(time.perf_counter() - began, reprefilled=reprefills)
@@ -194,7 +194,7 @@ class _Speculation:
         self.inflight = (future, batch)
         self.state.stats["stride_counts"].append(len(batch))
 
-    def _collect(self) -> tuple[list[_Guess], list[list[ScoredDoc]], float]:
+    def _collect(self) -> tuple[list[_Guess], list[list[Hit]], float]:
         assert self.inflight is not None
         future, batch = self.inflight
         self.inflight = None
@@ -202,13 +202,13 @@ class _Speculation:
         results, seconds = future.result()
         waited = time.perf_counter() - began
         stats = self.state.stats
-        stats["retrieval_wait_seconds"] += seconds if self.executor is None else waited
+        stats["retrieval_wait_s"] += seconds if self.executor is None else waited
         stats["verifications"] += 1
         self.state.count_search(len(batch), seconds)
         self.scheduler.observe_verification(seconds)
         return batch, results, seconds
 
-    def _settle(self, batch: list[_Guess], results: list[list[ScoredDoc]], seconds: float) -> Iterator[Event]:
+    def _settle(self, batch: list[_Guess], results: list[list[Hit]], seconds: float) -> Iterator[Event]:
         state = self.state
         for hits in results:
             self.cache.add(hit.doc for hit in hits[: self.config.prefetch_k])

@@ -55,3 +55,13 @@ def test_retriever_options_need_iterative(capsys, tiny_checkpoint, index_dir):
     for extra in (["--retriever", "bm25"], ["--speculative-retrieval"]):
         code, _, err = ask(capsys, "--model", str(path), "--index", str(index_dir), *extra, "fox?")
         assert code == 2 and "need --iterative" in err
+
+
+def test_json_stats_use_the_core_names_and_keep_the_old_ones_for_a_release(capsys, tiny_checkpoint, index_dir):
+    """``ask --iterative --json`` says ``wall_s`` as ``ask`` and ``correct`` do; ``wall_seconds`` and the
+    other old names stay beside the new ones for one release."""
+    path, _ = tiny_checkpoint
+    stats = ask_json(capsys, path, index_dir, "What does the fox say?")["stats"]
+    for new, old in (("wall_s", "wall_seconds"), ("retrieval_s", "retrieval_seconds"), ("generation_s", "generation_seconds"),
+                     ("retrieval_wait_s", "retrieval_wait_seconds"), ("cache_s", "cache_seconds"), ("target_forward_passes", "model_passes")):
+        assert new in stats and old in stats and stats[new] == stats[old], new

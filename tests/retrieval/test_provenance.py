@@ -6,7 +6,7 @@ from specdraft.text_stream import TextPiece
 
 
 def hit(chunk_id: str, text: str, score: float = 0.5) -> Hit:
-    return Hit(Chunk(chunk_id, chunk_id.split("#")[0], text), score)
+    return Hit(0, Chunk(chunk_id, chunk_id.split("#")[0], text), score)
 
 
 HITS = [

@@ -97,12 +97,12 @@
     const count = (status) => body.retrievals.filter((r) => r.status === status).length;
     document.getElementById("draft-share").textContent = `${body.token_ids.length} tokens`;
     document.getElementById("stats").textContent =
-      `${body.retrievals.length} retrievals (${body.retriever}${body.speculative_retrieval ? ", speculative" : ""}), ${seconds(stats.wall_seconds)}`;
+      `${body.retrievals.length} retrievals (${body.retriever}${body.speculative_retrieval ? ", speculative" : ""}), ${seconds(stats.wall_s)}`;
     document.getElementById("retrieval-summary").textContent = body.speculative_retrieval
       ? `${count("confirmed")} from the cache and confirmed, ${count("rolled_back")} rolled back, ${count("exact")} searched`
       : `${body.retrievals.length} searched`;
     document.getElementById("retrieval-time").textContent =
-      `retrieving ${seconds(stats.retrieval_seconds)} (waited ${seconds(stats.retrieval_wait_seconds)}), generating ${seconds(stats.generation_seconds)}, wall ${seconds(stats.wall_seconds)}`;
+      `retrieving ${seconds(stats.retrieval_s)} (waited ${seconds(stats.retrieval_wait_s)}), generating ${seconds(stats.generation_s)}, wall ${seconds(stats.wall_s)}`;
     const list = document.getElementById("retrievals");
     list.replaceChildren();
     for (const record of body.retrievals) {

@@ -12,6 +12,7 @@ from hash_embedder import HashEmbedder
 from tiny_service import make_app, make_chat_model
 
 from specdraft.apps.iterative_rag import IterativeRetrievers
+from specdraft.session import SessionsUnavailableError
 
 DOCS = [
     {"id": "fox", "text": "The quick brown fox jumps over the lazy dog. The dog sleeps all day."},
@@ -98,6 +99,9 @@ class EngineStandIn:
 
     name = "tiny"
     backend = "engine"
+
+    def new_session(self):
+        raise SessionsUnavailableError("a serving engine keeps no session here")
 
 
 def test_iterative_on_a_model_without_a_session_is_a_400_naming_iterative(tmp_path):
@@ -211,3 +215,11 @@ def test_speculative_answers_over_one_index_share_one_os3_scheduler(client, mode
     fresh = schedulers.find(served[3], model, config)
     assert fresh is not None and fresh is not scheduler and fresh.answers == 1  # ... and its own scheduler
     assert scheduler.answers == 2  # the old one served nothing more
+
+
+def test_stats_use_the_core_names_and_keep_the_old_ones_for_a_release(client):
+    """``wall_s`` as every other route says it; ``wall_seconds`` and the other old names stay beside."""
+    stats = ask(client).get_json()["stats"]
+    for new, old in (("wall_s", "wall_seconds"), ("retrieval_s", "retrieval_seconds"), ("generation_s", "generation_seconds"),
+                     ("retrieval_wait_s", "retrieval_wait_seconds"), ("cache_s", "cache_seconds"), ("target_forward_passes", "model_passes")):
+        assert new in stats and old in stats and stats[new] == stats[old], new

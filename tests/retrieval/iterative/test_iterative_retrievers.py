@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 from hash_embedder import HashEmbedder
-from specdraft.retrieval.iterative import Collection, RetrieverError, ScoredDoc, make_retriever
-from specdraft.retrieval.iterative.retriever import rank
+from specdraft.retrieval.iterative import Collection, RetrieverError, make_retriever
+from specdraft.retrieval.retriever import rank
 
 TEXTS = [
     "the fox jumps over the dog",
@@ -28,7 +28,7 @@ def retriever(request, collection):
 
 
 def test_rank_breaks_ties_by_the_lower_row():
-    assert rank(np.array([7, 3, 5, 1]), np.array([0.5, 0.9, 0.9, 0.1]), 3) == [ScoredDoc(3, 0.9), ScoredDoc(5, 0.9), ScoredDoc(7, 0.5)]
+    assert rank(np.array([7, 3, 5, 1]), np.array([0.5, 0.9, 0.9, 0.1]), 3) == [(3, 0.9), (5, 0.9), (7, 0.5)]
 
 
 def test_search_is_canonical_and_matches_score(retriever):

@@ -10,7 +10,8 @@ from hash_embedder import HashEmbedder
 from iterative_fixtures import QUESTION, salad_collection
 from specdraft import GenerationConfig
 from specdraft.retrieval.iterative import IterativeRAG, IterativeRAGConfig, SpeculativeRetrievalConfig, make_retriever
-from specdraft.retrieval.iterative.query_memo import PreparedRetriever, QueryMemo
+from specdraft.retrieval.iterative.query_memo import QueryMemo
+from specdraft.retrieval.retriever import PreparedRetriever
 
 CONFIG = IterativeRAGConfig(stride=3, query_tokens=8, max_new_tokens=15)
 GREEDY = GenerationConfig(max_new_tokens=15, ignore_eos=True)
