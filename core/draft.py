@@ -152,25 +152,23 @@ class Draft:
             return self
         tokens: list[int] = []
         parents: list[int] = []
-        for i, node in enumerate(self.merged_nodes()):
+        merged = self.merged_nodes
+        for i, node in enumerate(merged):
             if node == len(tokens):  # the first of its token under its parent
                 parent = self.parents[i]
                 tokens.append(self.tokens[i])
-                parents.append(ROOT if parent == ROOT else self.merged_nodes()[parent])
+                parents.append(ROOT if parent == ROOT else merged[parent])
         return Draft(tuple(tokens), tuple(parents))
 
     @cached_property
-    def _merged(self) -> tuple[int, ...]:
+    def merged_nodes(self) -> tuple[int, ...]:
+        """Each node's index in ``deterministic()`` (a repeated sibling's is its first twin's)."""
         kept: list[int] = []  # node -> its node in the merged tree
         merged: dict[tuple[int, int], int] = {}  # (merged parent, token) -> merged node
         for token, parent in zip(self.tokens, self.parents):
             key = (ROOT if parent == ROOT else kept[parent], token)
             kept.append(merged.setdefault(key, len(merged)))
         return tuple(kept)
-
-    def merged_nodes(self) -> tuple[int, ...]:
-        """Each node's index in ``deterministic()`` (a repeated sibling's is its first twin's)."""
-        return self._merged
 
     def pruned(self, max_leaves: int) -> "Draft":
         """The longest prefix of the node list with at most ``max_leaves`` leaves (a backend that

@@ -33,7 +33,27 @@ from specdraft.verification import Verification
 from .transport import EdgeConnection, TransportConfig
 
 
-class RemoteModel:
+class ServedText:
+    """What a model served elsewhere does on this machine: text through ``local`` (a model here that
+    shares the server's tokenizer), and no session (KV cache) of its own here."""
+
+    name: str
+    local: Any
+
+    def encode(self, text: str) -> list[int]:
+        return self.local.encode(text)
+
+    def encode_chat(self, messages: Sequence[dict]) -> list[int]:
+        return self.local.encode_chat(messages)
+
+    def decode(self, ids: Sequence[int]) -> str:
+        return self.local.decode(ids)
+
+    def new_session(self) -> NoReturn:
+        raise SessionsUnavailableError(f"{self.name} is verified by a remote server, which keeps no session (KV cache) on this machine")
+
+
+class RemoteModel(ServedText):
     """The served model (``Model`` protocol) through ``connection``; text through ``local``."""
 
     def __init__(self, url: str, key: str, local: Any, transport: TransportConfig = TransportConfig(),
@@ -70,20 +90,8 @@ class RemoteModel:
     def has_chat_template(self) -> bool:
         return bool(self.info["has_chat_template"]) and bool(self.local.has_chat_template)
 
-    def encode(self, text: str) -> list[int]:
-        return self.local.encode(text)
-
-    def encode_chat(self, messages: Sequence[dict]) -> list[int]:
-        return self.local.encode_chat(messages)
-
-    def decode(self, ids: Sequence[int]) -> str:
-        return self.local.decode(ids)
-
     def new_target(self, chooser: TokenChooser = TokenChooser()) -> "RemoteTarget":
         return RemoteTarget(self.connection, chooser, self.info, self.tokenizer.fingerprint(), self.cost)
-
-    def new_session(self) -> NoReturn:
-        raise SessionsUnavailableError(f"{self.name} is verified by a remote server, which keeps no session (KV cache) on this machine")
 
 
 class RemoteTarget:

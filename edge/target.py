@@ -15,22 +15,22 @@ whether the server confirmed it.
 
 from __future__ import annotations
 
-from typing import Any, NoReturn, Sequence
+from typing import Any, Sequence
 
 from specdraft.acceptance import Acceptance
 from specdraft.cost import PassCostProfile
 from specdraft.draft import Draft
 from specdraft.prefix_cache import PrefixCache
 from specdraft.sampling import TokenChooser
-from specdraft.session import SessionsUnavailableError
 from specdraft.verification import Verification
 
 from .drafter import EdgeDrafter
 from .link import EdgeLink
+from .remote_target import ServedText
 from .transport import EdgeRefused, ServerUnavailable
 
 
-class EdgeModel:
+class EdgeModel(ServedText):
     """The served model seen from the laptop for one generation (``Model`` protocol): text through
     the ``local`` model (sharing the server's tokenizer), sequences through ``link``."""
 
@@ -60,23 +60,11 @@ class EdgeModel:
     def has_chat_template(self) -> bool:
         return bool(self.local.has_chat_template)
 
-    def encode(self, text: str) -> list[int]:
-        return self.local.encode(text)
-
-    def encode_chat(self, messages: Sequence[dict]) -> list[int]:
-        return self.local.encode_chat(messages)
-
-    def decode(self, ids: Sequence[int]) -> str:
-        return self.local.decode(ids)
-
     def new_target(self, chooser: TokenChooser = TokenChooser()) -> "EdgeTarget":
         """The generation's target (the server samples with the link's parameters and seed, which
         the client gives the generator too)."""
         self.target = EdgeTarget(self.link, self.drafter)
         return self.target
-
-    def new_session(self) -> NoReturn:
-        raise SessionsUnavailableError(f"{self.name} is verified by a remote server, which keeps no session (KV cache) on this machine")
 
 
 class EdgeTarget:
@@ -148,7 +136,7 @@ class EdgeTarget:
         tokens = [int(t) for t in answer["accepted_tokens"]] + [int(answer["next_token"])]
         self.link.stats.sampled_verifications += bool(sent is not None and sent.qs)
         self.drafter.answered(sent, path, tokens)
-        merged = sent.draft.merged_nodes() if sent is not None else range(len(draft))  # the sent tree -> ``draft``
+        merged = sent.draft.merged_nodes if sent is not None else range(len(draft))  # the sent tree -> ``draft``
         return Verification.decided(Acceptance(tuple(merged[i] for i in path), tokens[-1]))
 
     def commit(self, path: Sequence[int], next_token: int) -> None:

@@ -76,6 +76,14 @@ def test_deterministic_drops_distributions_and_merges_repeated_siblings():
     assert Draft.chain([1, 2]).deterministic() == Draft.chain([1, 2])
 
 
+def test_merged_nodes_map_each_node_to_its_node_in_the_deterministic_tree():
+    draft = Draft((5, 5, 7, 8), (ROOT, ROOT, 0, 1), torch.full((4, 10), 0.1))
+    assert draft.merged_nodes == (0, 0, 1, 2)
+    plain = draft.deterministic()
+    assert all(plain.tokens[m] == t for m, t in zip(draft.merged_nodes, draft.tokens))
+    assert Draft.chain([1, 2]).merged_nodes == (0, 1)
+
+
 def test_pruned_keeps_the_longest_prefix_with_few_enough_leaves():
     draft = Draft((1, 2, 3, 4, 5, 6), (ROOT, 0, ROOT, 2, ROOT, 1))  # leaves: 3 (via 2), 4, 5 (via 1)
     assert len(draft.leaves) == 3

@@ -77,7 +77,7 @@ class EdgeError(Exception):
 def _merge_repeats(draft: Draft) -> tuple[Draft, list[int]]:
     """The tree without draft distributions, repeated siblings (independent draws of one token)
     merged into the first, and each node's index in it (``Draft.deterministic``, ``Draft.merged_nodes``)."""
-    return draft.deterministic(), list(draft.merged_nodes())
+    return draft.deterministic(), list(draft.merged_nodes)
 
 
 def sampled_acceptance(draft: Draft, node_of: Sequence[int], logits, sampling: SamplingParams, seed: int, position: int) -> Acceptance:
