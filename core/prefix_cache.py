@@ -23,7 +23,7 @@ Contracts:
 - **Same output.** A restored prefix holds the keys and values the model computed for those tokens
   at those positions; the rest of the prompt is run after it as a prefill continues a cache. On the
   transformers backend in float32 the output equals uncached output (tests assert ==); on llama.cpp
-  see ``Model.exact`` and the README ("Prefix cache across requests").
+  see ``Model.exact`` and docs/prefix-cache.md.
 - **Thread-safe.** Lookups and inserts take the cache's lock; restoring (a copy) and computing
   happen outside it, so concurrent requests only serialise on the model's own forward-pass lock.
 

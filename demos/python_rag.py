@@ -7,7 +7,7 @@ Run it (the model is loaded here; ``./start.sh`` has installed it already):
     .venv/bin/python demos/python_rag.py --model qwen2.5-coder-0.5b "When was Python 3.12 released?"
 
 (The server ``./start.sh`` starts answers the same questions over HTTP: ``POST /v1/rag/documents``
-and ``POST /v1/rag/query``, see the README.) The reference drafter drafts the answer from the
+and ``POST /v1/rag/query``, see docs/rag.md.) The reference drafter drafts the answer from the
 retrieved passages; the demo also answers plainly and checks that both answers are the same.
 """
 

@@ -19,7 +19,7 @@ def add_model_args(parser: argparse.ArgumentParser, default_model: str) -> None:
     parser.add_argument("--engine-url", default=None, metavar="URL", help="--backend engine: the serving engine's address, for example http://gpu-box:8000")
     parser.add_argument("--engine-api", default=EngineConfig.api, choices=ENGINE_APIS, help="--backend engine: the engine's request dialect (default: %(default)s)")
     parser.add_argument("--context", type=int, default=defaults.context, metavar="TOKENS", help="llama-cpp: context size in tokens (default: 0 = min(the model's, 4096))")
-    parser.add_argument("--fast-path", action="store_true", help="transformers: static KV caches and verify passes bucketed by width, captured as CUDA graphs on a GPU (eager on a CPU); same output (see README, GPU fast path)")
+    parser.add_argument("--fast-path", action="store_true", help="transformers: static KV caches and verify passes bucketed by width, captured as CUDA graphs on a GPU (eager on a CPU); same output (see docs/backends.md, GPU fast path)")
     parser.add_argument("--no-prefix-cache", action="store_true", help="do not keep the KV cache of recent prompts (by default a request starts from the longest prefix an earlier one computed: a chat's next turn, a fixed instruction; the output is the same either way)")
 
 

@@ -11,7 +11,7 @@ length. Each row is read from the engine's top-1 log-probability at that prompt 
   ``logprobs: 1`` and ``return_tokens_as_token_ids`` (the generated token as ``"token_id:N"``).
   vLLM computes prompt log-probabilities by running the whole prompt again: a request with
   ``prompt_logprobs`` does not reuse cached prefix blocks, so each verification costs a prefill
-  of the whole context (see the README).
+  of the whole context (see docs/backends.md, "Serving engines").
 - SGLang, native ``POST /generate`` with ``input_ids``, ``return_logprob``, ``logprob_start_len``
   = ``first`` and ``top_logprobs_num: 1``: log-probabilities only from the first draft position on;
   its radix cache holds the context, so a verification computes only the draft tokens.

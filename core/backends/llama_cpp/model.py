@@ -40,7 +40,7 @@ class LlamaCppConfig:
     ``threads``: CPU threads (0: every core). ``repack``: let llama.cpp repack quantized weights
     for its gemm kernels; off by default because those compute a row differently in a wide pass
     than in a one-token pass, which can flip a near-tie between speculative and plain decoding, and
-    they were no faster here (see README, "llama.cpp exactness"). ``pool``: idle contexts kept."""
+    they were no faster here (see docs/llama-exactness.md). ``pool``: idle contexts kept."""
 
     context: int = 0
     batch: int = 512
