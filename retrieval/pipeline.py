@@ -44,7 +44,7 @@ INSTRUCTION = "Answer the question using the passages below. Quote the passages 
 @dataclass(frozen=True)
 class RAGConfig:
     top_k: int = 3
-    max_new_tokens: int = 256
+    max_new_tokens: int = GenerationConfig().max_new_tokens  # the core's: `ask` and HTTP answer alike
     instruction: str = INSTRUCTION
     cite_min_words: int = 4
     reference: ReferenceDraftConfig = field(default_factory=ReferenceDraftConfig)

@@ -63,6 +63,8 @@ def load_draft_model(args: argparse.Namespace):
 
 
 def add_edge_parser(sub: argparse._SubParsersAction) -> None:
+    from specdraft import GenerationConfig
+
     from .edge_serve import build_serve_parser
 
     edge = sub.add_parser("edge", help="draft on this machine, verify on a `serve --edge` server (survives losing it)",
@@ -76,7 +78,7 @@ def add_edge_parser(sub: argparse._SubParsersAction) -> None:
     edge.serve_parser = build_serve_parser(add_client_args)
     edge.add_argument("prompt", metavar="PROMPT", nargs="?", help="the prompt text, or - to read it from standard input; none with --chat/--interactive: a conversation")
     add_client_args(edge)
-    edge.add_argument("--max-new-tokens", type=int, default=128, help="most tokens to generate (per turn in a chat) (default: %(default)s)")
+    edge.add_argument("--max-new-tokens", type=int, default=GenerationConfig().max_new_tokens, help="most tokens to generate (per turn in a chat) (default: %(default)s)")
     edge.add_argument("--temperature", type=float, default=0.0, help="0 = greedy (default); > 0 samples (the server draws)")
     edge.add_argument("--seed", type=int, default=None, help="seed for reproducible sampling")
     edge.add_argument("--chat", action="store_true", help="wrap PROMPT in the chat template as a user message; without PROMPT: an interactive chat")
