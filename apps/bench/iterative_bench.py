@@ -53,13 +53,16 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from specdraft.model_config import LOCAL_BACKENDS
+from specdraft.retrieval.retriever import PreparedRetriever
+
 from .datasets.kb_corpus import KBConfig, kb_questions, load_chunks
 from .datasets.kb_embeddings import EmbeddingCacheConfig, capped_embedder, kb_vectors
 
 __all__ = ["METHODS", "IterativeBenchConfig", "Run", "run_iterative_bench", "summarize", "docs_per_stride"]
 
 METHODS = ("plain", "speculative", "speculative+async+os3")
-ITERATIVE_BACKENDS = ("auto", "transformers", "llama-cpp")  # the backends whose models keep a session (KV cache) here
+ITERATIVE_BACKENDS = ("auto", *LOCAL_BACKENDS)  # the backends whose models keep a session (KV cache) here
 
 
 @dataclass(frozen=True)
@@ -142,7 +145,7 @@ def probe_search(kind: str, retriever: Any, questions: Sequence[str], vectors: n
     """Median seconds of one query's ``search([q], 1)``; for exact dense also the bare FAISS flat search."""
     retriever.search([questions[0]], 1)  # warm-up
     facts = {"search_s": _median_seconds([lambda q=q: retriever.search([q], 1) for q in questions])}
-    if hasattr(retriever, "prepare"):  # what a verification costs once the cache has prepared the query
+    if isinstance(retriever, PreparedRetriever):  # what a verification costs once the cache has prepared the query
         prepared = retriever.prepare(list(questions))
         facts["prepare_s"] = _median_seconds([lambda q=q: retriever.prepare([q]) for q in questions])
         facts["prepared_search_s"] = _median_seconds([lambda p=p: retriever.search_prepared([p], 1) for p in prepared])
@@ -223,13 +226,13 @@ def run_iterative_bench(config: IterativeBenchConfig, progress: Callable[[str], 
                     run.identical = run.token_ids == reference.token_ids and run.docs == reference.docs
                     runs.append(run)
                     say(f"{model_name} {kind} q{index + 1}/{len(questions)} {method}: {wall:.2f} s, "
-                        f"{run.tokens} tokens, retrieval {run.stats.get('retrieval_seconds', 0):.2f} s"
+                        f"{run.tokens} tokens, retrieval {run.stats.get('retrieval_s', 0):.2f} s"
                         + ("" if run.identical else "  NOT IDENTICAL"))
     models = {}
     for name in config.models:
         model = pool.get(name)
         models[name] = {**_decode_step(runs, name), "one_token_pass_s": probe_one_token_pass(model),
-                        "backend": getattr(model, "backend", config.backend)}
+                        "backend": model.backend}
     return {
         "config": _config_dict(config),
         "collection": {"chunks": len(chunks), "by_source": chunks.counts(), "words": chunks.words(),
@@ -244,7 +247,7 @@ def run_iterative_bench(config: IterativeBenchConfig, progress: Callable[[str], 
 
 def _decode_step(runs: Sequence[Run], model: str) -> dict[str, float]:
     plain = [r for r in runs if r.model == model and r.method == "plain" and r.tokens]
-    seconds = sum(r.stats.get("generation_seconds", 0.0) for r in plain)
+    seconds = sum(r.stats.get("generation_s", 0.0) for r in plain)
     tokens = sum(r.tokens for r in plain)
     return {"decode_step_s": round(seconds / tokens, 5) if tokens else 0.0}
 
@@ -263,7 +266,7 @@ def probe_one_token_pass(model: Any, context: int = 128, passes: int = 16) -> fl
             timings.append(time.perf_counter() - started)
         return round(statistics.median(timings), 5)
     finally:
-        getattr(session, "close", lambda: None)()
+        session.close()
 
 
 def summarize(runs: Sequence[Run]) -> list[dict[str, Any]]:
@@ -285,10 +288,10 @@ def summarize(runs: Sequence[Run]) -> list[dict[str, Any]]:
             "model": model, "retriever": kind, "method": method, "answers": len(group),
             "wall_s": round(wall, 3),
             "speedup": round(plain_wall / own_wall, 3) if own_wall else 0.0,
-            "retrieval_share": round(stat("retrieval_seconds") / wall, 3) if wall else 0.0,
-            "retrieval_s_per_answer": round(stat("retrieval_seconds") / len(group), 3),
-            "generation_s_per_answer": round(stat("generation_seconds") / len(group), 3),
-            "wait_share": round(stat("retrieval_wait_seconds") / wall, 3) if wall else 0.0,
+            "retrieval_share": round(stat("retrieval_s") / wall, 3) if wall else 0.0,
+            "retrieval_s_per_answer": round(stat("retrieval_s") / len(group), 3),
+            "generation_s_per_answer": round(stat("generation_s") / len(group), 3),
+            "wait_share": round(stat("retrieval_wait_s") / wall, 3) if wall else 0.0,
             "strides_per_answer": round(stat("strides") / len(group), 2),
             "searched_queries_per_answer": round(stat("searched_queries") / len(group), 2),
             "cache_hit_rate": round(stat("cache_hits") / speculated, 3) if speculated else None,
