@@ -83,3 +83,15 @@ class Target(Protocol):
     def close(self) -> None:
         """Release what the sequence holds (its cache). The target is not used afterwards."""
         ...
+
+
+class CacheElsewhere:
+    """For targets whose KV cache lives elsewhere (a serving engine, a remote server): ``prefill_cached``
+    is a miss, a plain ``prefill`` with nothing restored or offered."""
+
+    def prefill(self, context_ids: Sequence[int]) -> None:  # implemented by the target
+        raise NotImplementedError
+
+    def prefill_cached(self, context_ids: Sequence[int], cache: "PrefixCache", store: bool = True) -> int:
+        self.prefill(context_ids)
+        return 0

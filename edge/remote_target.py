@@ -25,8 +25,8 @@ from typing import Any, NoReturn, Sequence
 
 from specdraft.cost import PassCostProfile
 from specdraft.draft import Draft
-from specdraft.prefix_cache import PrefixCache
 from specdraft.sampling import TokenChooser
+from specdraft.target import CacheElsewhere
 from specdraft.session import SessionsUnavailableError
 from specdraft.verification import Verification
 
@@ -94,7 +94,7 @@ class RemoteModel(ServedText):
         return RemoteTarget(self.connection, chooser, self.info, self.tokenizer.fingerprint(), self.cost)
 
 
-class RemoteTarget:
+class RemoteTarget(CacheElsewhere):  # the server keeps its own prefix cache
     """One edge session on the server (``Target`` protocol; see the module docstring)."""
 
     returns_logits = False
@@ -147,11 +147,6 @@ class RemoteTarget:
         self.session_id = answer["id"]
         self._length = self._server_length = int(answer["context_length"])
         self._passes = int(answer["forward_passes"])
-
-    def prefill_cached(self, context_ids: Sequence[int], cache: PrefixCache, store: bool = True) -> int:
-        """A miss: the server keeps its own prefix cache; ``prefill`` and nothing restored or offered."""
-        self.prefill(context_ids)
-        return 0
 
     def verify(self, draft: Draft) -> Verification:
         if self._verified is not None:

@@ -20,8 +20,8 @@ from typing import Any, Sequence
 from specdraft.acceptance import Acceptance
 from specdraft.cost import PassCostProfile
 from specdraft.draft import Draft
-from specdraft.prefix_cache import PrefixCache
 from specdraft.sampling import TokenChooser
+from specdraft.target import CacheElsewhere
 from specdraft.verification import Verification
 
 from .drafter import EdgeDrafter
@@ -67,7 +67,7 @@ class EdgeModel(ServedText):
         return self.target
 
 
-class EdgeTarget:
+class EdgeTarget(CacheElsewhere):  # the server keeps its own prefix cache
     """One edge generation's sequence (``Target`` protocol; module docstring)."""
 
     returns_logits = False
@@ -99,11 +99,6 @@ class EdgeTarget:
     def prefill(self, context_ids: Sequence[int]) -> None:
         self.context = [int(t) for t in context_ids]
         self.link.start(self.context)
-
-    def prefill_cached(self, context_ids: Sequence[int], cache: PrefixCache, store: bool = True) -> int:
-        """A miss: the server keeps its own prefix cache; a plain ``prefill``, nothing restored or offered."""
-        self.prefill(context_ids)
-        return 0
 
     def verify(self, draft: Draft) -> Verification:
         if self._draft is not None:

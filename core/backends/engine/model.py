@@ -38,8 +38,8 @@ from typing import Any, NoReturn, Sequence
 
 from ...cost import PassCostProfile
 from ...draft import Draft
-from ...prefix_cache import PrefixCache
 from ...sampling import SamplingUnavailableError, TokenChooser
+from ...target import CacheElsewhere
 from ...session import SessionsUnavailableError
 from ...verification import Verification
 from .apis import PROBE_TEXT, SglangApi, VllmApi
@@ -125,7 +125,7 @@ class EngineModel:
         raise SessionsUnavailableError(f"{self.name} runs on a serving engine, which keeps no session (KV cache) on this machine")
 
 
-class EngineTarget:
+class EngineTarget(CacheElsewhere):  # the engine keeps its own prefix cache
     """One sequence verified by the engine (``Target`` protocol; see the module docstring)."""
 
     returns_logits = False
@@ -155,11 +155,6 @@ class EngineTarget:
         if not context_ids:
             raise ValueError("the context must hold at least one token")
         self._context = [int(t) for t in context_ids]
-
-    def prefill_cached(self, context_ids: Sequence[int], cache: PrefixCache, store: bool = True) -> int:
-        """A miss: the engine keeps its own cache; ``prefill`` and nothing restored or offered."""
-        self.prefill(context_ids)
-        return 0
 
     def verify(self, draft: Draft) -> Verification:
         if self._verified is not None:
