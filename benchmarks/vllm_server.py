@@ -48,7 +48,7 @@ from typing import Any, Sequence
 
 from benchmarks.http_rag import free_port
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[1]
 SETUP_SCRIPT = REPO / "scripts" / "setup_vllm.sh"
 CPU_FLAGS = ("--enforce-eager", "--kv-cache-memory-bytes", "1G")
 EXACT_FLAGS = ("--dtype", "float32")
