@@ -21,40 +21,22 @@ Needs no torch: numpy (through ``specdraft``'s core) and the standard library on
 from __future__ import annotations
 
 import time
-from typing import Any, NoReturn, Sequence
+from typing import Any, Sequence
 
 from specdraft.cost import PassCostProfile
 from specdraft.draft import Draft
 from specdraft.sampling import TokenChooser
 from specdraft.target import CacheElsewhere
-from specdraft.session import SessionsUnavailableError
+from specdraft.served_text import ServedText
 from specdraft.verification import Verification
 
 from .transport import EdgeConnection, TransportConfig
 
 
-class ServedText:
-    """What a model served elsewhere does on this machine: text through ``local`` (a model here that
-    shares the server's tokenizer), and no session (KV cache) of its own here."""
-
-    name: str
-    local: Any
-
-    def encode(self, text: str) -> list[int]:
-        return self.local.encode(text)
-
-    def encode_chat(self, messages: Sequence[dict]) -> list[int]:
-        return self.local.encode_chat(messages)
-
-    def decode(self, ids: Sequence[int]) -> str:
-        return self.local.decode(ids)
-
-    def new_session(self) -> NoReturn:
-        raise SessionsUnavailableError(f"{self.name} is verified by a remote server, which keeps no session (KV cache) on this machine")
-
-
 class RemoteModel(ServedText):
     """The served model (``Model`` protocol) through ``connection``; text through ``local``."""
+
+    served_by = "is verified by a remote server"
 
     def __init__(self, url: str, key: str, local: Any, transport: TransportConfig = TransportConfig(),
                  connection: EdgeConnection | None = None) -> None:

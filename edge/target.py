@@ -21,18 +21,20 @@ from specdraft.acceptance import Acceptance
 from specdraft.cost import PassCostProfile
 from specdraft.draft import Draft
 from specdraft.sampling import TokenChooser
+from specdraft.served_text import ServedText
 from specdraft.target import CacheElsewhere
 from specdraft.verification import Verification
 
 from .drafter import EdgeDrafter
 from .link import EdgeLink
-from .remote_target import ServedText
 from .transport import EdgeRefused, ServerUnavailable
 
 
 class EdgeModel(ServedText):
     """The served model seen from the laptop for one generation (``Model`` protocol): text through
     the ``local`` model (sharing the server's tokenizer), sequences through ``link``."""
+
+    served_by = "is verified by a remote server"
 
     backend = "edge"
     exact = False  # tokens the local model writes while the server is lost are not the server's

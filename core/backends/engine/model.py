@@ -34,13 +34,13 @@ nothing of the sequence is kept on this machine.
 from __future__ import annotations
 
 import time
-from typing import Any, NoReturn, Sequence
+from typing import Any, Sequence
 
 from ...cost import PassCostProfile
 from ...draft import Draft
 from ...sampling import SamplingUnavailableError, TokenChooser
 from ...target import CacheElsewhere
-from ...session import SessionsUnavailableError
+from ...served_text import ServedText
 from ...verification import Verification
 from .apis import PROBE_TEXT, SglangApi, VllmApi
 from .config import EngineConfig
@@ -58,10 +58,11 @@ def make_api(config: EngineConfig, client: EngineClient, local: Any) -> Any:
     return LlamaServerApi(client, config.model, local)
 
 
-class EngineModel:
+class EngineModel(ServedText):
     """The engine's model (``Model`` protocol); text through ``local`` (see the module docstring)."""
 
     backend = "engine"
+    served_by = "runs on a serving engine"
 
     def __init__(self, config: EngineConfig, local: Any) -> None:
         self.config = config
@@ -106,23 +107,11 @@ class EngineModel:
     def has_chat_template(self) -> bool:
         return self.local.has_chat_template
 
-    def encode(self, text: str) -> list[int]:
-        return self.local.encode(text)
-
-    def encode_chat(self, messages: Sequence[dict]) -> list[int]:
-        return self.local.encode_chat(messages)
-
-    def decode(self, ids: Sequence[int]) -> str:
-        return self.local.decode(ids)
-
     def new_target(self, chooser: TokenChooser = TokenChooser()) -> "EngineTarget":
         if not chooser.params.greedy:
             raise SamplingUnavailableError("the engine backend verifies greedy decoding only (temperature 0): an engine's "
                              "top-1 log-probabilities cannot verify sampled tokens losslessly")
         return EngineTarget(self)
-
-    def new_session(self) -> NoReturn:
-        raise SessionsUnavailableError(f"{self.name} runs on a serving engine, which keeps no session (KV cache) on this machine")
 
 
 class EngineTarget(CacheElsewhere):  # the engine keeps its own prefix cache
