@@ -10,6 +10,12 @@ Every generator uses the model's prefix cache (``specdraft.prefix_cache``) unles
 ``prefix_cache=False`` or the model's cache is switched off: the prefill starts from the longest
 prefix an earlier request left there, and the request leaves its own sequence for later ones
 (``Stats.cached_prompt_tokens``). The output is unchanged.
+
+With ``GenerationConfig.constraint`` (``specdraft.constrained``) every choice the target makes is taken
+from its logits masked by the constraint's grammar, at every draft position, so the output is token for
+token plain constrained decoding's; the bytes the grammar forces are drafted too
+(``SpeculationConfig.grammar_drafts``). A target that returns no logits cannot be constrained
+(``GrammarUnavailableError``).
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterator, Literal, Sequence
 
 from .acceptance import Acceptance, follow_choices, speculative_accept
+from .constrained import Constraint, Grammar, GrammarDrafter, GrammarUnavailableError, follow_constrained
 from .cost import PassCostProfile
 from .draft import Draft
 from .drafter import Drafter, NoDrafter
@@ -44,7 +51,9 @@ class GenerationConfig:
     end the text (they are not included); EOS ends it too unless ``ignore_eos``. ``logprobs``: None
     collects none; ``k`` >= 0 collects, for every generated token, its log-probability under the
     target's raw logits and the ``k`` likeliest tokens' (``specdraft.logprobs``; needs a target that
-    returns logits). The tokens are the same either way."""
+    returns logits). The tokens are the same either way. ``constraint``: the answer must match it
+    (``specdraft.constrained``; needs a target that returns logits); it ends with the model's own
+    end-of-generation token once the constraint is complete (``ignore_eos`` does not apply then)."""
 
     max_new_tokens: int = 128
     temperature: float = 0.0
@@ -54,6 +63,7 @@ class GenerationConfig:
     stop: tuple[str, ...] = ()
     ignore_eos: bool = False
     logprobs: int | None = None
+    constraint: Constraint | None = None
 
     def __post_init__(self) -> None:
         if self.max_new_tokens < 1:
@@ -157,19 +167,38 @@ class _Run:
         self._free_first_step = False  # set after the prefill: the next step is the first and costs no pass plainly
         seed = secrets.randbits(62) if config.seed is None else config.seed
         self.rng = PositionalRandom(seed)
-        self.target = model.new_target(TokenChooser(self.sampling, seed))
+        self.chooser = TokenChooser(self.sampling, seed)
+        self.target = model.new_target(self.chooser)
         if config.logprobs is not None and not self.target.returns_logits:
             self.target.close()
             raise LogprobsUnavailableError(f"logprobs need a target that returns logits; {model.backend}'s does not")
+        self.grammar: Grammar | None = None
+        self.grammar_drafter: GrammarDrafter | None = None
+        if config.constraint is not None:
+            self._constrain(config.constraint, speculation.grammar_drafts)
         self.logprobs: list[TokenLogprob] | None = None if config.logprobs is None else []
         self.prompt_ids = prompt_ids
         self.generated: list[int] = []
         self.assembler = TextAssembler(model.tokenizer, config.stop)
         self.pieces: list[TextPiece] = []
         self.stats = Stats(prompt_tokens=len(prompt_ids), exact=model.exact)
-        self.eos = frozenset() if config.ignore_eos else model.eos_token_ids
+        self.eos = frozenset() if config.ignore_eos and self.grammar is None else model.eos_token_ids
         self.finish_reason: FinishReason = "length"
         self._started = 0.0
+
+    def _constrain(self, constraint: Constraint, grammar_drafts: bool) -> None:
+        """Compile the constraint for this model; the grammar drafts ahead of the drafter unless told not to."""
+        if not self.target.returns_logits:
+            self.target.close()
+            raise GrammarUnavailableError(f"a constraint needs a target that returns logits; {self.model.backend}'s does not")
+        try:
+            compiler = self.model.grammar_compiler()
+            self.grammar = compiler.grammar(constraint)
+        except BaseException:
+            self.target.close()
+            raise
+        if grammar_drafts:
+            self.drafter = self.grammar_drafter = GrammarDrafter(self.grammar, compiler.tokenize, self.drafter)
 
     def steps(self) -> Iterator[TextPiece]:
         try:
@@ -187,19 +216,23 @@ class _Run:
         done = False
         while not done:
             # 1. draft
-            budget = self._budget()
-            draft, draft_seconds = self._draft(budget)
+            budget, limit = self._budget()
+            draft, draft_seconds = self._draft(budget, limit)
             # 2. verify: one target forward pass over the pending token and the whole draft
             start = time.perf_counter()
             verification = self.target.verify(draft)
             self.stats.verify_s += time.perf_counter() - start
-            # 3. accept
+            # 3. accept (under a constraint the grammar follows the accepted tokens, the bonus too)
             accepted = self._accept(draft, verification)
+            if self.grammar is not None and accepted.next_token not in self.eos:
+                self.grammar.advance([accepted.next_token])
             # 4. commit (and tell the drafter and the policy)
             self.stats.fallback_steps += int(budget == 0 and self.policy.falling_back)
             self.target.commit(accepted.path, accepted.next_token)
             self.drafter.observe(accepted.accepted_len)
-            self.policy.observe(budget, len(draft), accepted.accepted_len, draft_seconds if self.timed else 0.0)
+            drafted, kept = (len(draft), accepted.accepted_len) if self.grammar_drafter is None else \
+                self.grammar_drafter.inner_counts(accepted.accepted_len)  # the policy sizes the drafter's part only
+            self.policy.observe(budget, drafted, kept, draft_seconds if self.timed else 0.0)
             drafted, chosen = ("draft", "target") if verification.verified else ("unverified", "unverified")
             if verification.verified:  # a stand-in's step (``Verification.decided``) verified nothing
                 self.stats.record_step(len(draft), accepted.accepted_len, draft.depths)
@@ -223,24 +256,33 @@ class _Run:
         else:
             self.stats.cached_prompt_tokens = self.target.prefill_cached(self.prompt_ids, cache)
 
-    def _budget(self) -> int:
+    def _budget(self) -> tuple[int, int]:
+        """(the drafter's budget from the policy, the most nodes a draft may have). They differ only
+        under a constraint, whose forced tokens the policy does not limit (``GrammarDrafter``)."""
         if self._free_first_step:  # SpeculationConfig.plain_first_step
             self._free_first_step = False
-            return 0
+            return 0, 0
         remaining = self.config.max_new_tokens - len(self.generated) - 1  # the bonus token is free
         room = self.target.max_length - self.target.context_length - 1
-        return max(0, min(self.policy.budget(), remaining, room))
+        limit = max(0, min(remaining, room))
+        budget = min(self.policy.budget(), limit)
+        return budget, (budget if self.grammar_drafter is None else min(limit, self.policy.config.max_draft_len))
 
-    def _draft(self, budget: int) -> tuple[Draft, float]:
-        """The drafter's proposal (at most ``budget`` nodes, shaped for the target) and the seconds it took.
+    def _draft(self, budget: int, limit: int) -> tuple[Draft, float]:
+        """The drafter's proposal (at most ``budget`` of its nodes and ``limit`` in all, shaped for the
+        target) and the seconds it took.
 
         A target without logits verifies by comparing tokens, so it gets the draft without its
         distributions (sample-and-compare keeps the target's distribution for any draft)."""
-        if budget == 0:
+        if limit == 0:
             return Draft.empty(), 0.0
         start = time.perf_counter()
-        draft = self.drafter.propose(self.prompt_ids + self.generated, budget).truncated(budget)
-        if not self.target.returns_logits:
+        context = self.prompt_ids + self.generated
+        if self.grammar_drafter is not None:
+            draft = self.grammar_drafter.propose_within(context, budget, limit)
+        else:
+            draft = self.drafter.propose(context, budget).truncated(budget)
+        if not self.target.returns_logits or self.grammar is not None:  # compared with choices, not rejection-sampled
             draft = draft.deterministic()
         draft = draft.pruned(self.target.max_branches)
         seconds = time.perf_counter() - start
@@ -253,6 +295,8 @@ class _Run:
         that accepted itself (``Verification.decided``) is taken at its word."""
         if verification.acceptance is not None:
             return verification.acceptance
+        if self.grammar is not None:
+            return follow_constrained(draft, verification, self.grammar, self.chooser, len(self.prompt_ids) + len(self.generated))
         if self.sampling.greedy or draft.probs is None or verification.logits is None:
             return follow_choices(draft, verification.choice)
         position = len(self.prompt_ids) + len(self.generated)
@@ -289,6 +333,11 @@ class _Run:
         self.stats.generated_tokens = len(self.generated)
         self.stats.target_forward_passes = self.target.forward_passes
         self.stats.wall_s = time.perf_counter() - self._started
+        if self.grammar is not None:
+            self.stats.grammar_s = self.grammar.seconds
+        if self.grammar_drafter is not None:
+            self.stats.forced_drafted = self.grammar_drafter.forced_drafted
+            self.stats.forced_tokens = self.grammar_drafter.forced_accepted
         return GenerationResult(
             text=self.assembler.text,
             token_ids=list(self.generated),

@@ -28,6 +28,7 @@ import hashlib
 from typing import Protocol, Sequence, runtime_checkable
 
 from .cost import PassCostProfile
+from .constrained.grammar import GrammarCompiler
 from .sampling import TokenChooser
 from .session import Session
 from .target import Target
@@ -117,6 +118,12 @@ class Model(Protocol):
     def new_session(self) -> Session:
         """A fresh sequence of this model run here, step by step (``specdraft.session``).
         ``SessionsUnavailableError`` for a model that keeps no KV cache on this machine."""
+        ...
+
+    def grammar_compiler(self) -> GrammarCompiler:
+        """Compiles constraints over this model's vocabulary (``specdraft.constrained``), built on
+        first use and shared by every request. ``GrammarUnavailableError`` for a model whose targets
+        return no logits (nothing could be masked)."""
         ...
 
 

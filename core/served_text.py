@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any, NoReturn, Sequence
 
+from .constrained.grammar import GrammarUnavailableError
 from .session import SessionsUnavailableError
 
 
@@ -26,6 +27,9 @@ class ServedText:
 
     def decode(self, ids: Sequence[int]) -> str:
         return self.local.decode(ids)
+
+    def grammar_compiler(self) -> NoReturn:
+        raise GrammarUnavailableError(f"{self.name} {self.served_by}, which returns no logits to constrain")
 
     def new_session(self) -> NoReturn:
         raise SessionsUnavailableError(f"{self.name} {self.served_by}, which keeps no session (KV cache) on this machine")

@@ -33,6 +33,9 @@ class Stats:
     verify_s: float = 0.0
     prefill_s: float = 0.0
     wall_s: float = 0.0
+    forced_drafted: int = 0  # draft tokens a constraint's grammar forced (specdraft.constrained.drafter)
+    forced_tokens: int = 0  # of those, the ones the target kept
+    grammar_s: float = 0.0  # seconds in a constraint's grammar (masks, advancing, forced bytes)
     exact: bool = True  # the backend guarantees speculative == plain decoding (``Model.exact``)
 
     @classmethod

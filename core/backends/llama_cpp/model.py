@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 
 from ...chat_template import render_chat
+from ...constrained.grammar import CompilerOnce, GrammarCompiler, gguf_grammar_tokenizer
 from ...cost import PassCostProfile
 from ...model import vocabulary_fingerprint
 from ...sampling import TokenChooser
@@ -98,6 +99,8 @@ class LlamaCppModel:
         self.lock = threading.Lock()  # one forward pass at a time: the cores are shared
         self._idle: list[LlamaContext] = []
         self._idle_lock = threading.Lock()
+        self._grammar_compiler = CompilerOnce(
+            lambda: GrammarCompiler(gguf_grammar_tokenizer(self.file.vocab, self.vocab_size, self._eos), self.vocab_size))
         vocab = file.vocab
         self._eos = frozenset(i for i in range(file.n_vocab) if ll.llama_vocab_is_eog(vocab, i))
         template = ll.llama_model_chat_template(file.ptr, None)
@@ -193,3 +196,6 @@ class LlamaCppModel:
 
     def new_target(self, chooser: TokenChooser = TokenChooser()) -> LlamaCppTarget:
         return LlamaCppTarget(self, chooser)
+
+    def grammar_compiler(self) -> GrammarCompiler:
+        return self._grammar_compiler()

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 import torch
 
+from ...constrained.grammar import CompilerOnce, GrammarCompiler, hf_grammar_tokenizer
 from ...cost import PassCostProfile
 from ...draft import Draft
 from ...model import Model
@@ -62,6 +63,8 @@ class TransformersModel:
         self.cost = PassCostProfile()
         self._lock = threading.Lock()
         self.verify_batcher: VerifyBatcher | None = None  # opt-in: enable_verify_batching
+        self._grammar_compiler = CompilerOnce(
+            lambda: GrammarCompiler(hf_grammar_tokenizer(self.hf_tokenizer, self.vocab_size, self.eos_token_ids), self.vocab_size))
 
     @classmethod
     def load(cls, config: ModelConfig = ModelConfig()) -> "TransformersModel":
@@ -178,6 +181,9 @@ class TransformersModel:
 
     def new_target(self, chooser: TokenChooser = TokenChooser()) -> "TransformersTarget":
         return TransformersTarget(self, chooser)
+
+    def grammar_compiler(self) -> GrammarCompiler:
+        return self._grammar_compiler()
 
     # --- verify batching ----------------------------------------------------------------------
     def enable_verify_batching(self, config: VerifyBatchConfig = VerifyBatchConfig()) -> "VerifyBatcher":
