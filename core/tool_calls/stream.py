@@ -1,0 +1,277 @@
+"""ToolCallStream: a model's reply, pushed piece by piece, as content and tool-call deltas.
+
+The reply is content with tool-call blocks (``<tool_call>`` ... ``</tool_call>``) in it. The stream
+emits events as soon as it knows what the text is:
+
+- ``ContentDelta(text)``: content. Text that could still begin a tag (a suffix such as ``<tool_c``)
+  is held back until it is known not to; content is stripped as ``str.strip`` strips the whole
+  (leading whitespace dropped, trailing whitespace held until more content follows).
+- ``ToolCallDelta(index, id, name, "")`` once per call, when its header ``{"name": "...",
+  "arguments": {`` has been read, then ``ToolCallDelta(index, None, None, fragment)`` with the
+  arguments' text as it comes (the fragments join into the arguments' JSON text, as the model wrote it).
+
+A block is a call when it reads ``<tool_call>``, the header, a balanced JSON object (the arguments),
+then ``}`` and ``</tool_call>`` (whitespace allowed between the parts). Once the header is read the
+call stands: a reply cut short inside the arguments ends with that call's arguments unfinished (as
+OpenAI's do when ``finish_reason`` is "length"), and text after the arguments' object that is not the
+block's end is content. A block whose header does not match is read whole up to ``</tool_call>``: a
+JSON object with a string ``name`` and an object ``arguments`` (in any order, any whitespace) is a call
+(its arguments re-serialised), anything else stays content, tags included, as does a block never closed.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from dataclasses import dataclass
+from typing import Any, Callable, Union
+
+from .grammar import TOOL_CALL_CLOSE, TOOL_CALL_OPEN
+
+_WHITESPACE = " \t\r\n"
+_HEADER = ("{", '"name"', ":", None, ",", '"arguments"', ":", "{")  # None: the name (a JSON string)
+_TAIL = ("}", TOOL_CALL_CLOSE)
+NEED_MORE = True  # a scan that needs more text to decide
+NO_MATCH = False
+
+
+def new_call_id() -> str:
+    """A fresh tool-call id as OpenAI writes them: ``call_`` and 24 hex digits."""
+    return "call_" + secrets.token_hex(12)
+
+
+@dataclass(frozen=True)
+class ContentDelta:
+    text: str
+
+
+@dataclass(frozen=True)
+class ToolCallDelta:
+    """Call ``index`` (0, 1, ... in the reply): ``id`` and ``name`` on its first delta only (None after),
+    ``arguments`` the next fragment of its arguments' text ("" on the first)."""
+
+    index: int
+    id: str | None
+    name: str | None
+    arguments: str
+
+    def to_openai(self) -> dict[str, Any]:
+        """The delta as a chat-completion chunk's ``delta.tool_calls[]`` entry."""
+        if self.id is None:
+            return {"index": self.index, "function": {"arguments": self.arguments}}
+        return {"index": self.index, "id": self.id, "type": "function", "function": {"name": self.name, "arguments": self.arguments}}
+
+
+Event = Union[ContentDelta, ToolCallDelta]
+
+
+class ToolCallStream:
+    """One reply's parser (module docstring). ``push`` each new piece of text, then ``finish`` once;
+    each returns the events the text decided (consecutive content and argument fragments merged)."""
+
+    def __init__(self, new_id: Callable[[], str] = new_call_id) -> None:
+        self._new_id = new_id
+        self._mode = "content"  # content | header | opaque | arguments | tail
+        self._buffer = ""  # text not yet decided
+        self._calls = 0
+        self._depth = 0  # arguments: braces open; in a string; after a backslash
+        self._in_string = False
+        self._escaped = False
+        self._content_started = False
+        self._held_whitespace = ""
+        self._events: list[Event] = []
+        self._finished = False
+
+    @property
+    def calls(self) -> int:
+        """How many calls the stream has begun."""
+        return self._calls
+
+    def push(self, text: str) -> list[Event]:
+        if self._finished:
+            raise RuntimeError("push after finish")
+        self._buffer += text
+        while self._step():
+            pass
+        return self._take()
+
+    def finish(self) -> list[Event]:
+        """The end of the reply: text held back is decided (module docstring)."""
+        if not self._finished:
+            self._finished = True
+            if self._mode == "content":
+                self._content(self._buffer)
+            elif self._mode in ("header", "opaque"):  # a block never closed stays content
+                self._content(TOOL_CALL_OPEN + self._buffer)
+            self._buffer = ""
+        return self._take()
+
+    # --- one step of the state machine: True when it changed state and may go on ------------------
+    def _step(self) -> bool:
+        mode, buffer = self._mode, self._buffer
+        if mode == "content":
+            start = buffer.find(TOOL_CALL_OPEN)
+            if start < 0:
+                keep = _partial_suffix(buffer, TOOL_CALL_OPEN)
+                self._content(buffer[: len(buffer) - keep])
+                self._buffer = buffer[len(buffer) - keep:]
+                return False
+            self._content(buffer[:start])
+            self._buffer, self._mode = buffer[start + len(TOOL_CALL_OPEN):], "header"
+            return True
+        if mode == "header":
+            found = scan_parts(buffer, _HEADER)
+            if found is NEED_MORE:
+                return False
+            if found is NO_MATCH:
+                self._mode = "opaque"
+                return True
+            name, end = found
+            self._emit(ToolCallDelta(self._calls, self._new_id(), name, ""))
+            self._emit(ToolCallDelta(self._calls, None, None, "{"))
+            self._calls += 1
+            self._buffer, self._mode = buffer[end:], "arguments"
+            self._depth, self._in_string, self._escaped = 1, False, False
+            return True
+        if mode == "arguments":
+            end = self._scan_arguments(buffer)
+            self._emit(ToolCallDelta(self._calls - 1, None, None, buffer[:end]))
+            self._buffer = buffer[end:]
+            if self._depth == 0:
+                self._mode = "tail"
+                return True
+            return False
+        if mode == "tail":
+            found = scan_parts(buffer, _TAIL)
+            if found is NEED_MORE:
+                return False
+            if found is not NO_MATCH:
+                self._buffer = buffer[found[1]:]
+            self._mode = "content"
+            return True
+        # opaque: wait for the block's end, then decide it whole
+        end = buffer.find(TOOL_CALL_CLOSE)
+        if end < 0:
+            return False
+        call = _loose_call(buffer[:end])
+        if call is None:
+            self._content(TOOL_CALL_OPEN + buffer[: end + len(TOOL_CALL_CLOSE)])
+        else:
+            self._emit(ToolCallDelta(self._calls, self._new_id(), call[0], ""))
+            self._emit(ToolCallDelta(self._calls, None, None, call[1]))
+            self._calls += 1
+        self._buffer, self._mode = buffer[end + len(TOOL_CALL_CLOSE):], "content"
+        return True
+
+    def _scan_arguments(self, text: str) -> int:
+        """How much of ``text`` belongs to the arguments' object (all of it, or up to its closing brace)."""
+        for i, char in enumerate(text):
+            if self._escaped:
+                self._escaped = False
+            elif self._in_string:
+                if char == "\\":
+                    self._escaped = True
+                elif char == '"':
+                    self._in_string = False
+            elif char == '"':
+                self._in_string = True
+            elif char in "{[":
+                self._depth += 1
+            elif char in "}]":
+                self._depth -= 1
+                if self._depth == 0:
+                    return i + 1
+        return len(text)
+
+    # --- events ---------------------------------------------------------------------------------
+    def _content(self, text: str) -> None:
+        if not self._content_started:
+            text = text.lstrip(_WHITESPACE)
+            if not text:
+                return
+            self._content_started = True
+        text = self._held_whitespace + text
+        kept = text.rstrip(_WHITESPACE)
+        self._held_whitespace = text[len(kept):]
+        if kept:
+            self._emit(ContentDelta(kept))
+
+    def _emit(self, event: Event) -> None:
+        last = self._events[-1] if self._events else None
+        if isinstance(event, ContentDelta) and isinstance(last, ContentDelta):
+            self._events[-1] = ContentDelta(last.text + event.text)
+        elif isinstance(event, ToolCallDelta) and event.id is None and isinstance(last, ToolCallDelta) and last.id is None and last.index == event.index:
+            self._events[-1] = ToolCallDelta(event.index, None, None, last.arguments + event.arguments)
+        elif not (isinstance(event, ToolCallDelta) and event.id is None and not event.arguments):
+            self._events.append(event)
+
+    def _take(self) -> list[Event]:
+        events, self._events = self._events, []
+        return events
+
+
+def scan_parts(text: str, parts: tuple[str | None, ...]) -> tuple[str | None, int] | bool:
+    """Match ``parts`` (literals; None: a JSON string) at the start of ``text``, whitespace allowed
+    before each: ``(the string's value, end of the match)``, ``NEED_MORE`` when ``text`` is a proper
+    prefix of a match, ``NO_MATCH`` when it cannot become one."""
+    i, value = 0, None
+    for part in parts:
+        while i < len(text) and text[i] in _WHITESPACE:
+            i += 1
+        if i == len(text):
+            return NEED_MORE
+        if part is None:
+            end = _string_end(text, i)
+            if end is NEED_MORE or end is NO_MATCH:
+                return end
+            try:
+                value = json.loads(text[i:end])
+            except ValueError:
+                return NO_MATCH
+            i = end
+            continue
+        chunk = text[i: i + len(part)]
+        if not part.startswith(chunk):
+            return NO_MATCH
+        if len(chunk) < len(part):
+            return NEED_MORE
+        i += len(part)
+    return value, i
+
+
+def _string_end(text: str, start: int) -> int | bool:
+    """End of the JSON string that starts at ``text[start]`` (NEED_MORE / NO_MATCH as ``scan_parts``)."""
+    if text[start] != '"':
+        return NO_MATCH
+    i = start + 1
+    while i < len(text):
+        char = text[i]
+        if char == "\\":
+            i += 2
+            continue
+        if char == '"':
+            return i + 1
+        if char < " ":
+            return NO_MATCH
+        i += 1
+    return NEED_MORE
+
+
+def _loose_call(body: str) -> tuple[str, str] | None:
+    """A block's body as ``(name, arguments' JSON text)`` when it is a JSON object with a string
+    ``name`` and an object ``arguments``, in any order and layout; else None."""
+    try:
+        value = json.loads(body)
+    except ValueError:
+        return None
+    if not isinstance(value, dict) or not isinstance(value.get("name"), str) or not isinstance(value.get("arguments"), dict):
+        return None
+    return value["name"], json.dumps(value["arguments"], ensure_ascii=False)
+
+
+def _partial_suffix(text: str, tag: str) -> int:
+    """Length of the longest suffix of ``text`` that is a proper prefix of ``tag``."""
+    for size in range(min(len(text), len(tag) - 1), 0, -1):
+        if tag.startswith(text[-size:]):
+            return size
+    return 0
