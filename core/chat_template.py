@@ -36,8 +36,12 @@ def _compiled(template: str) -> Any:
     return env.from_string(template)
 
 
-def render_chat(template: str, messages: Sequence[dict], special_tokens: dict[str, str]) -> str:
+def render_chat(template: str, messages: Sequence[dict], special_tokens: dict[str, str], tools: Sequence[dict] | None = None) -> str:
     """The template's text for ``messages`` with the generation prompt added (where the assistant's
-    answer starts). ``special_tokens``: ``bos_token``, ``eos_token``, ... as text. Raises
-    ``jinja2.TemplateError`` when the template rejects the messages."""
-    return _compiled(template).render(messages=list(messages), add_generation_prompt=True, **special_tokens)
+    answer starts). ``special_tokens``: ``bos_token``, ``eos_token``, ... as text. ``tools``: OpenAI's
+    function tools, given to the template as ``tools`` (None: the template gets no ``tools``).
+    Raises ``jinja2.TemplateError`` when the template rejects the messages."""
+    context: dict[str, Any] = {"messages": list(messages), "add_generation_prompt": True, **special_tokens}
+    if tools is not None:
+        context["tools"] = list(tools)
+    return _compiled(template).render(**context)

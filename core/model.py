@@ -104,8 +104,12 @@ class Model(Protocol):
         """``text`` as a prompt: token ids with the model's special tokens (BOS where it has one)."""
         ...
 
-    def encode_chat(self, messages: Sequence[dict]) -> list[int]:
-        """``messages`` in the model's chat template, ready for the assistant's answer."""
+    def encode_chat(self, messages: Sequence[dict], tools: Sequence[dict] | None = None) -> list[int]:
+        """``messages`` in the model's chat template, ready for the assistant's answer. ``tools``:
+        OpenAI's function tools (``{"type": "function", "function": {...}}``), given to the template as
+        ``tools`` as transformers' ``apply_chat_template(tools=...)`` gives them (None: the template
+        gets no ``tools`` at all). Messages may be assistant messages with ``tool_calls`` (OpenAI's
+        shape, each call's ``arguments`` an object, as templates take them) and ``tool`` messages."""
         ...
 
     def decode(self, ids: Sequence[int]) -> str:

@@ -22,8 +22,8 @@ class ServedText:
     def encode(self, text: str) -> list[int]:
         return self.local.encode(text)
 
-    def encode_chat(self, messages: Sequence[dict]) -> list[int]:
-        return self.local.encode_chat(messages)
+    def encode_chat(self, messages: Sequence[dict], tools: Sequence[dict] | None = None) -> list[int]:
+        return self.local.encode_chat(messages, tools)
 
     def decode(self, ids: Sequence[int]) -> str:
         return self.local.decode(ids)

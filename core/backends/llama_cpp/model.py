@@ -166,10 +166,11 @@ class LlamaCppModel:
     def encode(self, text: str) -> list[int]:
         return self.tokenizer.encode(text, add_special_tokens=True)
 
-    def encode_chat(self, messages: Sequence[dict]) -> list[int]:
+    def encode_chat(self, messages: Sequence[dict], tools: Sequence[dict] | None = None) -> list[int]:
+        """``Model.encode_chat``: the GGUF's template rendered as transformers renders it."""
         if self._chat_template is None:
             raise ValueError(f"{self.name} has no chat template")
-        return self.tokenizer.encode(render_chat(self._chat_template, messages, self._special_text))
+        return self.tokenizer.encode(render_chat(self._chat_template, messages, self._special_text, tools))
 
     def decode(self, ids: Sequence[int]) -> str:
         return self.tokenizer.decode(ids)

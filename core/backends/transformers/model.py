@@ -115,11 +115,12 @@ class TransformersModel:
     def encode(self, text: str) -> list[int]:
         return self.tokenizer.encode(text, add_special_tokens=True)
 
-    def encode_chat(self, messages: Sequence[dict]) -> list[int]:
-        """Token ids of ``messages`` wrapped in the model's chat template, ready for the answer."""
+    def encode_chat(self, messages: Sequence[dict], tools: Sequence[dict] | None = None) -> list[int]:
+        """Token ids of ``messages`` (and ``tools``) in the model's chat template, ready for the answer
+        (``Model.encode_chat``)."""
         if not self.has_chat_template:
             raise ValueError(f"{self.name} has no chat template")
-        return self.tokenizer.encode(self.tokenizer.apply_chat_template(messages))
+        return self.tokenizer.encode(self.tokenizer.apply_chat_template(messages, tools))
 
     def decode(self, ids: Sequence[int]) -> str:
         return self.tokenizer.decode(ids)

@@ -51,6 +51,37 @@ def test_tokenizer_and_chat_template_agree_with_transformers(smollm2_gguf, smoll
     assert smollm2_gguf.vocab_size == smollm2_hf.vocab_size
 
 
+TOOLS = [{"type": "function", "function": {"name": "get_weather", "description": "The weather in a city",
+                                         "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}},
+         {"type": "function", "function": {"name": "get_time"}}]
+TOOL_HISTORY = [
+    {"role": "system", "content": "Be brief."},
+    {"role": "user", "content": "Weather and time in Paris?"},
+    {"role": "assistant", "content": "", "tool_calls": [
+        {"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": {"city": "Paris"}}},
+        {"id": "call_2", "type": "function", "function": {"name": "get_time", "arguments": {}}}]},
+    {"role": "tool", "tool_call_id": "call_1", "content": "sunny, 21 °C"},
+    {"role": "tool", "tool_call_id": "call_2", "content": "12:05"},
+]
+
+
+def test_tools_and_tool_calls_render_alike_on_both_backends():
+    """``encode_chat(messages, tools)``: the template's tools section, replayed ``<tool_call>`` blocks
+    (arguments given as objects) and tool results, the same tokens on llama.cpp and transformers."""
+    gguf, hf = LlamaCppModel.load("qwen2.5-coder-0.5b"), TransformersModel.load(ModelConfig("qwen2.5-coder-0.5b", device="cpu"))
+    for messages in (TOOL_HISTORY[:2], TOOL_HISTORY):
+        ids = gguf.encode_chat(messages, TOOLS)
+        assert ids == hf.encode_chat(messages, TOOLS)
+        assert ids == hf.tokenizer.encode(hf.hf_tokenizer.apply_chat_template(messages, tools=TOOLS, add_generation_prompt=True, tokenize=False))
+        assert gguf.decode(ids) == hf.decode(ids)
+        assert '"name": "get_weather"' in gguf.decode(ids) and ids != gguf.encode_chat(messages)
+        assert gguf.encode_chat(messages) == hf.encode_chat(messages)
+    replayed = gguf.encode_chat(TOOL_HISTORY, TOOLS)
+    tag = hf.tokenizer.encode("<tool_call>")
+    assert len(tag) == 1 and replayed.count(tag[0]) == 4  # twice in the template's instructions, once per call
+    assert '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>' in gguf.decode(replayed)
+
+
 @pytest.mark.parametrize("name", ["smollm2-135m", "qwen2.5-coder-0.5b"])
 def test_a_wide_pass_computes_each_row_as_one_token_passes_do(name):
     """Bit for bit, not within a tolerance: the property ``LlamaCppModel.exact`` claims."""
