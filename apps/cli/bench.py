@@ -10,7 +10,7 @@ from pathlib import Path
 
 def add_bench_parser(sub) -> None:
     from specdraft import DEFAULT_MODEL, GenerationConfig
-    from specdraft.apps.bench.suite_names import names
+    from specdraft.apps.bench.suite_names import OWN_RUNNERS, names
     from specdraft.drafters import DraftModelConfig
     from specdraft.retrieval.pipeline import RAGConfig
 
@@ -38,13 +38,13 @@ def add_bench_parser(sub) -> None:
             "output is identical to plain greedy. Real text is fetched through pip once and cached."
         ),
     )
-    bench.add_argument("benchmark", nargs="?", default="chat-summarization", choices=names() + ["edge", "iterative-rag"], help="benchmark (default: %(default)s); edge: a laptop client and a `serve --edge` server as two processes behind a delaying proxy (specdraft.apps.bench.edge_bench); iterative-rag: plain iterative RAG vs speculative retrieval over a 200,000-chunk knowledge base (specdraft.apps.bench.iterative_bench)")
+    bench.add_argument("benchmark", nargs="?", default="chat-summarization", choices=names() + list(OWN_RUNNERS), help="benchmark (default: %(default)s); structured: extraction into JSON schemas and tool-call arguments from real documents, plain constrained decoding vs specdraft's grammar drafter (alone, with prompt lookup, with documents) and, on llama.cpp, llama-cpp-python's own schema-constrained chat completion (specdraft.apps.bench.structured_bench; --limit documents per task); edge: a laptop client and a `serve --edge` server as two processes behind a delaying proxy (specdraft.apps.bench.edge_bench); iterative-rag: plain iterative RAG vs speculative retrieval over a 200,000-chunk knowledge base (specdraft.apps.bench.iterative_bench)")
     add_model_args(bench, DEFAULT_MODEL)
     bench.add_argument("--draft-model", default=None, help="also compare a draft model (specdraft model:NAME and transformers assisted generation)")
     bench.add_argument("--tree-width", type=int, default=DraftModelConfig().tree_width, help="candidates per depth for specdraft's draft model (default: %(default)s)")
     bench.add_argument("--limit", type=int, default=8, help="number of prompts (default: %(default)s)")
     bench.add_argument("--seed", type=int, default=0, help="which prompts are drawn (default: %(default)s)")
-    bench.add_argument("--max-new-tokens", type=int, default=None, help=f"tokens per answer (default: {GenerationConfig().max_new_tokens} for prompt, retrieval and edge sets; iterative-rag: IterativeBenchConfig's own; grammar sets size it from the input)")
+    bench.add_argument("--max-new-tokens", type=int, default=None, help=f"tokens per answer (default: {GenerationConfig().max_new_tokens} for prompt, retrieval and edge sets; iterative-rag and structured: their config's own; grammar sets size it from the input)")
     bench.add_argument("--top-k", type=int, default=RAGConfig().top_k, metavar="K", help="rag: passage chunks retrieved per question and put in the prompt (default: %(default)s)")
     bench.add_argument(
         "--datastore-limit",
@@ -91,6 +91,8 @@ def run_bench(args: argparse.Namespace) -> int:
         return run_edge_bench_cli(args)
     if args.benchmark == "iterative-rag":
         return run_iterative_bench_cli(args)
+    if args.benchmark == "structured":
+        return run_structured_bench_cli(args)
     from specdraft.apps.bench.report import markdown_table, write_report
     from specdraft.apps.bench.runner import run_suite
     from specdraft.apps.bench.suite import alongside_methods
@@ -147,6 +149,24 @@ def run_iterative_bench_cli(args: argparse.Namespace) -> int:
     out = args.out or Path("results") / f"iterative-rag-{time.strftime('%Y%m%d-%H%M%S')}"
     result = run_iterative_bench(config)
     paths = write_iterative_report(result, out)
+    print(markdown(result))
+    print("wrote " + ", ".join(str(p) for p in paths.values()), file=sys.stderr)
+    return 0
+
+
+def run_structured_bench_cli(args: argparse.Namespace) -> int:
+    from specdraft.apps.bench.structured_bench import StructuredBenchConfig, run_structured_bench
+    from specdraft.apps.bench.structured_report import markdown, write_structured_report
+
+    from .model_args import model_pool
+
+    config = StructuredBenchConfig(
+        limit=args.limit, seed=args.seed, max_new_tokens=given_or(args, StructuredBenchConfig().max_new_tokens), peers=not args.no_peers
+    )
+    target = model_pool(args).get(args.model)
+    result = run_structured_bench(target, config)
+    out = args.out or Path("results") / f"structured-{args.model.replace('/', '_')}-{time.strftime('%Y%m%d-%H%M%S')}"
+    paths = write_structured_report(result, out)
     print(markdown(result))
     print("wrote " + ", ".join(str(p) for p in paths.values()), file=sys.stderr)
     return 0
