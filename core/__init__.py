@@ -10,6 +10,7 @@ from typing import Any
 
 from .acceptance import Acceptance, follow_choices, greedy_accept, speculative_accept
 from .backends import load_model
+from .constrained import Constraint, ConstraintError, GrammarUnavailableError
 from .draft import ROOT, Draft
 from .drafter import Drafter, NoDrafter
 from .generator import GenerationConfig, GenerationResult, GenerationStream, SpeculativeGenerator
@@ -43,12 +44,15 @@ def __getattr__(name: str) -> Any:  # the backends, imported on first use
 __all__ = [
     "Acceptance",
     "BACKENDS",
+    "Constraint",
+    "ConstraintError",
     "DEFAULT_MODEL",
     "Draft",
     "Drafter",
     "GenerationConfig",
     "GenerationResult",
     "GenerationStream",
+    "GrammarUnavailableError",
     "LlamaCppConfig",
     "LlamaCppModel",
     "LogprobsUnavailableError",
