@@ -6,7 +6,7 @@ choices in turn (``n`` per prompt; choice ``i * n + j`` is prompt ``i``'s ``j``-
 drafter and generation stream (``_start``), and answer with one JSON object or, with
 ``"stream": true``, a ``text/event-stream`` of ``data: {chunk}`` events ending with ``data: [DONE]``.
 The first choice's stream is built before the answer starts, so what the server cannot do (a draft
-model it cannot load, logprobs from a backend without logits) is a 400. A ``_Format`` holds the only
+model it cannot load, logprobs from a backend without logits) is a 400. A ``Format`` holds the only
 differences between the endpoints: how a choice and a streamed delta are spelled (``chat`` also
 picks the shape of logprobs). The
 OpenAI fields (``n``, ``logprobs``, ``stream_options``, model names, refused fields) are described
@@ -26,7 +26,7 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import chain
 from typing import Any, Iterable, Iterator, Sequence
 
@@ -44,6 +44,7 @@ from specdraft import (
     Stats,
     Tokenizer,
 )
+from specdraft.constrained import GrammarUnavailableError
 from specdraft.copydraft import CopyDrafter
 from specdraft.copydraft.editor import COPY_SPECULATION
 from specdraft.retrieval.prompt_passages import prompt_texts
@@ -52,65 +53,18 @@ from . import metrics, openai_usage
 from .limits import RequestGuard, current_guard, drain, generating
 from .errors import INTERNAL_ERROR_MESSAGE, SERVER_ERROR, error_body
 from .openai_logprobs import LogprobWriter
+from .answer_format import CHAT, TEXT, Format
 from .sse import DONE_EVENT, event
 from .state import ServiceState, current_state
 from .protocol.chat import ChatMessage, Prompt
 from .protocol.errors import RequestError, parse_json_body
+from .structured_output import OutputPlan, plan_output
 from .validation import CompletionRequest, check_context_length, parse_completion_request
 
 bp = Blueprint("completions", __name__, url_prefix="/v1")
 
 
 
-class _Format:
-    """How one endpoint spells its answer; everything else is shared."""
-
-    chat: bool
-    object: str  # of a whole response
-    chunk_object: str  # of a streamed chunk
-    id_prefix: str
-    prompt_param: str  # the request field holding the prompt
-
-    def message(self, text: str) -> dict[str, Any]:
-        """The generated text inside a non-streamed choice."""
-        raise NotImplementedError
-
-    def delta(self, text: str, first: bool) -> dict[str, Any]:
-        """A piece of text inside a streamed choice (``first``: the stream's first chunk)."""
-        raise NotImplementedError
-
-
-class _TextFormat(_Format):
-    chat = False
-    object = chunk_object = "text_completion"
-    id_prefix = "cmpl-"
-    prompt_param = "prompt"
-
-    def message(self, text: str) -> dict[str, Any]:
-        return {"text": text}
-
-    def delta(self, text: str, first: bool) -> dict[str, Any]:
-        return {"text": text}
-
-
-class _ChatFormat(_Format):
-    chat = True
-    object = "chat.completion"
-    chunk_object = "chat.completion.chunk"
-    id_prefix = "chatcmpl-"
-    prompt_param = "messages"
-
-    def message(self, text: str) -> dict[str, Any]:
-        return {"message": {"role": "assistant", "content": text}}
-
-    def delta(self, text: str, first: bool) -> dict[str, Any]:
-        delta: dict[str, str] = {"role": "assistant"} if first else {}
-        if text:
-            delta["content"] = text
-        return {"delta": delta}
-
-
-TEXT, CHAT = _TextFormat(), _ChatFormat()
 
 
 @bp.post("/completions")
@@ -127,20 +81,22 @@ def chat_completions() -> Response:
     return _complete(CHAT)
 
 
-def _complete(fmt: _Format) -> Response:
+def _complete(fmt: Format) -> Response:
     """The shared path: everything that can be rejected is checked before generation starts."""
     state = current_state()
     req = parse_completion_request(parse_json_body(request.get_data()), fmt.chat, state.config)
     model = state.target()
-    prompts = _prompts(model, req, state.config.model, fmt.prompt_param)
+    plan = plan_output(req.response_format, req.tools, model.tokenizer)
+    prompts = _prompts(model, req, state.config.model, fmt.prompt_param, plan)
     prediction_ids = None if req.prediction is None else model.tokenizer.encode(req.prediction)
     choices = [
-        _Choice(i * req.n + j, text, ids, req.choice_generation(j)) for i, (text, ids) in enumerate(prompts) for j in range(req.n)
+        _Choice(i * req.n + j, text, ids, replace(req.choice_generation(j), constraint=plan.constraint))
+        for i, (text, ids) in enumerate(prompts) for j in range(req.n)
     ]
     reply = _Reply(
         fmt, f"{fmt.id_prefix}{uuid.uuid4().hex}", int(time.time()), state.config.model,
         "prediction" if prediction_ids is not None else str(req.drafter), prediction_ids,
-        prompt_tokens=sum(len(ids) for _, ids in prompts), choices=len(choices),
+        prompt_tokens=sum(len(ids) for _, ids in prompts), choices=len(choices), plan=plan,
         tokenizer=None if req.generation.logprobs is None else model.tokenizer, include_usage=req.include_usage,
     )
     streams = (_start(state, model, req, choice, prediction_ids, reply.drafter) for choice in choices)
@@ -177,7 +133,14 @@ def _start(state: ServiceState, model: Model, req: CompletionRequest, choice: _C
         raise RequestError("logprobs are not available on this backend (its verification returns no logits)", "logprobs") from None
     except SamplingUnavailableError as error:
         raise RequestError(str(error), "temperature") from None
+    except GrammarUnavailableError as error:
+        raise RequestError(f"{error} (asked for by {_constrained_by(req)})", _constrained_by(req)) from None
     return choice.index, metrics.observe(stream, drafter_name)
+
+
+def _constrained_by(req: CompletionRequest) -> str:
+    """The request field that asked for a constraint: tool_choice (required or a function) or response_format."""
+    return "tool_choice" if req.tools is not None and req.tools.choice not in (None, "none", "auto") else "response_format"
 
 
 def _results(streams: Iterable[tuple[int, GenerationStream]], guard: RequestGuard) -> list[tuple[int, GenerationResult]]:
@@ -191,10 +154,11 @@ def _results(streams: Iterable[tuple[int, GenerationStream]], guard: RequestGuar
     return results
 
 
-def _prompts(model: Model, req: CompletionRequest, served: str, param: str) -> list[tuple[str | None, list[int]]]:
-    """Each prompt's text (None: chat or token ids) and token ids, each checked against the context."""
+def _prompts(model: Model, req: CompletionRequest, served: str, param: str, plan: OutputPlan) -> list[tuple[str | None, list[int]]]:
+    """Each prompt's text (None: chat or token ids) and token ids, each checked against the context;
+    the chat template gets the plan's tools."""
     if req.messages is not None:
-        prompts = [(None, _chat_ids(model, req.messages, served))]
+        prompts = [(None, _chat_ids(model, req.messages, served, plan.template_tools))]
     else:
         assert req.prompts is not None
         prompts = [(p, model.encode(p)) if isinstance(p, str) else (None, _token_ids(model, p)) for p in req.prompts]
@@ -203,11 +167,11 @@ def _prompts(model: Model, req: CompletionRequest, served: str, param: str) -> l
     return prompts
 
 
-def _chat_ids(model: Model, messages: Sequence[ChatMessage], served: str) -> list[int]:
+def _chat_ids(model: Model, messages: Sequence[ChatMessage], served: str, tools: list[dict[str, Any]] | None) -> list[int]:
     if not model.has_chat_template:
         raise RequestError(f"model {served!r} has no chat template; send a prompt to /v1/completions", "messages")
     try:
-        return model.encode_chat([m.to_dict() for m in messages])
+        return model.encode_chat([m.to_dict() for m in messages], tools=tools)
     except TemplateError as error:  # templates may reject e.g. a system message that is not first
         raise RequestError(f"the model's chat template rejected the messages: {error}", "messages") from None
 
@@ -225,7 +189,7 @@ class _Reply:
     """Builds one request's response objects: the whole answer, or its stream of chunks.
     ``tokenizer``: spells logprobs (None: none were asked for)."""
 
-    fmt: _Format
+    fmt: Format
     id: str
     created: int
     model: str
@@ -233,17 +197,19 @@ class _Reply:
     prediction_ids: list[int] | None
     prompt_tokens: int  # every prompt once, however many choices it has
     choices: int
+    plan: OutputPlan  # what the answer is: text, JSON, tool calls
     tokenizer: Tokenizer | None = None
     include_usage: bool = False
 
     def response(self, results: list[tuple[int, GenerationResult]], guard: RequestGuard) -> dict[str, Any]:
-        choices = [
-            {"index": index, **self.fmt.message(result.text), **self._logprobs(self._writer(), result.logprobs),
-             "finish_reason": result.finish_reason}
-            for index, result in results
-        ]
+        choices = [self._choice(index, result) for index, result in results]
         done = [result for _, result in results]
         return {**self._head(self.fmt.object), "choices": choices, "usage": self._usage(done), **self._speculation(done, guard)}
+
+    def _choice(self, index: int, result: GenerationResult) -> dict[str, Any]:
+        fields, calls = self.fmt.choice(result.text, self.plan)
+        return {"index": index, **fields, "logprobs": self._logprobs(self._writer(), result.logprobs),
+                "finish_reason": self.plan.finish_reason(result.finish_reason, calls)}
 
     def events(self, streams: Iterable[tuple[int, GenerationStream]], guard: RequestGuard, logger: logging.Logger) -> Iterator[str]:
         """Server-sent events, the choices one after the other: one chunk per text piece (with the
@@ -256,19 +222,23 @@ class _Reply:
         done: list[GenerationResult] = []
         try:
             for index, stream in streams:
-                first, writer, sent = True, self._writer(), 0
+                deltas, writer, sent = self.fmt.deltas(self.plan), self._writer(), 0
                 for piece in stream:
-                    logprobs, sent = self._logprobs(writer, stream.logprobs, sent), len(stream.logprobs or ())
-                    yield event({**self._chunk(index, self.fmt.delta(piece.text, first), None, logprobs), "source": piece.source})
-                    first = False
+                    for delta in deltas.push(piece.text):  # none while text is held back (a tag may be starting)
+                        logprobs, sent = self._logprobs(writer, stream.logprobs, sent), len(stream.logprobs or ())
+                        yield event({**self._chunk(index, delta, None, logprobs), "source": piece.source})
                     if guard.should_stop():
                         break
                 result = stream.stop()
                 if guard.client_gone:
                     return
                 done.append(result)
+                for delta in deltas.finish():
+                    logprobs, sent = self._logprobs(writer, result.logprobs, sent), len(result.logprobs or ())
+                    yield event(self._chunk(index, delta, None, logprobs))
                 last = len(done) == self.choices or guard.timed_out
-                final = self._chunk(index, self.fmt.delta("", first), result.finish_reason, self._logprobs(writer, result.logprobs, sent))
+                reason = self.plan.finish_reason(result.finish_reason, deltas.calls)
+                final = self._chunk(index, deltas.final(), reason, self._logprobs(writer, result.logprobs, sent))
                 usage = {"usage": self._usage(done)} if last and not self.include_usage else {}
                 yield event({**final, **usage, **self._speculation([result], guard)})
                 if last:
@@ -284,18 +254,18 @@ class _Reply:
     def _head(self, object_: str) -> dict[str, Any]:
         return {"id": self.id, "object": object_, "created": self.created, "model": self.model}
 
-    def _chunk(self, index: int, content: dict[str, Any], finish_reason: str | None, logprobs: dict[str, Any]) -> dict[str, Any]:
-        choice = {"index": index, **content, **logprobs, "finish_reason": finish_reason}
+    def _chunk(self, index: int, content: dict[str, Any], finish_reason: str | None, logprobs: dict[str, Any] | None) -> dict[str, Any]:
+        choice = {"index": index, **content, "logprobs": logprobs, "finish_reason": finish_reason}
         return {**self._head(self.fmt.chunk_object), "choices": [choice]}
 
     def _writer(self) -> LogprobWriter | None:
         return None if self.tokenizer is None else LogprobWriter(self.tokenizer, self.fmt.chat)
 
-    def _logprobs(self, writer: LogprobWriter | None, entries: list | None, start: int = 0) -> dict[str, Any]:
-        """``{"logprobs": ...}`` for the entries from ``start`` on (nothing when none were asked for)."""
+    def _logprobs(self, writer: LogprobWriter | None, entries: list | None, start: int = 0) -> dict[str, Any] | None:
+        """The logprobs of the entries from ``start`` on (None when none were asked for)."""
         if writer is None or entries is None:
-            return {}
-        return {"logprobs": writer(entries[start:])}
+            return None
+        return writer(entries[start:])
 
     def _usage(self, results: list[GenerationResult]) -> dict[str, Any]:
         return openai_usage.usage(self.prompt_tokens, results, self.prediction_ids)

@@ -82,7 +82,7 @@ ANSWERS: dict[str, type[BaseModel]] = {
 }
 EVENTS: dict[str, type[BaseModel]] = {  # the payload of each event of a stream
     "CompletionEvent": responses.CompletionEvent,
-    "ChatCompletionEvent": responses.CompletionEvent,
+    "ChatCompletionEvent": responses.ChatCompletionEvent,
     "AnswerEvent": responses.AnswerEvent,
 }
 

@@ -20,6 +20,8 @@ from .config import ServiceConfig
 from .protocol.chat import ChatMessage, Prompt, prompts_of
 from .protocol.completions import MAX_SEED, ChatCompletionBody, TextCompletionBody
 from .protocol.errors import RequestError, parse_json_body
+from .protocol.structured import response_format_dict
+from .structured_output import ToolRequest
 
 __all__ = ["CompletionRequest", "RequestError", "check_context_length", "parse_completion_request", "parse_json_body"]
 
@@ -30,7 +32,9 @@ class CompletionRequest:
     (``/v1/chat/completions``) is set. ``generation.max_new_tokens`` is the request's
     ``max_tokens``; ``generation.logprobs`` the number of alternatives per token to report (None: no
     logprobs); ``drafter`` is the request's or the service's default. The answer has ``n`` choices
-    per prompt; ``include_usage``: a streamed answer ends with a usage chunk."""
+    per prompt; ``include_usage``: a streamed answer ends with a usage chunk. ``response_format``
+    (OpenAI's shape, None: text) and ``tools`` (chat only; None: no tools field) say what the answer
+    must be; ``structured_output.plan_output`` compiles them when the request runs."""
 
     prompts: tuple[Prompt, ...] | None
     messages: tuple[ChatMessage, ...] | None
@@ -40,6 +44,8 @@ class CompletionRequest:
     prediction: str | None = None  # OpenAI's predicted output: the text to draft from
     n: int = 1
     include_usage: bool = False
+    response_format: Mapping[str, Any] | None = None
+    tools: ToolRequest | None = None
 
     @property
     def chat(self) -> bool:
@@ -87,6 +93,10 @@ def parse_completion_request(body: Mapping[str, Any], chat: bool, config: Servic
     except ValueError as error:  # the core's own checks, should the service's ever be looser
         raise RequestError(str(error)) from None
     stream = req.stream is True
+    tools = None
+    if chat and (chat_body.tools or chat_body.tool_choice is not None):
+        tools = ToolRequest(tuple(tool.to_dict() for tool in chat_body.tool_list), _tool_choice(chat_body),
+                            chat_body.parallel_tool_calls is not False)
     return CompletionRequest(
         prompts=prompts,
         messages=messages,
@@ -96,7 +106,15 @@ def parse_completion_request(body: Mapping[str, Any], chat: bool, config: Servic
         prediction=None if req.prediction is None else req.prediction.text,
         n=req.n or 1,
         include_usage=stream and req.stream_options is not None and req.stream_options.include_usage is True,
+        response_format=response_format_dict(req.response_format),
+        tools=tools,
     )
+
+
+def _tool_choice(body: ChatCompletionBody) -> Any:
+    """``tool_choice`` in OpenAI's shape (None: absent)."""
+    choice = body.tool_choice
+    return choice if choice is None or isinstance(choice, str) else choice.model_dump()
 
 
 def check_context_length(prompt_tokens: int, max_tokens: int, max_length: int, param: str) -> None:

@@ -2,14 +2,20 @@
 
 Chat messages (``Message``), as OpenAI's clients send them:
 
-- ``role``: ``system``, ``user``, ``assistant``, or ``developer`` (OpenAI's newer name for the
-  system instructions; the chat template gets it as ``system``). A ``tool`` (or ``function``)
-  message answers a tool call, and an assistant message with ``tool_calls`` makes one; this server
-  runs no tools (a request with ``tools`` is refused), so both are a 400 that says so.
+- ``role``: ``system``, ``user``, ``assistant``, ``developer`` (OpenAI's newer name for the system
+  instructions; the chat template gets it as ``system``) or ``tool``. The legacy ``function`` role
+  is a 400 that says to send ``tool`` messages.
 - ``content``: a string, or a list of text parts ``[{"type": "text", "text": ...}]`` joined with
   ``"\\n"`` (as vLLM joins them). Any other part (``image_url``, ``input_audio``, ``file``,
-  ``refusal``, ...) is a 400: the served models read text only.
-- ``name`` and any other field of a message are ignored.
+  ``refusal``, ...) is a 400: the served models read text only. Every role but ``assistant`` must
+  have content; an assistant's may be null or absent (read as ``""``).
+- ``tool_calls`` (assistant messages only): the calls the assistant made, ``[{"id", "type":
+  "function", "function": {"name", "arguments"}}]`` with ``arguments`` a JSON object as text (as
+  OpenAI returns them); the chat template gets the arguments as an object.
+- ``tool_call_id`` (``tool`` messages, required): the id of a call an earlier assistant message
+  made; a tool message answering no earlier call is a 400.
+- ``name`` and any other field of a message are ignored; so is the legacy ``function_call`` when
+  null.
 
 Text prompts (``/v1/completions``): a string; a list of strings (one prompt each: the answer has a
 choice per prompt, in order); a list of token ids; or a list of lists of token ids. At most
@@ -19,32 +25,53 @@ checked against the model's vocabulary where the prompt is encoded (``completion
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal, Union
 
 from annotated_types import Ge, MaxLen, MinLen
-from pydantic import BeforeValidator, StrictInt, StrictStr, model_validator
+from pydantic import AfterValidator, BeforeValidator, ConfigDict, StrictInt, StrictStr, model_validator
 
 from .errors import describe, refuse
-from .types import FALSY, Neutral, RequestBody, absent_as_null
+from .types import Neutral, RequestBody, absent_as_null
 
-ROLES = ("system", "user", "assistant", "developer")
+ROLES = ("system", "user", "assistant", "developer", "tool")
 TEMPLATE_ROLES = {"developer": "system"}  # request role -> the role the chat template gets
-TOOL_ROLES = ("tool", "function")
 MAX_PROMPTS = 20
 
 Prompt = Union[str, tuple[int, ...]]  # text, or token ids sent as they are
 
 
 @dataclass(frozen=True)
+class HistoryCall:
+    """A tool call an assistant message of the history made: ``arguments`` is a JSON object's text."""
+
+    id: str
+    name: str
+    arguments: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "type": "function", "function": {"name": self.name, "arguments": json.loads(self.arguments)}}
+
+
+@dataclass(frozen=True)
 class ChatMessage:
-    """A message as the chat template gets it: ``role`` system, user or assistant; text ``content``."""
+    """A message as the chat template gets it: ``role`` system, user, assistant or tool; text
+    ``content``; an assistant's ``tool_calls`` (arguments as objects, as templates take them) and a
+    tool message's ``tool_call_id``."""
 
     role: str
     content: str
+    tool_calls: tuple[HistoryCall, ...] = ()
+    tool_call_id: str | None = None
 
-    def to_dict(self) -> dict[str, str]:
-        return {"role": self.role, "content": self.content}
+    def to_dict(self) -> dict[str, Any]:
+        message: dict[str, Any] = {"role": self.role, "content": self.content}
+        if self.tool_calls:
+            message["tool_calls"] = [call.to_dict() for call in self.tool_calls]
+        if self.tool_call_id is not None:
+            message["tool_call_id"] = self.tool_call_id
+        return message
 
 
 class TextPart(RequestBody):
@@ -56,7 +83,7 @@ class TextPart(RequestBody):
 
 def _role(role: Any) -> Any:
     if role not in ROLES:
-        why = " (tool messages answer tool calls, and this server runs no tools)" if role in TOOL_ROLES else ""
+        why = " (the legacy function role: send a tool message with the call's tool_call_id)" if role == "function" else ""
         raise refuse(f"{{path}} must be one of {', '.join(ROLES)}, got {describe(role)}{why}")
     return role
 
@@ -82,28 +109,77 @@ def _content(content: Any) -> Any:
 
 
 Content = Annotated[Union[StrictStr, list[TextPart]], BeforeValidator(_content)]
-NO_TOOL_CALLS = Neutral(lambda v: not v, FALSY, "{parent} holds tool calls; this server runs no tools",
-                        "this server runs no tools", "{parent}.tool_calls")
+NO_FUNCTION_CALL = Neutral(lambda v: v is None, {"type": "null"}, "{path} (legacy function calling) is not supported; send tool_calls",
+                           "legacy function calling: send tool_calls")
+
+
+def _arguments(arguments: str) -> str:
+    try:
+        value = json.loads(arguments)
+    except ValueError:
+        value = None
+    if not isinstance(value, dict):
+        raise refuse(f"{{path}} must be the text of a JSON object (the arguments by name), got {describe(arguments)}")
+    return arguments
+
+
+class CalledFunction(RequestBody):
+    name: StrictStr
+    arguments: Annotated[StrictStr, AfterValidator(_arguments)]
+
+
+class ToolCall(RequestBody):
+    """A call in an assistant message of the history (``arguments``: a JSON object as text)."""
+
+    id: StrictStr
+    type: Literal["function"]
+    function: CalledFunction
+
+
+# per role, what JSON Schema can say of the rules ``Message._by_role`` checks
+_ROLE_RULES = {"allOf": [
+    {"if": {"properties": {"role": {"const": "assistant"}}},
+     "else": {"required": ["content"], "properties": {"content": {"not": {"type": "null"}}, "tool_calls": {"type": "null"}}}},
+    {"if": {"properties": {"role": {"const": "tool"}}},
+     "then": {"required": ["tool_call_id"], "properties": {"tool_call_id": {"type": "string"}}}},
+]}
 
 
 class Message(RequestBody):
-    """A chat message: ``developer`` reaches the chat template as ``system``; text parts are joined."""
+    """A chat message: ``developer`` reaches the chat template as ``system``; text parts are joined
+    (module docstring for the rules by role)."""
 
-    role: Annotated[Literal["system", "user", "assistant", "developer"], BeforeValidator(_role)]
-    tool_calls: Annotated[Any, NO_TOOL_CALLS] = None
-    function_call: Annotated[Any, NO_TOOL_CALLS] = None
-    content: Content
+    model_config = ConfigDict(json_schema_extra=_ROLE_RULES)
+
+    role: Annotated[Literal["system", "user", "assistant", "developer", "tool"], BeforeValidator(_role)]
+    content: Content | None = None
+    tool_calls: list[ToolCall] | None = None
+    tool_call_id: StrictStr | None = None
+    function_call: Annotated[Any, NO_FUNCTION_CALL] = None
 
     @model_validator(mode="before")
     @classmethod
     def _an_object(cls, message: Any) -> Any:
         if not isinstance(message, dict):
             raise refuse(f"{{path}} must be an object with role and content, got {describe(message)}")
-        return absent_as_null(message, ("role", "content"))  # the checks word both alike
+        return absent_as_null(message, ("role",))  # the role's check words a missing role as it words null
+
+    @model_validator(mode="after")
+    def _by_role(self) -> Message:
+        if self.role != "assistant":
+            if self.content is None:
+                raise refuse(f"{{path}}.content must be a string, got null (or a list of text parts; only an assistant's content may be null)",
+                             "{path}.content")
+            if self.tool_calls is not None:
+                raise refuse(f"{{path}}.tool_calls: only assistant messages make tool calls, not {self.role!r} ones", "{path}.tool_calls")
+        if self.role == "tool" and self.tool_call_id is None:
+            raise refuse("{path}.tool_call_id is required in a tool message (the id of the call it answers)", "{path}.tool_call_id")
+        return self
 
     def chat_message(self) -> ChatMessage:
-        content = self.content if isinstance(self.content, str) else "\n".join(part.text for part in self.content)
-        return ChatMessage(TEMPLATE_ROLES.get(self.role, self.role), content)
+        content = "" if self.content is None else self.content if isinstance(self.content, str) else "\n".join(part.text for part in self.content)
+        calls = tuple(HistoryCall(c.id, c.function.name, c.function.arguments) for c in self.tool_calls or ())
+        return ChatMessage(TEMPLATE_ROLES.get(self.role, self.role), content, calls, self.tool_call_id if self.role == "tool" else None)
 
 
 def _messages(messages: Any) -> Any:
@@ -112,7 +188,18 @@ def _messages(messages: Any) -> Any:
     return messages
 
 
-Messages = Annotated[list[Message], MinLen(1), BeforeValidator(_messages)]
+def _answered_calls(messages: list[Message]) -> list[Message]:
+    """Each tool message answers a call an earlier assistant message made."""
+    made: set[str] = set()
+    for i, message in enumerate(messages):
+        made.update(call.id for call in message.tool_calls or ())
+        if message.role == "tool" and message.tool_call_id not in made:
+            earlier = f"the earlier calls are {', '.join(map(repr, sorted(made)))}" if made else "no earlier assistant message made a tool call"
+            raise refuse(f"{{path}}[{i}].tool_call_id {message.tool_call_id!r} answers no earlier tool call ({earlier})", f"{{path}}[{i}].tool_call_id")
+    return messages
+
+
+Messages = Annotated[list[Message], MinLen(1), BeforeValidator(_messages), AfterValidator(_answered_calls)]
 
 
 def _is_token_id(value: Any) -> bool:

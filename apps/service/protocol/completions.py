@@ -10,11 +10,13 @@
 - ``logprobs``: chat: ``logprobs: true`` and ``top_logprobs`` 0..``MAX_TOP_LOGPROBS``; text
   completions: ``logprobs`` 0..``MAX_COMPLETION_LOGPROBS`` (the number of alternatives).
 - ``stream_options.include_usage``: a last chunk with ``usage`` and no choices (ignored unless streaming).
-- Refused with a 400 (``Neutral``): tools and function calling, a ``response_format`` other than
-  text, non-zero ``presence_penalty``/``frequency_penalty``, a non-empty ``logit_bias``, ``echo``,
-  ``best_of`` > 1, a ``suffix``, ``audio``, ``modalities`` other than text. Their neutral values
-  (empty lists, zero, ``{"type": "text"}``, ...) pass. Fields this server does not know (``user``,
-  ``store``, ``metadata``, ``service_tier``, ``parallel_tool_calls``, ...) are ignored.
+- ``response_format`` (both endpoints; on ``/v1/completions`` an extension) and, on the chat
+  endpoint, ``tools``, ``tool_choice`` and ``parallel_tool_calls``: see ``structured``.
+- Refused with a 400 (``Neutral``): legacy function calling (``functions``, ``function_call``: send
+  ``tools``), tools on the text endpoint, non-zero ``presence_penalty``/``frequency_penalty``, a
+  non-empty ``logit_bias``, ``echo``, ``best_of`` > 1, a ``suffix``, ``audio``, ``modalities`` other
+  than text. Their neutral values (empty lists, zero, ...) pass. Fields this server does not know
+  (``user``, ``store``, ``metadata``, ``service_tier``, ...) are ignored.
 - Extensions: ``drafter`` ("none", "prompt-lookup", "documents", "model:NAME"), ``top_k``, and
   OpenAI's ``prediction`` (the text to draft from).
 
@@ -35,6 +37,7 @@ from specdraft.apps.model_pool import DRAFTER_NAMES, DrafterSpec
 from ..config import ServiceConfig
 from .chat import Messages, PromptField, TextPart
 from .errors import describe, refuse
+from .structured import FunctionTool, NamedToolChoice, ResponseFormat, ToolChoice, Tools, check_tools
 from .types import FALSY, Bounds, ConfigRule, Neutral, RequestBody, in_range
 
 MAX_N = 8
@@ -143,11 +146,15 @@ class Prediction(RequestBody):
         return self.content if isinstance(self.content, str) else "".join(part.text for part in self.content)
 
 
-NO_TOOLS = "this server runs no tools"
 TARGETS_OWN = "it would change the target's own output"
-Tools = Annotated[Any, Neutral(lambda v: not v, FALSY, "{path} are not supported: this server runs no tools (no function calling)", NO_TOOLS)]
-ToolChoice = Annotated[Any, Neutral(lambda v: v in (None, "none", "auto"), {"enum": ["none", "auto", None]},
-                                    "{path} {value} is not supported: this server runs no tools", NO_TOOLS)]
+LEGACY = "legacy function calling: send tools"
+LegacyFunctions = Annotated[Any, Neutral(lambda v: not v, FALSY, "{path} (legacy function calling) is not supported; send tools", LEGACY)]
+LegacyFunctionCall = Annotated[Any, Neutral(lambda v: v in (None, "none", "auto"), {"enum": ["none", "auto", None]},
+                                            "{path} {value} (legacy function calling) is not supported; send tools and tool_choice", LEGACY)]
+CHAT_ONLY = "tools are for /v1/chat/completions"
+NoTools = Annotated[Any, Neutral(lambda v: not v, FALSY, "{path} are for /v1/chat/completions; this endpoint continues a text", CHAT_ONLY)]
+NoToolChoice = Annotated[Any, Neutral(lambda v: v in (None, "none", "auto"), {"enum": ["none", "auto", None]},
+                                      "{path} {value} is for /v1/chat/completions; this endpoint continues a text", CHAT_ONLY)]
 Penalty = Annotated[StrictFloat, Bounds(-2.0, 2.0), Neutral(lambda v: v == 0, {"enum": [0]},
                                                             "{path} is not supported (it would change the target's own output); send 0 or omit it", TARGETS_OWN)]
 StopStrings = Annotated[
@@ -175,13 +182,11 @@ class CompletionBody(Sampling):
     """The fields both completion endpoints read (module docstring)."""
 
     model: Annotated[StrictStr, SERVED_MODEL] | None = None
+    response_format: ResponseFormat | None = Field(None, description="text, json_object (any JSON object) or json_schema: the answer "
+                                                   "follows the schema (constrained whatever strict says)")
     # refused unless neutral
-    tools: Tools = None
-    functions: Tools = None
-    tool_choice: ToolChoice = None
-    function_call: ToolChoice = None
-    response_format: Annotated[Any, Neutral(lambda v: v is None or v == {"type": "text"}, {"enum": [{"type": "text"}, None]},
-                                            '{path} {value} is not supported; only {"type": "text"} (no JSON mode)', "no JSON mode")] = None
+    functions: LegacyFunctions = None
+    function_call: LegacyFunctionCall = None
     presence_penalty: Penalty | None = None
     frequency_penalty: Penalty | None = None
     logit_bias: Annotated[Any, Neutral(lambda v: not v, FALSY, "{path} is not supported (it would change the target's own output)", TARGETS_OWN)] = None
@@ -228,6 +233,8 @@ class TextCompletionBody(CompletionBody):
     model_config = ConfigDict(json_schema_extra={"examples": [{"prompt": "def add(a, b):\n", "temperature": 0}]})
 
     prompt: PromptField = Field(description="the text to continue: a string, token ids, or up to 20 of them (one choice each)")
+    tools: NoTools = None
+    tool_choice: NoToolChoice = None
     logprobs: Annotated[StrictInt, Bounds(0, MAX_COMPLETION_LOGPROBS)] | None = Field(
         None, description="report the target's log-probabilities with this many alternatives per token")
 
@@ -246,14 +253,30 @@ class ChatCompletionBody(CompletionBody):
     })
 
     messages: Messages = Field(description="through the model's chat template")
+    tools: Tools | None = Field(None, description="function tools (names unique); their section of the chat template goes into the prompt")
+    tool_choice: ToolChoice | None = Field(None, description='none, auto (the default with tools), required, or a named function (one of '
+                                           'tools); required and a named function need tools')
+    parallel_tool_calls: StrictBool | None = Field(None, description="false: at most one tool call per answer (default true)")
     logprobs: StrictBool | None = Field(None, description="report the target's log-probabilities of the answer's tokens")
     top_logprobs: Annotated[StrictInt, Bounds(0, MAX_TOP_LOGPROBS)] | None = Field(None, description="alternatives per token (needs logprobs: true)")
 
     @model_validator(mode="after")
-    def _top_logprobs_needs_logprobs(self) -> ChatCompletionBody:
+    def _rules_across_fields(self) -> ChatCompletionBody:
         if self.logprobs is not True and self.top_logprobs is not None:
             raise refuse("top_logprobs needs logprobs: true", "top_logprobs")
+        check_tools(self.tools, self.tool_choice)
         return self
+
+    @property
+    def effective_tool_choice(self) -> str | NamedToolChoice:
+        """``tool_choice`` with OpenAI's default: ``auto`` when there are tools, ``none`` otherwise."""
+        if self.tool_choice is not None:
+            return self.tool_choice
+        return "auto" if self.tools else "none"
+
+    @property
+    def tool_list(self) -> tuple[FunctionTool, ...]:
+        return tuple(self.tools or ())
 
     @property
     def alternatives(self) -> int | None:

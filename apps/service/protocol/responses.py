@@ -72,22 +72,37 @@ class SpecDecodeMetrics(Reply):
                                                 "(not in vLLM, whose drafts have a fixed length)")
 
 
-FinishReason = Optional[Literal["stop", "length"]]
+FinishReason = Optional[Literal["stop", "length", "tool_calls"]]
+FINISH = ("stop: the model ended its answer (or a stop string, or a named function's call); length: max_tokens cut it; "
+          "tool_calls: the answer is tool calls (tool_choice auto or required)")
 
 
 class ChoiceBase(Reply):
     index: int
-    finish_reason: FinishReason
-    logprobs: Optional[dict[str, Any]] = None
+    finish_reason: FinishReason = Field(description=FINISH)
+    logprobs: Optional[dict[str, Any]] = Field(description="the target's log-probabilities (null unless asked for)")
 
 
 class TextChoice(ChoiceBase):
     text: str
 
 
+class CalledFunction(Reply):
+    name: str
+    arguments: str = Field(description="the arguments: a JSON object, as text")
+
+
+class ToolCall(Reply):
+    id: str
+    type: Literal["function"]
+    function: CalledFunction
+
+
 class AssistantMessage(Reply):
     role: Literal["assistant"]
-    content: str
+    content: Optional[str] = Field(description="the text (null when the answer is only tool calls)")
+    refusal: Optional[str] = Field(description="always null: the served model's refusals are its text")
+    tool_calls: list[ToolCall] = Field(None, description="the calls the answer makes (tool_choice auto, required or a function)")
 
 
 class ChatChoice(ChoiceBase):
@@ -263,20 +278,57 @@ class Error(Reply):
 
 
 # --- streamed event payloads ----------------------------------------------------------------------
-class ChoiceIndex(Reply):
-    index: int
-
-
-class Chunk(Reply):
+class ChunkBase(Reply):
     id: str
-    object: Literal["text_completion", "chat.completion.chunk"]
     created: int
     model: str
-    choices: list[ChoiceIndex] = Field(description="each with its index and a piece of the answer")
     source: Source = Field(None, description=SOURCE)
     usage: Usage = None
     speculation: Speculation = None
     spec_decode_metrics: SpecDecodeMetrics = None
+
+
+class TextChunkChoice(ChoiceBase):
+    text: str
+
+
+class TextChunk(ChunkBase):
+    """A piece of a streamed text completion; a last chunk with ``usage`` has no choices."""
+
+    object: Literal["text_completion"]
+    choices: list[TextChunkChoice]
+
+
+class FunctionDelta(Reply):
+    name: str = Field(None, description="in the call's first delta")
+    arguments: str = Field(None, description="the next piece of the arguments' JSON text")
+
+
+class ToolCallDelta(Reply):
+    index: int = Field(description="the call's place in the answer's tool_calls")
+    id: str = Field(None, description="in the call's first delta")
+    type: Literal["function"] = Field(None, description="in the call's first delta")
+    function: FunctionDelta = None
+
+
+class Delta(Reply):
+    role: Literal["assistant"] = Field(None, description="in a choice's first chunk")
+    content: str = None
+    tool_calls: list[ToolCallDelta] = None
+
+
+class ChatChunkChoice(Reply):
+    index: int
+    delta: Delta
+    finish_reason: FinishReason = Field(description=FINISH)
+    logprobs: Optional[dict[str, Any]] = None
+
+
+class ChatChunk(ChunkBase):
+    """A piece of a streamed chat completion; a last chunk with ``usage`` has no choices."""
+
+    object: Literal["chat.completion.chunk"]
+    choices: list[ChatChunkChoice]
 
 
 class Passages(Reply):
@@ -295,5 +347,7 @@ class FinalAnswer(Reply):
     answer: Union[RAGAnswer, IterativeAnswer]
 
 
-CompletionEvent = RootModel[Union[Chunk, Error]]  # an error ends a stream that failed after it began (no [DONE])
+# an error ends a stream that failed after it began (no [DONE])
+CompletionEvent = RootModel[Union[TextChunk, Error]]
+ChatCompletionEvent = RootModel[Union[ChatChunk, Error]]
 AnswerEvent = RootModel[Union[Passages, Piece, RetrievalEvent, Text, FinalAnswer, Error]]

@@ -134,9 +134,10 @@ def test_sdk_model_alias_and_a_clear_400(client, chat_reference):
     assert [m.id for m in client.models.list()] == [SERVED, "gpt-3.5-turbo"]  # the alias is listed too
     with pytest.raises(BadRequestError, match="this server serves 'tiny'"):
         client.chat.completions.create(model="gpt-4o", messages=MESSAGES, max_tokens=MAX_TOKENS)
-    with pytest.raises(BadRequestError, match="runs no tools"):
+    with pytest.raises(BadRequestError, match="names the function 'g', which is not in tools"):
         client.chat.completions.create(
-            model=SERVED, messages=MESSAGES, max_tokens=MAX_TOKENS, tools=[{"type": "function", "function": {"name": "f"}}]
+            model=SERVED, messages=MESSAGES, max_tokens=MAX_TOKENS, tools=[{"type": "function", "function": {"name": "f"}}],
+            tool_choice={"type": "function", "function": {"name": "g"}},
         )
 
 

@@ -46,9 +46,8 @@ def test_content_parts_are_joined_and_developer_is_a_system_message():
         ({"role": "user", "content": ["hi"]}, "messages[0].content[0]", "must be a part"),
         ({"role": "user", "content": [{"type": "text", "text": 3}]}, "messages[0].content[0].text", "must be a string"),
         ({"role": "user", "content": 3}, "messages[0].content", "must be a string, got number 3 (or a list of text parts)"),
-        ({"role": "tool", "content": "42", "tool_call_id": "c1"}, "messages[0].role", "this server runs no tools"),
-        ({"role": "function", "content": "42"}, "messages[0].role", "this server runs no tools"),
-        ({"role": "assistant", "content": None, "tool_calls": [{"id": "c1"}]}, "messages[0].tool_calls", "holds tool calls"),
+        ({"role": "function", "content": "42"}, "messages[0].role", "send a tool message"),
+        ({"role": "assistant", "content": None, "function_call": {"name": "f", "arguments": "{}"}}, "messages[0].function_call", "send tool_calls"),
     ],
 )
 def test_what_a_text_only_server_cannot_read_is_named(message, param, words):
@@ -177,13 +176,8 @@ def test_harmless_fields_and_neutral_values_pass():
 @pytest.mark.parametrize(
     ("field", "value", "words"),
     [
-        ("tools", [{"type": "function", "function": {"name": "f"}}], "runs no tools"),
-        ("tool_choice", "required", "runs no tools"),
-        ("tool_choice", {"type": "function", "function": {"name": "f"}}, "runs no tools"),
-        ("functions", [{"name": "f"}], "runs no tools"),
-        ("function_call", {"name": "f"}, "runs no tools"),
-        ("response_format", {"type": "json_object"}, "only {\"type\": \"text\"}"),
-        ("response_format", {"type": "json_schema", "json_schema": {}}, "no JSON mode"),
+        ("functions", [{"name": "f"}], "send tools"),
+        ("function_call", {"name": "f"}, "send tools"),
         ("presence_penalty", 0.5, "presence_penalty is not supported"),
         ("frequency_penalty", -1, "frequency_penalty is not supported"),
         ("frequency_penalty", 3, "must be in [-2, 2]"),

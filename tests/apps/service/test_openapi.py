@@ -171,13 +171,22 @@ NEUTRAL = {  # the refused OpenAI fields, each with a value that passes
     "presence_penalty": 0, "frequency_penalty": 0.0, "logit_bias": {}, "echo": False, "best_of": 1, "suffix": "",
     "audio": None, "modalities": ["text"],
 }
+TOOL = {"type": "function", "function": {"name": "get_weather", "description": "d", "strict": True,
+                                         "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}
+TOOL_HISTORY = [  # a call and its result
+    {"role": "assistant", "content": None, "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "get_weather", "arguments": "{}"}}]},
+    {"role": "tool", "tool_call_id": "c1", "content": [{"type": "text", "text": "sunny"}]},
+]
 SAMPLING = {"model": SERVED, "max_tokens": 2, "n": 2, "temperature": 0.5, "top_p": 0.9, "top_k": 5, "seed": 1, "stream": True,
             "stream_options": {"include_usage": True}, "prediction": {"type": "content", "content": [{"type": "text", "text": "hi"}]}}
 FULL_BODIES = {  # fields set so that every branch of a validator reads its fields
     "/v1/completions": {"prompt": ["hi", [1, 2]], **SAMPLING, "stop": ["x"], "drafter": "none", "logprobs": 2, **NEUTRAL},
     "/v1/chat/completions": {
-        "messages": [{"role": "developer", "content": "Be brief."}, {"role": "user", "content": [{"type": "text", "text": "hi"}], "name": "me"}],
+        "messages": [{"role": "developer", "content": "Be brief."}, {"role": "user", "content": [{"type": "text", "text": "hi"}], "name": "me"},
+                     *TOOL_HISTORY],
         **SAMPLING, "stop": "x", "drafter": f"model:{DRAFT}", "logprobs": True, "top_logprobs": 3, **NEUTRAL,
+        "tools": [TOOL], "parallel_tool_calls": False,  # tool_choice "none": the answer follows response_format
+        "response_format": {"type": "json_schema", "json_schema": {"name": "answer", "description": "d", "strict": True, "schema": {"type": "object"}}},
     },
     "/v1/grammar/correct": {"text": "a text", "model": SERVED, "speculate": False, "compare": True},
     "/v1/rag/documents": {"index": "notes", "documents": [{"id": "a", "text": "b", "metadata": {"k": {"nested": 1}}}]},
@@ -286,11 +295,36 @@ def follows_the_rules_across_fields(path: str, body: dict) -> bool:
         iterative = body.get("iterative") is True
         given = {name for name, value in body.items() if value is not None}
         return not (given & (NOT_ITERATIVE if iterative else ITERATIVE_ONLY))
+    if path == "/v1/chat/completions" and not follows_the_tool_rules(body):
+        return False
     if path in ("/v1/completions", "/v1/chat/completions"):
         limits = {body.get("max_tokens"), body.get("max_completion_tokens")} - {None}
         prompt = body.get("prompt")
         prompts = len(prompt) if isinstance(prompt, list) and not all(isinstance(t, int) for t in prompt) else 1
         return len(limits) <= 1 and prompts * (body.get("n") or 1) <= MAX_CHOICES
+    return True
+
+
+def follows_the_tool_rules(body: dict) -> bool:
+    """Tool names unique; a named tool_choice one of them; "required" or a named one with tools; a
+    tool message answering an earlier call; a call's arguments a JSON object's text."""
+    names = [tool["function"]["name"] for tool in body.get("tools") or []]
+    choice = body.get("tool_choice")
+    if len(set(names)) != len(names) or (choice == "required" and not names):
+        return False
+    if isinstance(choice, dict) and choice["function"]["name"] not in names:
+        return False
+    called: set[str] = set()
+    for message in body["messages"]:
+        for call in message.get("tool_calls") or []:
+            called.add(call["id"])
+            try:
+                if not isinstance(json.loads(call["function"]["arguments"]), dict):
+                    return False
+            except ValueError:
+                return False
+        if message["role"] == "tool" and message["tool_call_id"] not in called:
+            return False
     return True
 
 

@@ -95,7 +95,7 @@ def test_completion_is_the_targets_greedy_output(client, completion_reference):
     assert body["object"] == "text_completion"
     assert body["model"] == SERVED and isinstance(body["created"], int)
     [choice] = body["choices"]
-    assert choice == {"index": 0, "text": completion_reference.text, "finish_reason": completion_reference.finish_reason}
+    assert choice == {"index": 0, "text": completion_reference.text, "logprobs": None, "finish_reason": completion_reference.finish_reason}
     prompt_tokens, completion_tokens = len(completion_reference.prompt_token_ids), len(completion_reference.token_ids)
     assert body["usage"] == {
         "prompt_tokens": prompt_tokens,
@@ -127,7 +127,7 @@ def test_stop_string_ends_the_text_before_it(client, completion_reference):
     assert len(text) >= 9, "the reference must be long enough to hold a stop string"
     stop = text[6:9]
     body = post_ok(client, "/v1/completions", {"prompt": PROMPT, "max_tokens": MAX_TOKENS, "stop": [stop]})
-    assert body["choices"][0] == {"index": 0, "text": text[: text.index(stop)], "finish_reason": "stop"}
+    assert body["choices"][0] == {"index": 0, "text": text[: text.index(stop)], "logprobs": None, "finish_reason": "stop"}
 
 
 # --- chat -----------------------------------------------------------------------------------------
@@ -138,7 +138,8 @@ def test_chat_completion_answers_through_the_chat_template(client, chat_referenc
     [choice] = body["choices"]
     assert choice == {
         "index": 0,
-        "message": {"role": "assistant", "content": chat_reference.text},
+        "message": {"role": "assistant", "content": chat_reference.text, "refusal": None},
+        "logprobs": None,
         "finish_reason": chat_reference.finish_reason,
     }
     assert body["usage"]["prompt_tokens"] == len(chat_reference.prompt_token_ids)

@@ -85,7 +85,8 @@ def test_chat_messages_are_parsed_in_order():
         ({"messages": "hi"}, True, "messages", "messages must be a list"),
         ({"messages": []}, True, "messages", "at least one message"),
         ({"messages": ["hi"]}, True, "messages[0]", "must be an object with role and content"),
-        ({"messages": [{"role": "tool", "content": "x"}]}, True, "messages[0].role", "one of system, user, assistant"),
+        ({"messages": [{"role": "function", "content": "x"}]}, True, "messages[0].role", "one of system, user, assistant"),
+        ({"messages": [{"role": "tool", "content": "x"}]}, True, "messages[0].tool_call_id", "tool_call_id is required"),
         ({"messages": [{"role": "user"}]}, True, "messages[0].content", "must be a string, got null"),
     ],
 )

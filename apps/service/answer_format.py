@@ -1,0 +1,149 @@
+"""How each completion endpoint spells a choice: the whole answer's ``choices[i]`` fields, and the
+deltas of a streamed one (``Format``; ``TEXT`` and ``CHAT``).
+
+The text endpoint's choice is ``{"text", "logprobs"}``; a chat choice's is ``{"message"}``: OpenAI's
+assistant message, ``{"role": "assistant", "content", "refusal": null}`` plus ``tool_calls`` when the
+answer makes calls (``content`` is then null unless the model also wrote text). Whether calls are read
+from the text is the request's ``OutputPlan`` (``structured_output``): with tool_choice auto, required
+or a named function, ``specdraft.tool_calls.ToolCallStream`` reads the text, and a streamed answer
+sends each call's index, id and name once, then its arguments in fragments, never a partial
+``<tool_call`` tag as content (the stream holds such text back until it knows what it is). The plain
+answer and the streamed one are the same parse (``parse_tool_calls`` is the stream fed whole).
+``parallel_tool_calls: false`` keeps the answer's first call only.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from specdraft.tool_calls import ContentDelta, ToolCallStream, parse_tool_calls
+
+from .structured_output import OutputPlan
+
+ASSISTANT = "assistant"
+
+
+class Deltas:
+    """One streamed choice's reader: ``push`` each piece of text, ``finish`` once; both return the
+    deltas to send (each the body of one chunk's choice, without index and finish_reason)."""
+
+    calls: int = 0  # tool calls the answer made so far
+
+    def push(self, text: str) -> list[dict[str, Any]]:
+        raise NotImplementedError
+
+    def finish(self) -> list[dict[str, Any]]:
+        raise NotImplementedError
+
+    def final(self) -> dict[str, Any]:
+        """The body of the choice's last chunk (the one with ``finish_reason``)."""
+        raise NotImplementedError
+
+
+class Format:
+    """How one endpoint spells its answer; everything else is shared (``completions``)."""
+
+    chat: bool
+    object: str  # of a whole response
+    chunk_object: str  # of a streamed chunk
+    id_prefix: str
+    prompt_param: str  # the request field holding the prompt
+
+    def choice(self, text: str, plan: OutputPlan) -> tuple[dict[str, Any], int]:
+        """The generated ``text`` as a non-streamed choice's fields, and the number of tool calls made."""
+        raise NotImplementedError
+
+    def deltas(self, plan: OutputPlan) -> Deltas:
+        raise NotImplementedError
+
+
+class _TextDeltas(Deltas):
+    def push(self, text: str) -> list[dict[str, Any]]:
+        return [{"text": text}]
+
+    def finish(self) -> list[dict[str, Any]]:
+        return []
+
+    def final(self) -> dict[str, Any]:
+        return {"text": ""}
+
+
+class _TextFormat(Format):
+    chat = False
+    object = chunk_object = "text_completion"
+    id_prefix = "cmpl-"
+    prompt_param = "prompt"
+
+    def choice(self, text: str, plan: OutputPlan) -> tuple[dict[str, Any], int]:
+        return {"text": text}, 0
+
+    def deltas(self, plan: OutputPlan) -> Deltas:
+        return _TextDeltas()
+
+
+class _ChatDeltas(Deltas):
+    """Content as it comes, or, when the plan reads calls, what ``ToolCallStream`` decides."""
+
+    def __init__(self, plan: OutputPlan) -> None:
+        self._parser = ToolCallStream() if plan.reads_calls else None
+        self._max_calls = None if plan.parallel else 1
+        self._started = False  # the role has been sent
+
+    def push(self, text: str) -> list[dict[str, Any]]:
+        if self._parser is None:
+            return self._deltas([{"content": text}] if text else [])
+        return self._read(self._parser.push(text))
+
+    def finish(self) -> list[dict[str, Any]]:
+        return [] if self._parser is None else self._read(self._parser.finish())
+
+    def final(self) -> dict[str, Any]:
+        return self._deltas([{}])[0]
+
+    def _read(self, events: list) -> list[dict[str, Any]]:
+        deltas: list[dict[str, Any]] = []
+        for event in events:
+            if isinstance(event, ContentDelta):
+                deltas.append({"content": event.text})
+                continue
+            if self._max_calls is not None and event.index >= self._max_calls:
+                continue
+            self.calls = max(self.calls, event.index + 1)
+            entry = event.to_openai()
+            if deltas and "tool_calls" in deltas[-1]:
+                deltas[-1]["tool_calls"].append(entry)
+            else:
+                deltas.append({"tool_calls": [entry]})
+        return self._deltas(deltas)
+
+    def _deltas(self, deltas: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """``deltas`` as chunk bodies: ``{"delta": ...}``, the first of the choice with the role."""
+        if deltas and not self._started:
+            deltas[0] = {"role": ASSISTANT, **deltas[0]}
+            self._started = True
+        return [{"delta": delta} for delta in deltas]
+
+
+class _ChatFormat(Format):
+    chat = True
+    object = "chat.completion"
+    chunk_object = "chat.completion.chunk"
+    id_prefix = "chatcmpl-"
+    prompt_param = "messages"
+
+    def choice(self, text: str, plan: OutputPlan) -> tuple[dict[str, Any], int]:
+        message: dict[str, Any] = {"role": ASSISTANT, "content": text, "refusal": None}
+        if not plan.reads_calls:
+            return {"message": message}, 0
+        reply = parse_tool_calls(text)
+        calls = reply.calls if plan.parallel else reply.calls[:1]
+        message["content"] = reply.content if calls or reply.content is not None else ""
+        if calls:
+            message["tool_calls"] = [call.to_openai() for call in calls]
+        return {"message": message}, len(calls)
+
+    def deltas(self, plan: OutputPlan) -> Deltas:
+        return _ChatDeltas(plan)
+
+
+TEXT, CHAT = _TextFormat(), _ChatFormat()

@@ -1,0 +1,117 @@
+"""What a completion's answer must be: a constraint from ``response_format`` or the tools, and how its
+text is read back (``OutputPlan``).
+
+``plan_output(request, tokenizer)`` runs once per request, before generation, after the body's shape
+was validated (``protocol.structured``): it turns the tools into ``ToolSpec`` s and ``tool_choice``
+into a ``ToolChoice`` (``specdraft.tool_calls``), and compiles the constraint, so that a schema the
+grammar library cannot follow, or one over ``ConstraintLimits``, is a 400 naming the field, the
+keyword and its JSON pointer (``ConstraintError``'s message) before anything is generated:
+
+- ``tool_choice`` "required" or a named function: the answer is constrained to tool calls in the
+  model's chat-template format (``tool_call_constraint``; the tags as special tokens where the
+  vocabulary has them);
+- ``auto``: unconstrained; the calls are parsed from the text (``parse_tool_calls``,
+  ``ToolCallStream``);
+- ``none``: no calls: the text is the content. The tools still go into the prompt (the template's
+  tools section), as OpenAI's models still see them: the model knows the tools of a conversation
+  whose history calls them, and is told by the choice not to call one. A model that writes a
+  ``<tool_call>`` block anyway has it in its content, as text;
+- ``response_format`` ``json_object`` / ``json_schema`` (no tool calls asked for): the answer is
+  constrained to the schema (``specdraft.constrained.from_response_format``); with tools in auto mode
+  it is refused (the answer can be either calls or the schema's JSON, not both: send a tool_choice).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from specdraft import Tokenizer
+from specdraft.constrained import Constraint, ConstraintError, ConstraintLimits, from_response_format
+from specdraft.tool_calls import ToolChoice, ToolError, ToolSpec, tags_are_tokens, tool_call_constraint, tools_from_openai
+
+from .protocol.errors import RequestError
+
+NO_TOOLS = ToolChoice("none")
+_PLACE = re.compile(r"[A-Za-z_][\w.\[\]]*")
+
+
+@dataclass(frozen=True)
+class ToolRequest:
+    """A chat request's ``tools`` (OpenAI's shape), ``tool_choice`` as sent (None: absent) and
+    ``parallel_tool_calls``."""
+
+    tools: tuple[Mapping[str, Any], ...] = ()
+    choice: Any = None
+    parallel: bool = True
+
+
+@dataclass(frozen=True)
+class OutputPlan:
+    """The answer's ``constraint`` (None: free text), the request's ``tools`` (for the chat template)
+    and ``choice`` (mode "none" without tools); ``parallel``: several calls may be made."""
+
+    constraint: Constraint | None = None
+    tools: tuple[ToolSpec, ...] = ()
+    choice: ToolChoice = NO_TOOLS
+    parallel: bool = True
+
+    @property
+    def template_tools(self) -> list[dict[str, Any]] | None:
+        """The tools as the chat template lists them (None: no tools section)."""
+        return [tool.to_openai() for tool in self.tools] or None
+
+    @property
+    def reads_calls(self) -> bool:
+        """Whether tool calls are read from the answer (auto, required, a named function)."""
+        return self.choice.mode != "none"
+
+    def finish_reason(self, reason: str, calls: int) -> str:
+        """OpenAI's ``finish_reason`` for an answer that ended with ``reason`` and made ``calls``:
+        "tool_calls" for calls in auto or required mode, "stop" for a named function's call (as
+        OpenAI answers), "length" whenever the token limit cut it."""
+        if reason == "length" or not calls:
+            return reason
+        return "stop" if self.choice.mode == "function" else "tool_calls"
+
+
+def plan_output(response_format: Mapping[str, Any] | None, tools: ToolRequest | None, tokenizer: Tokenizer,
+                limits: ConstraintLimits = ConstraintLimits()) -> OutputPlan:
+    """The request's ``OutputPlan`` (module docstring); ``RequestError`` naming the field for a tool, a
+    tool choice or a schema that cannot be used."""
+    tools = tools or ToolRequest()
+    try:
+        specs = tools_from_openai(list(tools.tools))
+        choice = ToolChoice.from_openai(tools.choice, specs)
+    except ToolError as error:
+        raise RequestError(str(error), _place(str(error), "tools")) from None
+    if choice.constrained:
+        constraint = tool_call_constraint(specs, choice, tools.parallel, tag_tokens=tags_are_tokens(tokenizer))
+        _check(constraint, limits, "the tools' call grammar", "tools")
+        return OutputPlan(constraint, specs, choice, tools.parallel)
+    try:
+        constraint = from_response_format(response_format)
+    except ConstraintError as error:
+        raise RequestError(f"response_format: {error}", "response_format") from None
+    if constraint is not None:
+        if choice.mode == "auto":
+            raise RequestError(
+                "response_format constrains the answer to JSON, which leaves tool calls in auto mode no room: "
+                'send tool_choice "none" (JSON only), "required" or a function (calls only)', "response_format")
+        where = "response_format.json_schema.schema" if constraint.kind == "json_schema" else "response_format"
+        _check(constraint, limits, where, where)
+    return OutputPlan(constraint, specs, choice, tools.parallel)
+
+
+def _check(constraint: Constraint, limits: ConstraintLimits, what: str, param: str) -> None:
+    try:
+        constraint.check(limits)
+    except ConstraintError as error:
+        raise RequestError(f"{what}: {error}", param) from None
+
+
+def _place(message: str, default: str) -> str:
+    """The field a ``ToolError``'s message starts with (``tools[1].function.name ...``)."""
+    match = _PLACE.match(message)
+    return match.group(0) if match and match.group(0).split("[")[0].split(".")[0] in ("tools", "tool_choice") else default
