@@ -114,5 +114,8 @@ class Stats:
             "prefill_s": round(self.prefill_s, 4),
             "wall_s": round(self.wall_s, 4),
             "tokens_per_s": round(self.tokens_per_s, 3),
+            "forced_drafted": self.forced_drafted,
+            "forced_tokens": self.forced_tokens,
+            "grammar_s": round(self.grammar_s, 4),
             "exact": self.exact,
         }
