@@ -51,6 +51,7 @@ def build_parser() -> argparse.ArgumentParser:
     gen.add_argument("--stop", action="append", default=list(generation.stop), help="stop string (repeatable); not included in the output")
     gen.add_argument("--chat", action="store_true", help="wrap PROMPT in the model's chat template as a user message")
     gen.add_argument("--json", action="store_true", help='print {"text", "token_ids", "prompt_token_ids", "stats", ...} instead of the text')
+    gen.add_argument("--json-schema", metavar="FILE", help='constrain the answer to the JSON schema in FILE (JSON written as {"key": "value", "n": 1}; the answer ends when the object is complete, or at --max-new-tokens with finish_reason "length")')
 
     correct = sub.add_parser(
         "correct",
@@ -105,9 +106,10 @@ def _generate(args: argparse.Namespace) -> int:
     from specdraft import GenerationConfig
     from specdraft.apps.model_pool import DrafterSpec
 
-    from .generate import GenerateRequest, run_generate
+    from .generate import GenerateRequest, json_schema_constraint, run_generate
     from .model_args import model_pool
 
+    constraint = json_schema_constraint(args.json_schema) if args.json_schema else None
     prompt = sys.stdin.read() if args.prompt == "-" else args.prompt
     request = GenerateRequest(
         prompt=prompt,
@@ -120,6 +122,7 @@ def _generate(args: argparse.Namespace) -> int:
             top_k=args.top_k,
             seed=args.seed,
             stop=tuple(args.stop),
+            constraint=constraint,
         ),
         chat=args.chat,
     )

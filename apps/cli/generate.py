@@ -1,4 +1,7 @@
-"""`specdraft generate`: one prompt through the engine, printed as text or as one JSON object."""
+"""`specdraft generate`: one prompt through the engine, printed as text or as one JSON object.
+
+``--json-schema FILE`` constrains the answer to a JSON schema (``specdraft.constrained``): the same
+``GenerationConfig.constraint`` the Python API and the service's ``response_format`` set."""
 
 from __future__ import annotations
 
@@ -8,6 +11,7 @@ from dataclasses import dataclass
 
 from specdraft import GenerationConfig, SpeculativeGenerator
 from specdraft.apps.model_pool import DrafterSpec, ModelPool
+from specdraft.constrained import Constraint, ConstraintError
 
 
 @dataclass(frozen=True)
@@ -17,6 +21,26 @@ class GenerateRequest:
     drafter: DrafterSpec
     config: GenerationConfig
     chat: bool = False
+
+
+def json_schema_constraint(path: str) -> Constraint:
+    """The JSON schema in the file ``path`` as a constraint, checked (``Constraint.check``): a
+    ValueError naming the file when it cannot be read, is not JSON, or is not a schema we can follow."""
+    try:
+        with open(path, encoding="utf-8") as file:
+            text = file.read()
+    except (OSError, UnicodeDecodeError) as error:
+        raise ValueError(f"cannot read the JSON schema file {path}: {getattr(error, 'strerror', None) or error}") from None
+    try:
+        schema = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise ValueError(f"the JSON schema file {path} is not valid JSON: {error}") from None
+    try:
+        constraint = Constraint.json_schema(schema)
+        constraint.check()
+    except ConstraintError as error:
+        raise ValueError(f"the JSON schema file {path}: {error}") from None
+    return constraint
 
 
 def prompt_ids_for(model, prompt: str, chat: bool) -> list[int]:

@@ -8,6 +8,7 @@ import pytest
 
 from specdraft import GenerationConfig, SpeculativeGenerator
 from specdraft.apps.cli import main
+from specdraft.constrained import Constraint
 
 
 @pytest.fixture(scope="module")
@@ -69,6 +70,40 @@ def test_bad_arguments_get_a_clear_error(capsys, checkpoint, args, message):
     path, _ = checkpoint
     assert main(["generate", "--device", "cpu", "--model", str(path), *args, "hi"]) == 2
     assert message in capsys.readouterr().err
+
+
+SCHEMA = {"type": "object", "properties": {"ok": {"type": "boolean"}, "size": {"enum": ["small", "large"]}},
+          "required": ["ok", "size"], "additionalProperties": False}
+
+
+@pytest.mark.parametrize("drafter", ["none", "prompt-lookup"])
+def test_json_schema_constrains_the_answer(capsys, checkpoint, tmp_path, drafter):
+    """--json-schema FILE: the answer is plain constrained decoding's (GenerationConfig.constraint), JSON
+    in the fixed style that follows the schema, whatever the drafter."""
+    path, model = checkpoint
+    schema_file = tmp_path / "schema.json"
+    schema_file.write_text(json.dumps(SCHEMA))
+    out = run_json(capsys, "--model", str(path), "--max-new-tokens", "40", "--drafter", drafter, "--json-schema", str(schema_file), "The dog is")
+    config = GenerationConfig(max_new_tokens=40, constraint=Constraint.json_schema(SCHEMA))
+    expected = SpeculativeGenerator(model).generate(out["prompt_token_ids"], None, config)
+    assert out["token_ids"] == expected.token_ids and out["text"] == expected.text
+    answer = json.loads(out["text"])
+    assert list(answer) == ["ok", "size"] and isinstance(answer["ok"], bool) and answer["size"] in ("small", "large")
+    assert out["text"] == json.dumps(answer) and out["finish_reason"] == "stop"
+
+
+@pytest.mark.parametrize("content, message", [
+    (None, "cannot read the JSON schema file {file}: No such file or directory"),
+    ('{"type": "object",', "the JSON schema file {file} is not valid JSON: "),
+    ('{"type": "object", "properties": {"age": {"type": "integr"}}}', "the JSON schema file {file}: invalid schema at /properties/age/type"),
+])
+def test_a_bad_json_schema_file_is_named_in_the_error(capsys, checkpoint, tmp_path, content, message):
+    path, _ = checkpoint
+    schema_file = tmp_path / "schema.json"
+    if content is not None:
+        schema_file.write_text(content)
+    assert main(["generate", "--device", "cpu", "--model", str(path), "--json-schema", str(schema_file), "hi"]) == 2
+    assert message.format(file=schema_file) in capsys.readouterr().err
 
 
 def test_help_explains_the_commands():
