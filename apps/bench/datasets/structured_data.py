@@ -9,8 +9,9 @@ Two tasks, ``limit`` documents each (``structured_items``):
   JSON object (``response_format`` ``json_schema``).
 * ``tool-call``: a New York Times passage (the ``rag-reading`` pool's squad_shifts nyt paragraphs, at
   most ``MAX_WORDS`` words) and ``TOOLS``: the model must call ``save_people`` (``TOOL_CHOICE``, a
-  named choice) with the people the passage names and what it says about each; the tool set is in
-  the prompt (the chat template's tools section).
+  named choice) with the people the passage names (at most ``MAX_ITEMS``) and what it says about each
+  (at most ``MAX_DESCRIPTION`` characters); the tool set is in the prompt (the chat template's tools
+  section).
 
 Order: each task's documents are shuffled with ``random.Random`` seeded from the task's name and
 ``seed``, so a set is a pure function of ``(limit, seed)`` and a smaller ``limit`` gives a prefix.
@@ -29,6 +30,7 @@ __all__ = [
     "EXTRACTION_SCHEMA",
     "EXTRACT_INSTRUCTION",
     "MAX_CHARS",
+    "MAX_DESCRIPTION",
     "MAX_ITEMS",
     "MAX_WORDS",
     "TASKS",
@@ -43,6 +45,7 @@ TASKS = ("extract", "tool-call")
 MAX_WORDS = 250  # the longest document kept: keeps a prompt under ~400 tokens (the prefill is every method's)
 MAX_ITEMS = 4  # the longest list of a record, and
 MAX_CHARS = 48  # the longest string of one: together they bound an answer's length
+MAX_DESCRIPTION = 96  # the longest description of a person in a tool call
 
 _STRINGS = {"type": "array", "items": {"type": "string", "maxLength": MAX_CHARS}, "maxItems": MAX_ITEMS}
 ENTITY_KEYS = ("people", "organisations", "places", "dates", "amounts")
@@ -61,8 +64,8 @@ EXTRACT_INSTRUCTION = (
 _PERSON = {
     "type": "object",
     "properties": {
-        "name": {"type": "string", "description": "the person's name as the passage writes it"},
-        "description": {"type": "string", "description": "who the person is or what they do, in the passage's words"},
+        "name": {"type": "string", "maxLength": MAX_CHARS, "description": "the person's name as the passage writes it"},
+        "description": {"type": "string", "maxLength": MAX_DESCRIPTION, "description": "who the person is or what they do, in the passage's words"},
     },
     "required": ["name", "description"],
     "additionalProperties": False,
