@@ -9,7 +9,9 @@ up to the budget:
 2. the inner drafter's proposal after them (its main chain: the first child at every depth), cut at
    the first token the grammar refuses (a token the grammar refuses can never be accepted),
 
-repeated while either adds something (at most ``max_rounds`` times). ``propose_within`` takes two
+repeated while either adds something (at most ``max_rounds`` times). Where the proposal completes the
+constraint, the end-of-generation tokens the grammar then allows are added as sibling leaves (the
+model's own choice among them ends the answer in the same pass instead of one more). ``propose_within`` takes two
 limits: ``budget`` for the inner drafter's tokens (what the speculation policy asked for) and ``limit``
 for the whole draft. Forced tokens are kept nearly always, so they are not held to the policy's budget:
 on a backend where a wide pass costs almost as many one-token passes, a pass over f forced tokens still
@@ -44,14 +46,16 @@ class GrammarDrafter:
         self.max_rounds = max_rounds
         self.forced_drafted = 0
         self.forced_accepted = 0
-        self._forced: list[bool] = []  # per node of the last proposal: forced by the grammar
+        self._forced: list[bool] = []  # per chain node of the last proposal: forced by the grammar
+        self._ends_at: int | None = None  # depth of the end-of-generation leaves of the last proposal, if any
 
     def propose(self, context_ids: Sequence[int], budget: int) -> Draft:
         return self.propose_within(context_ids, budget, budget)
 
     def propose_within(self, context_ids: Sequence[int], budget: int, limit: int) -> Draft:
-        """A chain of at most ``limit`` tokens holding at most ``budget`` of the inner drafter's."""
-        self._forced = []
+        """A chain holding at most ``budget`` of the inner drafter's tokens, then any end-of-generation
+        leaves (module docstring): at most ``limit`` nodes in all."""
+        self._forced, self._ends_at = [], None
         if limit <= 0:
             self.inner.propose(context_ids, 0)  # the first call tells the inner drafter where the output starts
             return Draft.empty()
@@ -70,19 +74,28 @@ class GrammarDrafter:
                 consumed += more
                 if not (added or more) or len(tokens) >= limit:
                     break
+            ends = self._ends() if len(tokens) < limit and self.grammar.finished else []
         finally:
             self.grammar.rollback(consumed)
         self._forced = forced
-        return Draft.chain(tokens)
+        self._ends_at = len(tokens) if ends else None
+        ends = ends[: limit - len(tokens)]
+        parent = len(tokens) - 1  # ROOT (-1) when the chain is empty
+        return Draft((*tokens, *ends), (*range(-1, len(tokens) - 1), *[parent] * len(ends)))
 
     def inner_counts(self, accepted_len: int) -> tuple[int, int]:
         """(the inner drafter's tokens in the last proposal, those among its first ``accepted_len``)."""
         return self._forced.count(False), self._forced[:accepted_len].count(False)
 
     def observe(self, accepted_len: int) -> None:
-        self.forced_drafted += sum(self._forced)
-        self.forced_accepted += sum(self._forced[:accepted_len])
-        self.inner.observe(accepted_len)
+        ended = self._ends_at is not None and accepted_len > self._ends_at  # an end-of-generation leaf was kept
+        self.forced_drafted += sum(self._forced) + int(self._ends_at is not None)
+        self.forced_accepted += sum(self._forced[:accepted_len]) + int(ended)
+        self.inner.observe(min(accepted_len, len(self._forced)))
+
+    def _ends(self) -> list[int]:
+        """The end-of-generation tokens a complete constraint allows (all it allows then)."""
+        return [int(t) for t in self.grammar.mask().nonzero()[0]]
 
     def _forced_tokens(self, room: int) -> list[int]:
         if room <= 0:

@@ -68,6 +68,10 @@ class Grammar(Protocol):
         """The constraint is complete: only an end-of-generation token may follow."""
         ...
 
+    def mask(self) -> Any:
+        """The tokens allowed now: a bool array ``[vocab]``."""
+        ...
+
 
 class LLGuidanceGrammar:
     """``Grammar`` on an ``llguidance.LLMatcher`` (module docstring)."""

@@ -83,3 +83,16 @@ def test_a_zero_limit_drafts_nothing_but_tells_the_inner_drafter(compiler, token
     inner = Fixed([5])
     drafter = GrammarDrafter(compiler.grammar(Constraint.json_schema(SCHEMA)), compiler.tokenize, inner)
     assert len(drafter.propose([1, 2, 3], 0)) == 0 and inner.budgets == [0]
+
+
+def test_where_the_draft_completes_the_constraint_the_end_tokens_are_leaves(compiler, tokenizer):
+    grammar = compiler.grammar(Constraint.regex("(yes|no)"))
+    answer = tokenizer("yes", add_special_tokens=False).input_ids
+    drafter = GrammarDrafter(grammar, compiler.tokenize, Fixed(answer))
+    draft = drafter.propose_within([1], budget=8, limit=8)
+    chain = len(answer)
+    assert list(draft.tokens) == [*answer, tokenizer.eos_token_id]
+    assert draft.parents[-1] == chain - 1  # the end hangs off the chain's last node
+    drafter.observe(chain + 1)
+    assert drafter.forced_accepted == 1 and drafter.inner_counts(chain + 1) == (chain, chain)
+    assert not grammar.finished  # rolled back
