@@ -70,11 +70,13 @@ class ToolSpec:
         return {"type": "function", "function": function}
 
     def arguments_schema(self) -> dict[str, Any]:
-        """The schema the arguments must follow: ``parameters``, or no arguments at all (``{}``) when
-        the tool gave none (OpenAI: an empty parameter list)."""
+        """The schema a constrained call's arguments follow: ``parameters``, no other arguments than
+        those it declares (``additionalProperties`` false at the top unless the schema says otherwise:
+        a function takes the parameters it names, and a small model otherwise invents more), or no
+        arguments at all (``{}``) when the tool gave no ``parameters`` (OpenAI: an empty parameter list)."""
         if self.parameters is None:
             return {"type": "object", "properties": {}, "additionalProperties": False}
-        return dict(self.parameters)
+        return {"additionalProperties": False, **self.parameters}
 
 
 def tools_from_openai(tools: Any) -> tuple[ToolSpec, ...]:

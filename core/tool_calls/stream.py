@@ -14,9 +14,11 @@ A block is a call when it reads ``<tool_call>``, the header, a balanced JSON obj
 then ``}`` and ``</tool_call>`` (whitespace allowed between the parts). Once the header is read the
 call stands: a reply cut short inside the arguments ends with that call's arguments unfinished (as
 OpenAI's do when ``finish_reason`` is "length"), and text after the arguments' object that is not the
-block's end is content. A block whose header does not match is read whole up to ``</tool_call>``: a
+block's end is content; a reply cut short inside a header (a block that so far reads as the start of a
+call) ends without it. A block whose header does not match is read whole up to ``</tool_call>``: a
 JSON object with a string ``name`` and an object ``arguments`` (in any order, any whitespace) is a call
-(its arguments re-serialised), anything else stays content, tags included, as does a block never closed.
+(its arguments re-serialised), anything else stays content, tags included, as does such a block never
+closed.
 """
 
 from __future__ import annotations
@@ -101,8 +103,9 @@ class ToolCallStream:
             self._finished = True
             if self._mode == "content":
                 self._content(self._buffer)
-            elif self._mode in ("header", "opaque"):  # a block never closed stays content
+            elif self._mode == "opaque":  # a malformed block never closed stays content
                 self._content(TOOL_CALL_OPEN + self._buffer)
+            # header: a call cut short before its arguments; arguments, tail: the call stands
             self._buffer = ""
         return self._take()
 

@@ -31,6 +31,7 @@ WEATHER = {"type": "function", "function": {"name": "get_weather", "description"
                                             "parameters": {"type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}},
                                                            "required": ["city", "days"], "additionalProperties": False}}}
 TIME = {"type": "function", "function": {"name": "get_time"}}
+SEARCH = {"type": "function", "function": {"name": "search", "parameters": {"type": "object", "properties": {"query": {"type": "string"}}}}}
 CALL = format_tool_call("get_weather", '{"city": "Paris", "days": 2}')
 TRICKY_ARGUMENTS = '{"city": "Pa}ri<tool_call>s \\"x\\"", "n": [1, {"a": "]"}]}'
 
@@ -49,7 +50,8 @@ REPLIES = [
     # malformed blocks stay content, tags included
     ("<tool_call>\nnot json\n</tool_call> hi", "<tool_call>\nnot json\n</tool_call> hi", []),
     ('<tool_call>\n{"name": 3, "arguments": {}}\n</tool_call>', '<tool_call>\n{"name": 3, "arguments": {}}\n</tool_call>', []),
-    ('x <tool_call>\n{"name": "f", "arg', 'x <tool_call>\n{"name": "f", "arg', []),  # never closed
+    ('x <tool_call>\n{"name": "f", "arg', "x", []),  # cut short while writing a call: no call, no content
+    ('x <tool_call>\n"f", {"a', 'x <tool_call>\n"f", {"a', []),  # malformed and never closed: content
     ("a < b and a <tool", "a < b and a <tool", []),
     ("1 </tool_call> 2", "1 </tool_call> 2", []),
 ]
@@ -196,6 +198,9 @@ def test_a_valid_tool_reads_back_as_given():
     assert weather == ToolSpec("get_weather", "The weather in a city", WEATHER["function"]["parameters"], None)
     assert weather.to_openai() == WEATHER and time.to_openai() == TIME
     assert time.arguments_schema() == {"type": "object", "properties": {}, "additionalProperties": False}
+    open_ended = ToolSpec("f", parameters={"type": "object", "properties": {"a": {"type": "object"}}})
+    assert open_ended.arguments_schema() == {"additionalProperties": False, **open_ended.parameters}
+    assert ToolSpec("f", parameters={"type": "object", "additionalProperties": True}).arguments_schema()["additionalProperties"] is True
 
 
 @pytest.mark.parametrize("choice, tools, want", [
@@ -274,12 +279,13 @@ def accepted(model, constraint, text):
 def test_the_grammar_takes_a_right_call_and_refuses_wrong_ones_on_qwen(qwen):
     assert tags_are_tokens(qwen.tokenizer)
     assert qwen.tokenizer.encode(CALL)[0] == qwen.tokenizer.encode("<tool_call>")[0]
-    tools = tools_from_openai([WEATHER, TIME])
+    tools = tools_from_openai([WEATHER, TIME, SEARCH])
     required = tool_call_constraint(tools, ToolChoice("required"), parallel=True)
     single = tool_call_constraint(tools, ToolChoice("required"), parallel=False)
     named = tool_call_constraint(tools, ToolChoice("function", "get_time"))
     two = f"{CALL}\n{format_tool_call('get_time', '{}')}"
-    for constraint, text in [(required, CALL), (required, two), (single, CALL), (named, format_tool_call("get_time", "{}"))]:
+    right = [(required, CALL), (required, two), (single, CALL), (named, format_tool_call("get_time", "{}")), (required, format_tool_call("search", '{"query": "x"}'))]
+    for constraint, text in right:
         taken, total = accepted(qwen, constraint, text)
         assert taken == total, text
     for constraint, text in [
@@ -289,6 +295,7 @@ def test_the_grammar_takes_a_right_call_and_refuses_wrong_ones_on_qwen(qwen):
         (required, CALL.replace('"city": "Paris"', '"city":"Paris"')),  # not the fixed JSON style
         (required, CALL.replace('"days": 2', '"days": "2"')),  # arguments outside the schema
         (required, CALL.replace("<tool_call>", "<tool_call> ")),
+        (required, format_tool_call("search", '{"query": "x", "limit": 3}')),  # an argument the tool does not declare
     ]:
         taken, total = accepted(qwen, constraint, text)
         assert taken < total, text
