@@ -6,11 +6,14 @@ choices in turn (``n`` per prompt; choice ``i * n + j`` is prompt ``i``'s ``j``-
 drafter and generation stream (``_start``), and answer with one JSON object or, with
 ``"stream": true``, a ``text/event-stream`` of ``data: {chunk}`` events ending with ``data: [DONE]``.
 The first choice's stream is built before the answer starts, so what the server cannot do (a draft
-model it cannot load, logprobs from a backend without logits) is a 400. A ``Format`` holds the only
-differences between the endpoints: how a choice and a streamed delta are spelled (``chat`` also
-picks the shape of logprobs). The
-OpenAI fields (``n``, ``logprobs``, ``stream_options``, model names, refused fields) are described
-in ``protocol.completions``, the prompt's shapes in ``protocol.chat``, the logprobs' in ``openai_logprobs``.
+model it cannot load, logprobs or a constraint from a backend without logits) is a 400. What the
+answer must be (``response_format``, ``tools``, ``tool_choice``) is planned once per request
+(``structured_output.plan_output``: the constraint each choice decodes under, the tools the chat
+template lists, whether tool calls are read from the text); how a choice and a streamed delta are
+spelled, tool calls included, is the endpoint's ``answer_format.Format``. The OpenAI fields (``n``,
+``logprobs``, ``stream_options``, model names, refused fields) are described in
+``protocol.completions`` and ``protocol.structured``, the prompt's shapes in ``protocol.chat``, the
+logprobs' in ``openai_logprobs``.
 
 Extensions to OpenAI's API: the request field ``drafter`` ("none", "prompt-lookup", "documents":
 the passages in the prompt itself, see ``specdraft.retrieval.prompt_passages``, "model:NAME")

@@ -60,3 +60,13 @@ def test_an_engine_that_stops_answering_is_a_502(engine) -> None:
     answer = client.post("/v1/completions", json={"model": SERVED, "prompt": PROMPT, "max_tokens": 4, "temperature": 0})
     assert answer.status_code == 502
     assert "serving engine" in answer.get_json()["error"]["message"]
+
+
+def test_a_constraint_is_a_400_naming_response_format(engine) -> None:
+    """An engine returns no logits to mask: JSON mode is refused before anything is generated."""
+    _, _, remote = engine
+    client = make_app(remote).test_client()
+    answer = client.post("/v1/completions", json={"model": SERVED, "prompt": PROMPT, "max_tokens": 4, "response_format": {"type": "json_object"}})
+    assert answer.status_code == 400
+    error = answer.get_json()["error"]
+    assert error["param"] == "response_format" and "logits" in error["message"], error
