@@ -161,33 +161,37 @@ def _check_against_metaschema(schema: Any) -> None:
 
 
 def _located(message: str, schema: Any, kind: str) -> str:
-    """llguidance's message, with the JSON pointer of the first place a keyword it names appears."""
+    """llguidance's message, with the JSON pointer of the first place a word it names appears in the
+    schema: as a key (``Unimplemented keys: ["if"]``) or as a string value (``Unknown format: hostnamex``,
+    ``Pointer '/nope' does not exist``)."""
     if kind != "json_schema":
         return f"invalid {_NOUNS[kind]}: {message}"
-    for word in _quoted_words(message):
-        where = _find_key(schema, word, [])
+    for word in _named_words(message):
+        where = _find(schema, word, [])
         if where is not None:
             return f"unsupported schema at {_pointer(where)}: {message}"
     return f"unsupported schema: {message}"
 
 
-def _quoted_words(message: str) -> list[str]:
+def _named_words(message: str) -> list[str]:
     import re
 
-    return re.findall(r'"([^"]+)"', message) + re.findall(r":\s*([A-Za-z$][\w$-]*)\s*$", message)
+    return (re.findall(r'"([^"]+)"', message) + re.findall(r"'([^']+)'", message)
+            + re.findall(r":\s*([^\s\"']+)\s*$", message))
 
 
-def _find_key(value: Any, key: str, path: list) -> list | None:
+def _find(value: Any, word: str, path: list) -> list | None:
+    """The path of the first key equal to ``word``, or of the first string value that is or ends in it."""
     if isinstance(value, dict):
-        if key in value:
-            return [*path, key]
-        for name, child in value.items():
-            found = _find_key(child, key, [*path, name])
-            if found is not None:
-                return found
+        if word in value:
+            return [*path, word]
+        items: Any = value.items()
     elif isinstance(value, list):
-        for index, child in enumerate(value):
-            found = _find_key(child, key, [*path, index])
-            if found is not None:
-                return found
+        items = enumerate(value)
+    else:
+        return path if isinstance(value, str) and (value == word or value.endswith(word)) else None
+    for name, child in items:
+        found = _find(child, word, [*path, name])
+        if found is not None:
+            return found
     return None

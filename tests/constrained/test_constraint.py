@@ -1,6 +1,7 @@
 """Constraint: building, checking (messages that say which keyword and where) and response_format."""
 
 import json
+import re
 
 import pytest
 
@@ -42,6 +43,16 @@ def test_an_unsupported_keyword_is_located():
         Constraint.json_schema(schema).check()
     except ConstraintError as error:  # llguidance may refuse it; then the message names where
         assert "/properties/a" in str(error) or "contentSchema" in str(error)
+
+
+@pytest.mark.parametrize("schema, where", [
+    ({"type": "object", "properties": {"host": {"type": "string", "format": "hostnamex"}}}, "/properties/host/format"),
+    ({"type": "object", "properties": {"a": {"$ref": "#/nope"}}}, "/properties/a/$ref"),
+    ({"type": "object", "properties": {"a": {"type": "string", "if": {"type": "string"}}}}, "/properties/a/if"),
+])
+def test_what_llguidance_refuses_is_located(schema, where):
+    with pytest.raises(ConstraintError, match=f"unsupported schema at {re.escape(where)}: "):
+        Constraint.json_schema(schema).check()
 
 
 def test_text_that_is_not_json_is_refused():
