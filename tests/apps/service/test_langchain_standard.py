@@ -25,7 +25,15 @@ from live_server import LiveServer
 
 from specdraft.apps.service import ServiceConfig, create_app
 
-pytestmark = pytest.mark.slow
+pytestmark = [
+    pytest.mark.slow,
+    # test_structured_output_pydantic_2_v1: langchain-openai warns that a pydantic v1 model cannot go as a
+    # json_schema and sends it as a function call instead (the warnings are errors in this project)
+    pytest.mark.filterwarnings("ignore:Received a Pydantic BaseModel V1 schema:UserWarning"),
+    # with_structured_output(method="json_schema"): langchain-openai model_dump()s the SDK's parsed
+    # completion, whose ``parsed`` field the SDK types as None (langchain-ai/langchain#35538, #37723)
+    pytest.mark.filterwarnings("ignore:Pydantic serializer warnings:UserWarning"),
+]
 
 SMALL = "qwen2.5-coder-0.5b"
 MODEL = os.environ.get("SPECDRAFT_LANGCHAIN_MODEL", SMALL)
@@ -33,7 +41,13 @@ MAX_TOKENS = 160  # long enough for the suite's jokes as JSON, short enough to b
 
 # tests that fail on qwen2.5-coder-0.5b only because the model answers wrongly (the request and the
 # response's format are right); each passes on qwen2.5-coder-1.5b (docs/structured-outputs.md)
-WRONG_ON_SMALL: dict[str, str] = {}
+JOKE_LOOPS = ("qwen2.5-coder-0.5b repeats a sentence inside the joke's first string until max_tokens "
+              "(finish_reason length: openai.LengthFinishReasonError); the JSON is well formed up to the cut")
+WRONG_ON_SMALL: dict[str, str] = {
+    "test_structured_output": JOKE_LOOPS,
+    "test_structured_output_async": JOKE_LOOPS,
+    "test_structured_output_optional_param": JOKE_LOOPS,
+}
 
 
 def xfail(test, reason: str):
