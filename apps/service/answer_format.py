@@ -8,7 +8,9 @@ from the text is the request's ``OutputPlan`` (``structured_output``): with tool
 or a named function, ``specdraft.tool_calls.ToolCallStream`` reads the text, and a streamed answer
 sends each call's index, id and name once, then its arguments in fragments, never a partial
 ``<tool_call`` tag as content (the stream holds such text back until it knows what it is). The plain
-answer and the streamed one are the same parse (``parse_tool_calls`` is the stream fed whole).
+answer and the streamed one are the same parse (``parse_tool_calls`` is the stream fed whole). In
+auto mode a reply that is only untagged calls of the request's tools (bare JSON objects or a ```json
+fence) is read as calls too.
 ``parallel_tool_calls: false`` keeps the answer's first call only.
 """
 
@@ -81,11 +83,17 @@ class _TextFormat(Format):
         return _TextDeltas()
 
 
+def _untagged_names(plan: OutputPlan) -> list[str] | None:
+    """In auto mode, the tools' names: a reply of bare JSON calls of them (no ``<tool_call>`` tags,
+    as small models often write them) is read as calls too; otherwise None (tagged blocks only)."""
+    return [tool.name for tool in plan.tools] if plan.choice.mode == "auto" else None
+
+
 class _ChatDeltas(Deltas):
     """Content as it comes, or, when the plan reads calls, what ``ToolCallStream`` decides."""
 
     def __init__(self, plan: OutputPlan) -> None:
-        self._parser = ToolCallStream() if plan.reads_calls else None
+        self._parser = ToolCallStream(tool_names=_untagged_names(plan)) if plan.reads_calls else None
         self._max_calls = None if plan.parallel else 1
         self._started = False  # the role has been sent
 
@@ -135,7 +143,7 @@ class _ChatFormat(Format):
         message: dict[str, Any] = {"role": ASSISTANT, "content": text, "refusal": None}
         if not plan.reads_calls:
             return {"message": message}, 0
-        reply = parse_tool_calls(text)
+        reply = parse_tool_calls(text, tool_names=_untagged_names(plan))
         calls = reply.calls if plan.parallel else reply.calls[:1]
         message["content"] = reply.content if calls or reply.content is not None else ""
         if calls:

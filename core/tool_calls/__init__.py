@@ -19,6 +19,9 @@ message with several ``tool_calls``). In Qwen2.5's vocabulary ``<tool_call>`` (1
   constrained by each tool's ``parameters`` schema in the fixed JSON style.
 - ``stream``: ``ToolCallStream``: the model's text, pushed piece by piece, as content and tool-call
   deltas (index, id and name once, then argument fragments); never a partial ``<tool_call`` as content.
+- ``untagged``: ``UntaggedCalls``: with the request's tool names (auto mode), a reply that is only
+  untagged calls (bare ``{"name": ..., "arguments": {...}}`` objects, or in a ```json fence), as small
+  models write them, read as calls (``scan``: the header scanner both use).
 - ``parse``: ``parse_tool_calls``: a whole reply as content and ``ToolCall`` s (auto mode), the same
   answer the stream gives.
 """

@@ -19,22 +19,29 @@ call) ends without it. A block whose header does not match is read whole up to `
 JSON object with a string ``name`` and an object ``arguments`` (in any order, any whitespace) is a call
 (its arguments re-serialised), anything else stays content, tags included, as does such a block never
 closed.
+
+With ``tool_names`` (the request's tools; None: tagged blocks only) a reply that is nothing but
+untagged calls (``untagged``: bare ``{"name": ..., "arguments": {...}}`` objects, or in a ```json
+fence) is also calls: while the reply so far could still be that, it is held back; once it cannot, it
+is read as above; at the reply's end, if it is, each call is given whole (id and name, then its
+arguments, re-serialised, in one fragment).
 """
 
 from __future__ import annotations
 
 import json
 import secrets
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any, Callable, Union
 
 from .grammar import TOOL_CALL_CLOSE, TOOL_CALL_OPEN
+from .scan import NEED_MORE, NO_MATCH, scan_parts
+from .untagged import UntaggedCalls
 
 _WHITESPACE = " \t\r\n"
 _HEADER = ("{", '"name"', ":", None, ",", '"arguments"', ":", "{")  # None: the name (a JSON string)
 _TAIL = ("}", TOOL_CALL_CLOSE)
-NEED_MORE = True  # a scan that needs more text to decide
-NO_MATCH = False
 
 
 def new_call_id() -> str:
@@ -71,9 +78,10 @@ class ToolCallStream:
     """One reply's parser (module docstring). ``push`` each new piece of text, then ``finish`` once;
     each returns the events the text decided (consecutive content and argument fragments merged)."""
 
-    def __init__(self, new_id: Callable[[], str] = new_call_id) -> None:
+    def __init__(self, new_id: Callable[[], str] = new_call_id, tool_names: Collection[str] | None = None) -> None:
         self._new_id = new_id
-        self._mode = "content"  # content | header | opaque | arguments | tail
+        self._untagged = None if tool_names is None else UntaggedCalls(tool_names)
+        self._mode = "content" if tool_names is None else "untagged"  # untagged | content | header | opaque | arguments | tail
         self._buffer = ""  # text not yet decided
         self._calls = 0
         self._depth = 0  # arguments: braces open; in a string; after a backslash
@@ -93,7 +101,9 @@ class ToolCallStream:
         if self._finished:
             raise RuntimeError("push after finish")
         self._buffer += text
-        while self._step():
+        if self._untagged is not None and self._mode == "untagged" and self._untagged.feed(text) is NO_MATCH:
+            self._mode = "content"
+        while self._mode != "untagged" and self._step():
             pass
         return self._take()
 
@@ -101,6 +111,8 @@ class ToolCallStream:
         """The end of the reply: text held back is decided (module docstring)."""
         if not self._finished:
             self._finished = True
+            if self._mode == "untagged":
+                self._end_untagged()
             if self._mode == "content":
                 self._content(self._buffer)
             elif self._mode == "opaque":  # a malformed block never closed stays content
@@ -166,6 +178,21 @@ class ToolCallStream:
         self._buffer, self._mode = buffer[end + len(TOOL_CALL_CLOSE):], "content"
         return True
 
+    def _end_untagged(self) -> None:
+        """The reply's end while it could be untagged calls: the calls, or the text read as usual."""
+        assert self._untagged is not None  # the mode is "untagged" only with tool names
+        calls = self._untagged.end()
+        if calls is None:
+            self._mode = "content"
+            while self._step():
+                pass
+            return
+        for name, arguments in calls:
+            self._emit(ToolCallDelta(self._calls, self._new_id(), name, ""))
+            self._emit(ToolCallDelta(self._calls, None, None, arguments))
+            self._calls += 1
+        self._buffer = ""
+
     def _scan_arguments(self, text: str) -> int:
         """How much of ``text`` belongs to the arguments' object (all of it, or up to its closing brace)."""
         for i, char in enumerate(text):
@@ -211,53 +238,6 @@ class ToolCallStream:
     def _take(self) -> list[Event]:
         events, self._events = self._events, []
         return events
-
-
-def scan_parts(text: str, parts: tuple[str | None, ...]) -> tuple[str | None, int] | bool:
-    """Match ``parts`` (literals; None: a JSON string) at the start of ``text``, whitespace allowed
-    before each: ``(the string's value, end of the match)``, ``NEED_MORE`` when ``text`` is a proper
-    prefix of a match, ``NO_MATCH`` when it cannot become one."""
-    i, value = 0, None
-    for part in parts:
-        while i < len(text) and text[i] in _WHITESPACE:
-            i += 1
-        if i == len(text):
-            return NEED_MORE
-        if part is None:
-            end = _string_end(text, i)
-            if end is NEED_MORE or end is NO_MATCH:
-                return end
-            try:
-                value = json.loads(text[i:end])
-            except ValueError:
-                return NO_MATCH
-            i = end
-            continue
-        chunk = text[i: i + len(part)]
-        if not part.startswith(chunk):
-            return NO_MATCH
-        if len(chunk) < len(part):
-            return NEED_MORE
-        i += len(part)
-    return value, i
-
-
-def _string_end(text: str, start: int) -> int | bool:
-    """End of the JSON string that starts at ``text[start]`` (NEED_MORE / NO_MATCH as ``scan_parts``)."""
-    if text[start] != '"':
-        return NO_MATCH
-    i = start + 1
-    while i < len(text):
-        char = text[i]
-        if char == "\\":
-            i += 2
-            continue
-        if char == '"':
-            return i + 1
-        if char < " ":
-            return NO_MATCH
-        i += 1
-    return NEED_MORE
 
 
 def _loose_call(body: str) -> tuple[str, str] | None:

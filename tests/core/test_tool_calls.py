@@ -14,6 +14,7 @@ import pytest
 from specdraft.tool_calls import (
     ContentDelta,
     ToolCall,
+    TOOL_CALL_OPEN,
     ToolCallDelta,
     ToolCallStream,
     ToolChoice,
@@ -87,8 +88,8 @@ def test_a_call_as_openai_gives_it():
     assert json.loads(call.arguments) == {"city": "Paris", "days": 2}
 
 
-def stream_one_char_at_a_time(text):
-    stream = ToolCallStream(ids())
+def stream_one_char_at_a_time(text, tool_names=None):
+    stream = ToolCallStream(ids(), tool_names)
     events = []
     for char in text:
         events.extend(stream.push(char))
@@ -115,6 +116,77 @@ def replay(events):
 @pytest.mark.parametrize("text, content, calls", REPLIES)
 def test_streaming_one_character_at_a_time_gives_the_parse(text, content, calls):
     assert replay(stream_one_char_at_a_time(text)) == (content, calls)
+
+
+NAMES = ("get_weather", "get_time")
+BARE = '{"name": "get_weather", "arguments": {"city": "Paris"}}'
+PARIS = ("get_weather", '{"city": "Paris"}')
+# replies without <tool_call> tags, read with the request's tool names: (reply, content, [(name, arguments)])
+UNTAGGED = [
+    (BARE, None, [PARIS]),
+    (f"\n  {BARE}\n", None, [PARIS]),
+    (f"```json\n{BARE}\n```", None, [PARIS]),
+    (f"```\n{BARE}\n```\n", None, [PARIS]),
+    (f"```json\n{BARE}\n", None, [PARIS]),  # ended inside its fence
+    (f'{BARE}\n{{"name": "get_time", "arguments": {{}}}}', None, [PARIS, ("get_time", "{}")]),
+    (f'[{BARE}, {{"name": "get_time", "parameters": {{"city": "Oslo"}}}}]', None, [PARIS, ("get_time", '{"city": "Oslo"}')]),
+    ('{"name":"get_weather","arguments":{"city":"Pa}ri\\"s","n":[1,{"a":"]"}]}}', None,
+     [("get_weather", '{"city": "Pa}ri\\"s", "n": [1, {"a": "]"}]}')]),
+    # not calls: content exactly as without the names
+    ('{"name": "get_stock", "arguments": {"s": 1}}', '{"name": "get_stock", "arguments": {"s": 1}}', []),
+    (f"Here you go: {BARE}", f"Here you go: {BARE}", []),
+    (f"{BARE} Done.", f"{BARE} Done.", []),
+    (f"{BARE}\n```", f"{BARE}\n```", []),  # a closing fence never opened
+    (f"```python\n{BARE}\n```", f"```python\n{BARE}\n```", []),
+    ('{"name": "get_weather", "arguments": {"city": "Paris"}, "extra": 1}',
+     '{"name": "get_weather", "arguments": {"city": "Paris"}, "extra": 1}', []),
+    ('{"name": "get_weather", "arguments": "Paris"}', '{"name": "get_weather", "arguments": "Paris"}', []),
+    ('{"city": "Paris"}', '{"city": "Paris"}', []),
+    ('{"name": "get_weather", "arguments": {"city": "Par', '{"name": "get_weather", "arguments": {"city": "Par', []),  # cut short
+    ("```json\n", "```json", []),
+    ("Hello.", "Hello.", []),
+    (f"{CALL}\n", None, [("get_weather", '{"city": "Paris", "days": 2}')]),  # tagged, as ever
+]
+
+
+@pytest.mark.parametrize("text, content, calls", UNTAGGED)
+def test_untagged_calls_are_read_with_the_tool_names(text, content, calls):
+    reply = parse_tool_calls(text, tool_names=NAMES)
+    assert (reply.content, calls_of(reply)) == (content, calls)
+    assert replay(stream_one_char_at_a_time(text, NAMES)) == (content, calls)
+
+
+@pytest.mark.parametrize("text, content, calls", UNTAGGED)
+def test_without_tool_names_untagged_calls_stay_content(text, content, calls):
+    if calls and TOOL_CALL_OPEN not in text:
+        assert calls_of(parse_tool_calls(text)) == []
+        assert parse_tool_calls(text).content == text.strip()
+
+
+@pytest.mark.parametrize("text, content, calls", REPLIES)
+def test_tool_names_change_nothing_for_tagged_replies(text, content, calls):
+    reply = parse_tool_calls(text, tool_names=NAMES)
+    assert (reply.content, calls_of(reply)) == (content, calls)
+    assert replay(stream_one_char_at_a_time(text, NAMES)) == (content, calls)
+
+
+@pytest.mark.parametrize("text, content, calls", UNTAGGED)
+def test_held_back_text_never_shows_part_of_an_untagged_call(text, content, calls):
+    stream, events = ToolCallStream(ids(), NAMES), []
+    for end in range(len(text)):
+        events.extend(stream.push(text[end]))
+        if content is None:
+            assert not any(isinstance(event, ContentDelta) for event in events), text[: end + 1]
+    assert replay(events + stream.finish()) == (content, calls)
+
+
+def test_text_that_cannot_be_an_untagged_call_is_released_at_once():
+    stream = ToolCallStream(ids(), NAMES)
+    assert stream.push('```json\n{"name": "get_w') == []
+    assert stream.push('eather", "arguments": {"city": "Paris"}} ') == []
+    assert stream.push("and more") == [ContentDelta('```json\n{"name": "get_weather", "arguments": {"city": "Paris"}} and more')]
+    stream = ToolCallStream(ids(), NAMES)
+    assert stream.push('{"name": "get_stock"') == [ContentDelta('{"name": "get_stock"')]
 
 
 @pytest.mark.parametrize("text, content, calls", REPLIES)

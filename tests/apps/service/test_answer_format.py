@@ -7,7 +7,7 @@ import pytest
 
 from specdraft.apps.service.answer_format import CHAT, TEXT
 from specdraft.apps.service.structured_output import OutputPlan
-from specdraft.tool_calls import ToolChoice, format_tool_call
+from specdraft.tool_calls import ToolChoice, ToolSpec, format_tool_call
 
 AUTO, REQUIRED, NAMED = ToolChoice("auto"), ToolChoice("required"), ToolChoice("function", "get_weather")
 PARIS, ROME = '{"city": "Paris"}', '{"city": "Rome", "days": [1, 2]}'
@@ -96,3 +96,25 @@ def test_a_named_call_and_a_call_cut_short():
     fields, calls = CHAT.choice(cut, OutputPlan(choice=REQUIRED))
     assert calls == 1 and fields["message"]["tool_calls"][0]["function"]["arguments"] == '{"city": "P'
     assert OutputPlan(choice=REQUIRED).finish_reason("length", calls) == "length"
+
+
+WEATHER_SPEC = ToolSpec("get_weather")
+BARE = '```json\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n```'
+
+
+@pytest.mark.parametrize("size", [1, 5, 1000])
+def test_auto_mode_reads_an_untagged_call_of_the_requests_tools(size):
+    plan = OutputPlan(tools=(WEATHER_SPEC,), choice=AUTO)
+    fields, count = CHAT.choice(BARE, plan)
+    [call] = fields["message"]["tool_calls"]
+    assert count == 1 and fields["message"]["content"] is None
+    assert call["function"] == {"name": "get_weather", "arguments": PARIS}
+    deltas, calls = streamed(BARE, plan, size)
+    content, streamed_calls = joined(deltas)
+    assert calls == 1 and content == "" and [(c["name"], c["arguments"]) for c in streamed_calls] == [("get_weather", PARIS)]
+
+
+@pytest.mark.parametrize("plan", [OutputPlan(tools=(WEATHER_SPEC,), choice=REQUIRED), OutputPlan(tools=(ToolSpec("get_time"),), choice=AUTO)])
+def test_an_untagged_call_is_content_outside_auto_mode_or_of_another_tool(plan):
+    fields, count = CHAT.choice(BARE, plan)
+    assert count == 0 and fields["message"]["content"] == BARE and "tool_calls" not in fields["message"]
