@@ -119,7 +119,11 @@ class _ChatDeltas(Deltas):
             self.calls = max(self.calls, event.index + 1)
             entry = event.to_openai()
             if deltas and "tool_calls" in deltas[-1]:
-                deltas[-1]["tool_calls"].append(entry)
+                last = deltas[-1]["tool_calls"][-1]
+                if last["index"] == entry["index"]:  # one entry per call per chunk, as OpenAI sends them
+                    last["function"]["arguments"] += entry["function"]["arguments"]
+                else:
+                    deltas[-1]["tool_calls"].append(entry)
             else:
                 deltas.append({"tool_calls": [entry]})
         return self._deltas(deltas)

@@ -41,7 +41,8 @@ def tags_are_tokens(tokenizer: Tokenizer) -> bool:
 
 def tool_call_constraint(tools: Sequence[ToolSpec], choice: ToolChoice, parallel: bool = True, *, tag_tokens: bool = True) -> Constraint:
     """The constraint for ``choice``: "required" -> one call of any of ``tools`` (one or more, a newline
-    between them, when ``parallel``); "function" -> exactly one call of that function. ``tag_tokens``:
+    between them and optionally after the last, when ``parallel``); "function" -> exactly one call of
+    that function. ``tag_tokens``:
     name the tags as special tokens (``tags_are_tokens`` of the target's tokenizer) or as text."""
     if not choice.constrained:
         raise ValueError(f'tool_call_constraint needs tool_choice "required" or a function, got {choice.mode!r}')
@@ -59,7 +60,8 @@ def tool_call_constraint(tools: Sequence[ToolSpec], choice: ToolChoice, parallel
     head, tail = _text('\n{"name": '), _text("}\n")
     options = " | ".join(f"fn_{i}" for i in range(len(chosen)))
     lines = [
-        f"start: call ({_text(CALL_SEPARATOR)} call)*" if parallel else "start: call",
+        # a model ends its last block with a newline before its end of turn, as the template writes them
+        f"start: call ({_text(CALL_SEPARATOR)} call)* {_text(CALL_SEPARATOR)}?" if parallel else "start: call",
         f"call: {open_tag} {head} ({options}) {tail} {close_tag}",
     ]
     for i, tool in enumerate(chosen):

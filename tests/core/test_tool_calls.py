@@ -303,7 +303,7 @@ def test_invalid_tool_choice_says_what(choice, tools, message):
 # --- the grammar's text ----------------------------------------------------------------------------
 def test_required_grammar_offers_every_tool_and_parallel_calls():
     source = tool_call_constraint(tools_from_openai([WEATHER, TIME]), ToolChoice("required"), parallel=True).source
-    assert source.splitlines()[:2] == ['start: call ("\\n" call)*', 'call: <tool_call> "\\n{\\"name\\": " (fn_0 | fn_1) "}\\n" </tool_call>']
+    assert source.splitlines()[:2] == ['start: call ("\\n" call)* "\\n"?', 'call: <tool_call> "\\n{\\"name\\": " (fn_0 | fn_1) "}\\n" </tool_call>']
     assert 'fn_0: "\\"get_weather\\", \\"arguments\\": " args_0' in source
     assert '"x-guidance": {"whitespace_flexible": false, "item_separator": ", ", "key_separator": ": "}' in source
 

@@ -62,6 +62,16 @@ def test_calls_stream_as_index_id_and_name_once_then_argument_fragments(choice, 
     assert all(json.loads(c["arguments"]) for c in made)
 
 
+@pytest.mark.parametrize("size", [7, 1000])
+def test_a_chunk_holds_one_entry_per_call(size):
+    """OpenAI sends one ``delta.tool_calls`` entry per call per chunk; LangChain builds a call named ''
+    from a second entry of the same index (langchain-tests' test_structured_output_pydantic_2_v1)."""
+    deltas, _ = streamed(TWO_CALLS, OutputPlan(choice=REQUIRED), size)
+    for body in deltas:
+        indices = [entry["index"] for entry in body["delta"].get("tool_calls", [])]
+        assert len(indices) == len(set(indices)), body
+
+
 @pytest.mark.parametrize("size", [1, 2, 5])
 def test_content_before_a_call_never_shows_a_partial_tag(size):
     text = "Let me look. " + format_tool_call("get_weather", PARIS)
