@@ -49,11 +49,16 @@ class BenchResult:
     retrieval: dict = field(default_factory=dict)  # datastore / index sizes and timings (rag_suites)
 
     def to_dict(self) -> dict:
-        data = asdict(self)
-        for row, m in zip(data["measurements"], self.measurements):
-            row["generated_tokens"] = m.generated_tokens
-            row["forward_passes_per_token"] = round(m.forward_passes_per_token, 4)
-        return data
+        return with_derived_fields(asdict(self), self.measurements)
+
+
+def with_derived_fields(data: dict, measurements: Sequence) -> dict:
+    """``data`` (a result's ``asdict``) with each measurement row's generated tokens and passes per
+    token added (properties, which ``asdict`` leaves out)."""
+    for row, m in zip(data["measurements"], measurements):
+        row["generated_tokens"] = m.generated_tokens
+        row["forward_passes_per_token"] = round(m.forward_passes_per_token, 4)
+    return data
 
 
 def environment() -> dict:

@@ -37,7 +37,7 @@ from tqdm import tqdm
 from specdraft import Model
 
 from .datasets.structured_data import TASKS, structured_items
-from .runner import environment, summarize as runner_summarize
+from .runner import environment, summarize as runner_summarize, with_derived_fields
 from .structured_methods import PLAIN, ConstrainedMethod, StructuredCase, StructuredMeasurement, constrained_methods, structured_case
 from .structured_peer import PEER, LlamaCppChatPeer, peer_same_record, peer_text_equal
 
@@ -73,11 +73,7 @@ class StructuredResult:
     measurements: list[StructuredMeasurement] = field(default_factory=list)
 
     def to_dict(self) -> dict:
-        data = asdict(self)
-        for row, m in zip(data["measurements"], self.measurements):
-            row["generated_tokens"] = m.generated_tokens
-            row["forward_passes_per_token"] = round(m.forward_passes_per_token, 4)
-        return data
+        return with_derived_fields(asdict(self), self.measurements)
 
 
 def build_cases(target: Model, config: StructuredBenchConfig) -> list[StructuredCase]:
