@@ -85,8 +85,10 @@ def test_models_and_health(client, endpoint):
     ({"messages": [{"role": "robot", "content": "hi"}]}, "messages[0].role"),
     ({"messages": QUESTION, "max_tokens": 0}, "max_tokens"),
     ({"messages": QUESTION, "max_tokens": 100000}, "max_tokens"),
-    ({"messages": QUESTION, "tools": [{"type": "function"}]}, "tools"),
+    ({"messages": QUESTION, "tools": [{"type": "function"}]}, "tools[0].function"),  # the tool lacks its function
     ({"messages": QUESTION, "temperature": "hot"}, "temperature"),
+    ({"messages": QUESTION, "response_format": {"type": "json_object"}}, "response_format"),
+    ({"messages": QUESTION, "tools": [{"type": "function", "function": {"name": "get_time"}}]}, "tools"),
 ])
 def test_bad_requests_are_400s_naming_the_field(endpoint, body, param):
     status, answer = post(endpoint.url + "/v1/chat/completions", body)
