@@ -55,3 +55,35 @@ def _string_end(text: str, start: int) -> int | bool:
             return NO_MATCH
         i += 1
     return NEED_MORE
+
+
+class JsonBrackets:
+    """The nesting of brackets in JSON text read piece by piece (brackets inside strings, and escaped
+    quotes, do not count): where the value that was open closes."""
+
+    def __init__(self, depth: int = 0) -> None:
+        self.depth = depth  # brackets open
+        self._in_string = False
+        self._escaped = False  # after a backslash in a string
+
+    def close(self, text: str, start: int = 0) -> int | None:
+        """Read ``text[start:]``: the index just after the bracket that brings the depth to 0, or None
+        when all of it was read and the value is still open."""
+        for i in range(start, len(text)):
+            char = text[i]
+            if self._escaped:
+                self._escaped = False
+            elif self._in_string:
+                if char == "\\":
+                    self._escaped = True
+                elif char == '"':
+                    self._in_string = False
+            elif char == '"':
+                self._in_string = True
+            elif char in "{[":
+                self.depth += 1
+            elif char in "}]":
+                self.depth -= 1
+                if self.depth == 0:
+                    return i + 1
+        return None

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Union
 
 from .grammar import TOOL_CALL_CLOSE, TOOL_CALL_OPEN
-from .scan import NEED_MORE, NO_MATCH, scan_parts
+from .scan import NEED_MORE, NO_MATCH, JsonBrackets, scan_parts
 from .untagged import UntaggedCalls
 
 _WHITESPACE = " \t\r\n"
@@ -84,9 +84,7 @@ class ToolCallStream:
         self._mode = "content" if tool_names is None else "untagged"  # untagged | content | header | opaque | arguments | tail
         self._buffer = ""  # text not yet decided
         self._calls = 0
-        self._depth = 0  # arguments: braces open; in a string; after a backslash
-        self._in_string = False
-        self._escaped = False
+        self._brackets = JsonBrackets()  # the arguments' nesting
         self._content_started = False
         self._held_whitespace = ""
         self._events: list[Event] = []
@@ -146,13 +144,13 @@ class ToolCallStream:
             self._emit(ToolCallDelta(self._calls, None, None, "{"))
             self._calls += 1
             self._buffer, self._mode = buffer[end:], "arguments"
-            self._depth, self._in_string, self._escaped = 1, False, False
+            self._brackets = JsonBrackets(1)  # the arguments' "{" is read
             return True
         if mode == "arguments":
             end = self._scan_arguments(buffer)
             self._emit(ToolCallDelta(self._calls - 1, None, None, buffer[:end]))
             self._buffer = buffer[end:]
-            if self._depth == 0:
+            if self._brackets.depth == 0:
                 self._mode = "tail"
                 return True
             return False
@@ -195,23 +193,8 @@ class ToolCallStream:
 
     def _scan_arguments(self, text: str) -> int:
         """How much of ``text`` belongs to the arguments' object (all of it, or up to its closing brace)."""
-        for i, char in enumerate(text):
-            if self._escaped:
-                self._escaped = False
-            elif self._in_string:
-                if char == "\\":
-                    self._escaped = True
-                elif char == '"':
-                    self._in_string = False
-            elif char == '"':
-                self._in_string = True
-            elif char in "{[":
-                self._depth += 1
-            elif char in "}]":
-                self._depth -= 1
-                if self._depth == 0:
-                    return i + 1
-        return len(text)
+        end = self._brackets.close(text)
+        return len(text) if end is None else end
 
     # --- events ---------------------------------------------------------------------------------
     def _content(self, text: str) -> None:

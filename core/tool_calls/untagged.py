@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 from collections.abc import Collection
 
-from .scan import NEED_MORE, NO_MATCH, scan_parts
+from .scan import NEED_MORE, NO_MATCH, JsonBrackets, scan_parts
 
 _WHITESPACE = " \t\r\n"
 _FENCE = "```"
@@ -39,9 +39,7 @@ class UntaggedCalls:
         self._phase = "lead"  # lead | language | open | header | value | between | closed
         self._fenced = False
         self._start = 0  # where the current value began
-        self._depth = 0
-        self._in_string = False
-        self._escaped = False
+        self._brackets = JsonBrackets()  # the current value's nesting
         self._array = False  # the current value is an array of calls
         self._calls: list[tuple[str, str]] = []
         self._failed = False
@@ -88,7 +86,7 @@ class UntaggedCalls:
                 if phase == "between" and self._array:
                     return False
                 self._start, self._array = self._pos, char == "["
-                self._depth, self._in_string, self._escaped = 0, False, False
+                self._brackets = JsonBrackets()
                 self._phase = "header"
             elif phase == "header":
                 first = self._start + 1 if self._array else self._start  # an array: its first object
@@ -109,26 +107,9 @@ class UntaggedCalls:
 
     def _scan_value(self) -> bool:
         """Scan on through the current value; True when its closing bracket has been read."""
-        text = self._text
-        while self._pos < len(text):
-            char = text[self._pos]
-            self._pos += 1
-            if self._escaped:
-                self._escaped = False
-            elif self._in_string:
-                if char == "\\":
-                    self._escaped = True
-                elif char == '"':
-                    self._in_string = False
-            elif char == '"':
-                self._in_string = True
-            elif char in "{[":
-                self._depth += 1
-            elif char in "}]":
-                self._depth -= 1
-                if self._depth == 0:
-                    return True
-        return False
+        end = self._brackets.close(self._text, self._pos)
+        self._pos = len(self._text) if end is None else end
+        return end is not None
 
     def _close_value(self) -> bool:
         """The value just read, parsed: its calls added, or False when it is not calls."""
