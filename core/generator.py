@@ -333,6 +333,7 @@ class _Run:
         self.stats.generated_tokens = len(self.generated)
         self.stats.target_forward_passes = self.target.forward_passes
         self.stats.wall_s = time.perf_counter() - self._started
+        self.stats.pass_cost_ms = {width: 1000 * seconds for width, seconds in self.policy.cost.snapshot().items()}
         if self.grammar is not None:
             self.stats.grammar_s = self.grammar.seconds
         if self.grammar_drafter is not None:

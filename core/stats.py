@@ -37,6 +37,9 @@ class Stats:
     forced_tokens: int = 0  # of those, the ones the target kept
     grammar_s: float = 0.0  # seconds in a constraint's grammar (masks, advancing, forced bytes)
     exact: bool = True  # the backend guarantees speculative == plain decoding (``Model.exact``)
+    # The pass cost curve the policy drafted to: tokens in a pass (a power of two) -> median ms, as
+    # measured on this model (``Model.cost``, from its load-time probe on) when the generation ended
+    pass_cost_ms: dict[int, float] = field(default_factory=dict)
 
     @classmethod
     def merged(cls, parts: "list[Stats]") -> "Stats":
@@ -49,6 +52,8 @@ class Stats:
                     getattr(total, name).update(value)
                 elif name == "exact":
                     total.exact = total.exact and value
+                elif name == "pass_cost_ms":
+                    total.pass_cost_ms = value or total.pass_cost_ms  # the latest curve
                 else:
                     setattr(total, name, getattr(total, name) + value)
         return total
@@ -118,4 +123,5 @@ class Stats:
             "forced_tokens": self.forced_tokens,
             "grammar_s": round(self.grammar_s, 4),
             "exact": self.exact,
+            "pass_cost_ms": {str(width): round(ms, 2) for width, ms in sorted(self.pass_cost_ms.items())},
         }

@@ -19,7 +19,12 @@ MODELS="${SPECDRAFT_MODELS:-smollm2-135m qwen2.5-coder-0.5b}"
 GGUF_MODELS="${SPECDRAFT_GGUF_MODELS:-qwen2.5-coder-1.5b gemma-3-270m}"
 LLAMA_CPP_VERSION=0.3.36   # pinned in pyproject.toml too
 LLAMA_CMAKE_ARGS="-DGGML_NATIVE=OFF"
-LLAMA_PATCH=scripts/patches/llama-cpp-batch-invariant-sgemm.patch   # applied to the vendored llama.cpp
+# Applied in this order to the vendored llama.cpp (scripts/patches/README.md says what each does):
+LLAMA_PATCHES=(
+    scripts/patches/llama-cpp-batch-invariant-sgemm.patch      # one-row float products through tinyBLAS
+    scripts/patches/llama-cpp-q4k-gemv-batch-invariant.patch   # the repacked Q4_K gemv rounds as its gemm
+    scripts/patches/llama-cpp-multicolumn-dot.patch            # Q6_K and Q4_1 products over many columns at once
+)
 
 if [ ! -x /usr/bin/chromium ] || [ ! -x /usr/bin/chromedriver ]; then
     if [ "$(id -u)" = 0 ]; then
@@ -46,29 +51,37 @@ fi
 PIP=("$VENV/bin/python" -m pip --disable-pip-version-check -q)
 
 stamp="$VENV/.specdraft-installed"
-want="$(cat pyproject.toml scripts/setup.sh | sha256sum | cut -d' ' -f1) $MODELS / $GGUF_MODELS"
+want="$(cat pyproject.toml scripts/setup.sh "${LLAMA_PATCHES[@]}" | sha256sum | cut -d' ' -f1) $MODELS / $GGUF_MODELS"
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
     if ! "$VENV/bin/python" -c "import torch" 2>/dev/null; then
         echo "[setup] installing torch (CPU build 2.13.0 where available)"
         "${PIP[@]}" install "torch==2.13.0" || "${PIP[@]}" install torch
     fi
-    # llama-cpp-python compiles from source, patched (LLAMA_PATCH) and with these flags (LLAMA_CMAKE_ARGS):
+    # llama-cpp-python compiles from source, patched (LLAMA_PATCHES) and with these flags (LLAMA_CMAKE_ARGS):
     #  - GGML_NATIVE=OFF: a native build (-march=native) enables AVX-512/AMX where the build machine has
     #    them, crashed on its first decode here, and its wheel would not run on an older CPU;
-    #  - llamafile's tinyBLAS stays on (it is what makes a pass over many tokens cheap), and the patch
-    #    lets it take one-row float products too, so a pass over k tokens computes every row exactly as
-    #    k one-token passes do (docs/llama-exactness.md; scripts/patches/README.md).
+    #  - llamafile's tinyBLAS and weight repacking stay on (they make a pass over many tokens cheap);
+    #    the patches make every kernel a pass can take compute a row the same way at any pass width,
+    #    so a pass over k tokens gives exactly the logits of k one-token passes (docs/llama-exactness.md).
     # Built once into our own cache, named by version, flags and the patch's hash (pip's wheel cache does
     # not key on CMAKE_ARGS or patches, so a wheel built otherwise would be reused silently).
-    build_key="$( { printf '%s' "$LLAMA_CMAKE_ARGS"; cat "$LLAMA_PATCH"; } | sha256sum | cut -c1-12)"
-    wheels="${SPECDRAFT_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/specdraft}/wheels/llama-cpp-python-$LLAMA_CPP_VERSION-$build_key"
+    build_key="$( { printf '%s' "$LLAMA_CMAKE_ARGS"; cat "${LLAMA_PATCHES[@]}"; } | sha256sum | cut -c1-12)"
+    cache="${SPECDRAFT_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/specdraft}"
+    wheels="$cache/wheels/llama-cpp-python-$LLAMA_CPP_VERSION-$build_key"
+    # The source distribution is kept too: tests/scripts/test_llama_patches.py applies the patches to it.
+    sdist="$cache/sources/llama_cpp_python-$LLAMA_CPP_VERSION.tar.gz"
+    if [ ! -f "$sdist" ]; then
+        mkdir -p "$cache/sources"
+        "${PIP[@]}" download --no-deps --no-binary :all: -d "$cache/sources" "llama-cpp-python==$LLAMA_CPP_VERSION"
+    fi
     if ! ls "$wheels"/llama_cpp_python-*.whl >/dev/null 2>&1; then
-        echo "[setup] building llama-cpp-python $LLAMA_CPP_VERSION, patched ($LLAMA_PATCH; $LLAMA_CMAKE_ARGS; once: ~8 min)"
+        echo "[setup] building llama-cpp-python $LLAMA_CPP_VERSION, patched (${LLAMA_PATCHES[*]}; $LLAMA_CMAKE_ARGS; once: ~8 min)"
         work="$(mktemp -d)"
-        "${PIP[@]}" download --no-deps --no-binary :all: -d "$work" "llama-cpp-python==$LLAMA_CPP_VERSION"
-        tar -xzf "$work"/llama_cpp_python-"$LLAMA_CPP_VERSION".tar.gz -C "$work"
+        tar -xzf "$sdist" -C "$work"
         src="$work/llama_cpp_python-$LLAMA_CPP_VERSION"
-        patch -p1 -d "$src/vendor/llama.cpp" < "$LLAMA_PATCH"
+        for llama_patch in "${LLAMA_PATCHES[@]}"; do
+            patch -p1 --forward -d "$src/vendor/llama.cpp" < "$llama_patch"
+        done
         rm -rf "$wheels.tmp" && mkdir -p "$wheels.tmp"
         CMAKE_ARGS="$LLAMA_CMAKE_ARGS" FORCE_CMAKE=1 "${PIP[@]}" wheel --no-deps --no-cache-dir -w "$wheels.tmp" "$src"
         rm -rf "$wheels" && mv "$wheels.tmp" "$wheels" && rm -rf "$work"

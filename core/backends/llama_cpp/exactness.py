@@ -3,8 +3,8 @@
 Speculative decoding on llama.cpp is lossless only if a verification pass over a draft of k tokens
 gives, for every row, bit for bit the logits that k one-token passes give: otherwise a near-tie can
 flip and the output differs from plain decoding. Whether it does depends on the build (the patched
-tinyBLAS of ``scripts/patches``), the CPU's instruction set, and the settings (no weight repacking,
-no tiled kernel, no flash attention). So the backend does not assume it: ``probe`` runs a short
+kernels of ``scripts/patches``), the CPU's instruction set, and the settings (no tiled kernel, no
+flash attention; repacked weights are fine on the patched build). So the backend does not assume it: ``probe`` runs a short
 sequence both ways on the loaded model and compares with ``np.array_equal``, and
 ``LlamaCppModel.exact`` reports the answer (``Stats.exact`` in every result).
 
@@ -25,10 +25,13 @@ from .library import LlamaContext
 from .runtime import LlamaRuntime
 
 MAIN = 0
-# The probe: after a 4-token prefix, passes of 2, 8 and 20 tokens against one-token passes: each on
-# another side of the kernel switches seen on x86 (tinyBLAS from 2 rows, the tiled kernel from 8,
-# 16-column tiles).
-PROBE_PREFIX, PROBE_WIDTHS = 4, (2, 8, 20)
+# The probe: after a 4-token prefix, passes of 2, 5, 8 and 20 tokens against one-token passes: each
+# on another side of the kernel switches seen on x86 (tinyBLAS from 2 rows; the repacked gemm takes
+# rows 4 at a time and its gemv the rest, so 5 is gemm + gemv; the tiled kernel from 8; 16-column
+# tiles and multi-column groups, so 20 is 16 + 4). Then passes of PROBE_COST_WIDTHS are only timed,
+# so that the cost profile holds the whole curve from 1 to 32 tokens before the first request.
+PROBE_PREFIX, PROBE_WIDTHS = 4, (2, 5, 8, 20)
+PROBE_COST_WIDTHS = (4, 16, 32)
 
 
 @dataclass(frozen=True)
@@ -95,15 +98,33 @@ def varied_ids(model: LlamaRuntime, n: int) -> list[int]:
 
 
 def probe_tokens(model: LlamaRuntime) -> list[int]:
-    """A fixed, ordinary sequence of ``PROBE_PREFIX + max(PROBE_WIDTHS)`` tokens of the model's vocabulary."""
-    text = "The quick brown fox jumps over the lazy dog, and then it runs back home to sleep. " * 3
+    """A fixed, ordinary sequence of ``PROBE_PREFIX + max(PROBE_WIDTHS + PROBE_COST_WIDTHS)`` tokens of the model's vocabulary."""
+    text = "The quick brown fox jumps over the lazy dog, and then it runs back home to sleep. " * 4
     ids = model.tokenizer.encode(text)
-    return ids[: PROBE_PREFIX + max(PROBE_WIDTHS)]
+    return ids[: PROBE_PREFIX + max(PROBE_WIDTHS + PROBE_COST_WIDTHS)]
+
+
+def time_widths(model: LlamaRuntime, tokens: Sequence[int], prefix: int, widths: Sequence[int], cost: PassCostProfile) -> None:
+    """Time one pass over each of ``widths`` tokens of ``tokens`` after ``tokens[:prefix]`` into ``cost``."""
+    if prefix < 1 or prefix + max(widths) > len(tokens):
+        raise ValueError(f"need prefix >= 1 and prefix + widths <= {len(tokens)} tokens")
+    context = model.acquire_context()
+    try:
+        with model.lock:
+            _decode_chain(context, tokens[:prefix], 0)
+            for width in widths:
+                _timed(context, tokens[prefix : prefix + width], prefix, cost)
+                context.seq_rm(MAIN, prefix, -1)
+    finally:
+        model.release_context(context)
 
 
 def probe(model: LlamaRuntime) -> Comparison:
-    """The load-time check (``LlamaCppModel.exact``), a few hundred milliseconds on a small model:
-    the worst of the probe's widths (the first that differs, else the widest). Its passes are timed
-    into ``model.cost``, so a process's first request already drafts from measured pass costs."""
-    comparisons = compare(model, probe_tokens(model), PROBE_PREFIX, PROBE_WIDTHS, model.cost)
+    """The load-time check (``LlamaCppModel.exact``), well under a second on a small model: the
+    worst of the probe's widths (the first that differs, else the widest). Its passes, and one pass
+    of each of ``PROBE_COST_WIDTHS``, are timed into ``model.cost``, so a process's first request
+    already drafts from the measured cost curve (1 to 32 tokens)."""
+    tokens = probe_tokens(model)
+    comparisons = compare(model, tokens, PROBE_PREFIX, PROBE_WIDTHS, model.cost)
+    time_widths(model, tokens, PROBE_PREFIX, PROBE_COST_WIDTHS, model.cost)
     return next((c for c in comparisons if not c.exact), comparisons[-1])

@@ -49,6 +49,13 @@ def library():
     return llama_cpp
 
 
+def llama_cpp_folder() -> str:
+    """The installed ``llama_cpp`` package's folder (its libraries are in ``lib/`` under it)."""
+    import os
+
+    return os.path.dirname(library().__file__)
+
+
 class LlamaModelFile:
     """A GGUF file loaded once (weights mmapped); shared by every context. Frees itself on close."""
 
@@ -56,7 +63,7 @@ class LlamaModelFile:
         ll = library()
         params = ll.llama_model_default_params()
         params.n_gpu_layers = 0
-        params.use_extra_bufts = use_extra_bufts  # False: no weight repacking (see LlamaCppConfig.exact)
+        params.use_extra_bufts = use_extra_bufts  # weight repacking (LlamaCppConfig.repack)
         self.path = path
         self.ptr = ll.llama_model_load_from_file(path.encode("utf-8"), params)
         if not self.ptr:

@@ -39,15 +39,16 @@ class LlamaCppConfig:
     ``batch``: most tokens one pass takes (a prompt is prefilled in such chunks; a draft is cut to
     fit). ``branches``: most root-to-leaf branches of one verified tree (llama.cpp sequences).
     ``threads``: CPU threads (0: every core). ``repack``: let llama.cpp repack quantized weights
-    for its gemm kernels; off by default because those compute a row differently in a wide pass
-    than in a one-token pass, which can flip a near-tie between speculative and plain decoding, and
-    they were no faster here (see docs/llama-exactness.md). ``pool``: idle contexts kept."""
+    (Q4_0, Q4_K, IQ4_NL on AVX2) into interleaved blocks for its gemm and gemv kernels, as stock
+    llama-cpp-python does; on by default, since the patched build makes the Q4_K gemv round as its
+    gemm does, so a wide pass still computes every row as a one-token pass (the probe at load checks
+    it; docs/llama-exactness.md). ``pool``: idle contexts kept."""
 
     context: int = 0
     batch: int = 512
     branches: int = 64
     threads: int = 0
-    repack: bool = False
+    repack: bool = True
     pool: int = 4
 
     def __post_init__(self) -> None:
@@ -139,12 +140,12 @@ class LlamaCppModel:
     @property
     def exact(self) -> bool:
         """Whether a pass over k tokens computes each row bit for bit as k one-token passes do, as
-        the probe at load measured it (``exactness``). It does with the patched tinyBLAS that
-        ``scripts/setup.sh`` builds, no tiled kernel (``library.EXACT_ENVIRONMENT``), flash attention
-        off (every context) and no weight repacking (checked on every embedded model by
-        tests/backends/llama_cpp). ``repack`` breaks it at some widths and contexts, so it is never
-        claimed with ``repack``, whatever the one probe shows."""
-        return self.exactness.exact and not self.config.repack
+        the probe at load measured it (``exactness``). It does with the patched build that
+        ``scripts/setup.sh`` makes (tinyBLAS for one-row float products, the Q4_K gemv rounding as
+        its gemm, multi-column K-quant dot products), no tiled kernel (``library.EXACT_ENVIRONMENT``)
+        and flash attention off (every context), with or without repacking (checked on every
+        embedded model by tests/backends/llama_cpp)."""
+        return self.exactness.exact
 
     @property
     def max_length(self) -> int:

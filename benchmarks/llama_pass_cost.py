@@ -1,0 +1,224 @@
+"""What a pass over w tokens and a prompt prefill cost on llama.cpp: specdraft's build beside the
+build it replaced and beside stock llama-cpp-python, each in its own process, in one run.
+
+    python benchmarks/llama_pass_cost.py --out docs/bench/llama-pass-cost
+    python benchmarks/llama_pass_cost.py --models qwen2.5-coder-0.5b --baseline-lib ~/.cache/specdraft/wheels/<old>/lib
+
+Configurations (``--baseline-lib``: the ``llama_cpp/lib`` folder of another llama-cpp-python build;
+without it "before" is skipped and "stock" runs on the installed build):
+
+- ``specdraft``: the installed (patched) build as specdraft loads it (weights repacked, no tiled
+  kernel, every row's logits in a verification pass); also reports the load-time probe's verdict
+  and the cost curve it measured.
+- ``before``: the baseline build as specdraft loaded it before (no repacking): today's numbers.
+- ``stock``: llama-cpp-python's own ``Llama`` with its defaults (repacking on, ggml's tiled kernel
+  on, flash attention as it chooses), on the baseline build: what a CPU user has without specdraft.
+  Its passes are timed with ``logits_all=True`` (every row's logits, as a verification needs).
+
+For each: the median milliseconds of a pass over w tokens after ``--context`` tokens (then rolled
+back), its ratio to a one-token pass, the marginal cost of a token in the widest pass, and the
+tokens per second of a ``--prefill``-token prompt (logits of its last row only). Every process uses
+``--threads`` threads. Writes results.json, results.md and results.png (cost ratio by width).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+WIDTHS = (1, 2, 3, 4, 5, 6, 8, 12, 16, 24, 32)
+CONFIGS = ("specdraft", "before", "stock")
+
+
+def _median_seconds(run, reps: int) -> float:
+    run()  # warm-up
+    times = []
+    for _ in range(reps):
+        began = time.perf_counter()
+        run()
+        times.append(time.perf_counter() - began)
+    return statistics.median(times)
+
+
+def measure_specdraft(model_name: str, repack: bool, widths: list[int], context: int, prefill: int, reps: int, threads: int) -> dict:
+    """Pass cost and prefill through specdraft's own llama.cpp backend (``LlamaContext``)."""
+    from specdraft import LlamaCppModel
+    from specdraft.backends.llama_cpp.exactness import MAIN, varied_ids
+    from specdraft.backends.llama_cpp.model import LlamaCppConfig
+
+    model = LlamaCppModel.load(model_name, LlamaCppConfig(repack=repack, threads=threads))
+    ids = varied_ids(model, max(context + max(widths), prefill))
+    ctx = model.acquire_context()
+    try:
+        ctx.decode(ids[:context], list(range(context)), [(MAIN,)] * context, [False] * (context - 1) + [True])
+        pass_ms = {}
+        for width in widths:
+            tokens = ids[context : context + width]
+
+            def one_pass() -> None:
+                ctx.decode(tokens, list(range(context, context + width)), [(MAIN,)] * width, [True] * width)
+                ctx.seq_rm(MAIN, context, -1)
+
+            pass_ms[width] = 1000 * _median_seconds(one_pass, reps)
+
+        def prefill_once() -> None:
+            ctx.clear()
+            for start in range(0, prefill, ctx.n_batch):
+                chunk = ids[start : min(prefill, start + ctx.n_batch)]
+                ctx.decode(chunk, list(range(start, start + len(chunk))), [(MAIN,)] * len(chunk), [False] * (len(chunk) - 1) + [True])
+
+        prefill_s = _median_seconds(prefill_once, max(1, reps // 2))
+    finally:
+        model.release_context(ctx)
+    return {"pass_ms": pass_ms, "prefill_tok_s": prefill / prefill_s, "probe_exact": model.exact,
+            "probe_cost_ms": {w: 1000 * s for w, s in model.cost.snapshot().items()}}
+
+
+class _StockTokens:
+    """What ``varied_ids`` needs of a model (a tokenizer), for llama-cpp-python's ``Llama``."""
+
+    def __init__(self, llama) -> None:
+        self.tokenizer = self
+        self._llama = llama
+
+    def encode(self, text: str) -> list[int]:
+        return self._llama.tokenize(text.encode("utf-8"), add_bos=False)
+
+
+def measure_stock(model_name: str, widths: list[int], context: int, prefill: int, reps: int, threads: int) -> dict:
+    """Pass cost and prefill through llama-cpp-python's ``Llama`` with its defaults."""
+    from llama_cpp import Llama
+
+    from specdraft.backends.llama_cpp.exactness import varied_ids
+    from specdraft.models import gguf_path
+
+    path = str(gguf_path(model_name))
+    common = dict(model_path=path, n_ctx=2048, n_batch=512, n_threads=threads, n_threads_batch=threads, verbose=False)
+    llama = Llama(logits_all=True, **common)
+    ids = varied_ids(_StockTokens(llama), max(context + max(widths), prefill))
+    llama.reset()
+    llama.eval(ids[:context])
+    pass_ms = {}
+    for width in widths:
+        def one_pass() -> None:
+            llama.eval(ids[context : context + width])
+            llama._ctx.kv_cache_seq_rm(-1, context, -1)  # roll back, as a rejected draft is
+            llama.n_tokens = context
+
+        pass_ms[width] = 1000 * _median_seconds(one_pass, reps)
+    llama.close()
+    llama = Llama(logits_all=False, **common)
+
+    def prefill_once() -> None:
+        llama.reset()
+        llama._ctx.kv_cache_clear()
+        llama.eval(ids[:prefill])
+
+    prefill_s = _median_seconds(prefill_once, max(1, reps // 2))
+    return {"pass_ms": pass_ms, "prefill_tok_s": prefill / prefill_s}
+
+
+def worker(args: argparse.Namespace) -> int:
+    widths = [int(w) for w in args.widths.split(",")]
+    if args.worker == "stock":
+        result = measure_stock(args.model, widths, args.context, args.prefill, args.reps, args.threads)
+    else:
+        result = measure_specdraft(args.model, args.worker == "specdraft", widths, args.context, args.prefill, args.reps, args.threads)
+    print(json.dumps(result))
+    return 0
+
+
+def run_config(config: str, model: str, args: argparse.Namespace) -> dict | None:
+    env = dict(os.environ)
+    env.pop("GGML_CPU_TILED_MM", None)  # each configuration as it sets (or leaves) it itself
+    if config in ("before", "stock") and args.baseline_lib:
+        env["LLAMA_CPP_LIB_PATH"] = str(Path(args.baseline_lib).expanduser())
+    elif config == "before":
+        return None
+    command = [sys.executable, __file__, "--worker", config, "--model", model, "--widths", args.widths, "--context", str(args.context),
+               "--prefill", str(args.prefill), "--reps", str(args.reps), "--threads", str(args.threads)]
+    print(f"[{model}] {config}", file=sys.stderr, flush=True)
+    out = subprocess.run(command, env=env, capture_output=True, text=True, check=True).stdout
+    result = json.loads(out.strip().splitlines()[-1])
+    result["pass_ms"] = {int(w): ms for w, ms in result["pass_ms"].items()}
+    one, widest = result["pass_ms"][1], max(result["pass_ms"])
+    result["pass_ratio"] = {w: ms / one for w, ms in result["pass_ms"].items()}
+    result["marginal_ms_per_token"] = (result["pass_ms"][widest] - one) / (widest - 1)
+    result["prefill_ms_per_token"] = 1000 / result["prefill_tok_s"]
+    return result
+
+
+def report(results: list[dict], meta: dict) -> str:
+    from specdraft.apps.bench.result_files import markdown_table
+
+    widths = sorted(results[0]["pass_ms"])
+    lines = [f"# llama.cpp pass cost and prefill ({meta['threads']} threads, pass after {meta['context']} tokens, prefill of {meta['prefill']})\n"]
+    lines.append(markdown_table(
+        ["model", "build"] + [f"w={w}" for w in widths],
+        [[r["model"], r["config"]] + [f"{r['pass_ms'][w]:.1f} (x{r['pass_ratio'][w]:.2f})" for w in widths] for r in results],
+    ))
+    lines.append("\nMedian ms of a pass over w tokens, every row's logits (x a one-token pass).\n")
+    lines.append(markdown_table(
+        ["model", "build", "prefill tok/s", "prefill ms/token", f"marginal ms/token at w={widths[-1]}", "probe at load"],
+        [[r["model"], r["config"], f"{r['prefill_tok_s']:.1f}", f"{r['prefill_ms_per_token']:.2f}", f"{r['marginal_ms_per_token']:.2f}",
+          {True: "exact", False: "NOT exact", None: "-"}[r.get("probe_exact")]] for r in results],
+    ))
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--models", default="qwen2.5-coder-0.5b,qwen2.5-coder-1.5b", help="comma-separated registry names (default: %(default)s)")
+    parser.add_argument("--baseline-lib", help="llama_cpp/lib folder of the build to compare with ('before' and 'stock')")
+    parser.add_argument("--widths", default=",".join(map(str, WIDTHS)), help="pass widths to time (default: %(default)s)")
+    parser.add_argument("--context", type=int, default=300, help="tokens before the timed passes (default: %(default)s)")
+    parser.add_argument("--prefill", type=int, default=512, help="prompt tokens of the prefill timing (default: %(default)s)")
+    parser.add_argument("--reps", type=int, default=5, help="timed passes per width (default: %(default)s)")
+    parser.add_argument("--threads", type=int, default=2, help="threads for every build (default: %(default)s)")
+    parser.add_argument("--out", type=Path, help="results folder")
+    parser.add_argument("--worker", choices=CONFIGS, help=argparse.SUPPRESS)
+    parser.add_argument("--model", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.worker:
+        return worker(args)
+    if args.out is None:
+        parser.error("--out is required")
+
+    results = []
+    for model in args.models.split(","):
+        for config in CONFIGS:
+            result = run_config(config, model, args)
+            if result is not None:
+                results.append({"model": model, "config": config, **result})
+    meta = {"threads": args.threads, "context": args.context, "prefill": args.prefill, "reps": args.reps,
+            "baseline_lib": args.baseline_lib, "python": sys.version.split()[0]}
+
+    def draw(figure) -> None:
+        axes = figure.add_subplot(1, 1, 1)
+        for r in results:
+            widths = sorted(r["pass_ratio"])
+            axes.plot(widths, [r["pass_ratio"][w] for w in widths], marker="o", label=f"{r['model']} {r['config']}")
+        top = max(max(r["pass_ratio"]) for r in results)
+        axes.plot([1, top], [1, top], color="grey", linestyle=":", label="w one-token passes")
+        axes.set_xscale("log", base=2)
+        axes.set_yscale("log", base=2)
+        axes.set_xlabel("tokens in the pass")
+        axes.set_ylabel("cost / one-token pass")
+        axes.set_title("llama.cpp pass cost by width")
+        axes.legend(fontsize=7)
+
+    from specdraft.apps.bench.result_files import write_results
+
+    paths = write_results(args.out, {"meta": meta, "results": results}, report(results, meta), draw)
+    print(paths["markdown"].read_text())
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

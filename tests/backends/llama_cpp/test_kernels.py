@@ -1,0 +1,66 @@
+"""Each patched llama.cpp kernel, on its own: a product over 1..20 activation columns gives every
+column, byte for byte, what the same column gets alone (``ggml_products.width_invariance``).
+
+The weights are random, quantized by ggml; the products run through ``ggml_mul_mat`` on the CPU
+backend of the installed build, so each width takes the kernel a model's pass of that many tokens
+takes: the repacked Q4_K gemm (4 and 16 rows at a time) and gemv (the rest), and the multi-column
+Q6_K and Q4_1 dot products. ``k`` spans several super-blocks and the rows several threads' chunks.
+A negative control shows the comparison can fail: ggml's tiled K-quant kernel (``GGML_CPU_TILED_MM=1``,
+read once per process, so in a subprocess) computes a product over 8 or more columns differently.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from specdraft.backends.llama_cpp.ggml_products import GgmlProduct, ProductShape, width_invariance
+
+WIDTHS = range(1, 21)
+SHAPES = [
+    ProductShape("q4_K", k=2048, rows=64, repack=True),  # the repacked gemm/gemv (patch: q4k-gemv)
+    ProductShape("q6_K", k=2048, rows=64),  # multi-column dot products (patch: multicolumn-dot)
+    ProductShape("q4_1", k=2048, rows=64),  # multi-column dot products (patch: multicolumn-dot)
+    ProductShape("q4_0", k=2048, rows=64, repack=True),  # repacked as shipped (research: already invariant)
+    ProductShape("q8_0", k=2048, rows=64),  # tinyBLAS from 2 columns, vec_dot for 1 (same arithmetic)
+]
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: f"{s.weight_type}{'-repack' if s.repack else ''}")
+def test_every_width_gives_each_column_the_bytes_it_gets_alone(shape):
+    with GgmlProduct(shape) as product:
+        assert width_invariance(product, WIDTHS) == {m: 0 for m in WIDTHS}
+
+
+def test_the_product_is_the_product():
+    """The kernels compute W @ x, so the bytes compared above mean something: against numpy on the
+    float weights before quantization (loosely: quantization error, not the kernel, sets the bound)."""
+    import numpy as np
+
+    shape = ProductShape("q6_K", k=1024, rows=32)
+    weights = np.random.default_rng(0).standard_normal((shape.rows, shape.k), dtype=np.float32)  # as GgmlProduct seeds them
+    x = np.random.default_rng(1).standard_normal((5, shape.k), dtype=np.float32)
+    with GgmlProduct(shape) as product:
+        got = product.run(x)
+    want = x @ weights.T
+    assert np.abs(got - want).max() < 0.05 * np.abs(want).max()
+
+
+NEGATIVE_CONTROL = """
+import json
+from specdraft.backends.llama_cpp.ggml_products import GgmlProduct, ProductShape, width_invariance
+with GgmlProduct(ProductShape("q6_K", k=2048, rows=64)) as product:
+    print(json.dumps(width_invariance(product, [1, 4, 8, 16])))
+"""
+
+
+def test_negative_control_the_tiled_kernel_differs_from_eight_columns():
+    env = dict(os.environ, GGML_CPU_TILED_MM="1")
+    out = subprocess.run([sys.executable, "-c", NEGATIVE_CONTROL], env=env, capture_output=True, text=True, timeout=300, check=True).stdout
+    differing = {int(k): v for k, v in json.loads(out.strip().splitlines()[-1]).items()}
+    assert differing[1] == differing[4] == 0
+    assert differing[8] > 0 and differing[16] > 0
