@@ -159,11 +159,12 @@ def report(results: list[dict], meta: dict) -> str:
 
     widths = sorted(results[0]["pass_ms"])
     lines = [f"# llama.cpp pass cost and prefill ({meta['threads']} threads, pass after {meta['context']} tokens, prefill of {meta['prefill']})\n"]
+    lines.append("Median ms of a pass over w tokens, every row's logits (x a one-token pass):\n")
     lines.append(markdown_table(
         ["model", "build"] + [f"w={w}" for w in widths],
         [[r["model"], r["config"]] + [f"{r['pass_ms'][w]:.1f} (x{r['pass_ratio'][w]:.2f})" for w in widths] for r in results],
     ))
-    lines.append("\nMedian ms of a pass over w tokens, every row's logits (x a one-token pass).\n")
+    lines.append(f"\nPrefill of a {meta['prefill']}-token prompt (its last row's logits only), and the cost of one more token in the widest pass:\n")
     lines.append(markdown_table(
         ["model", "build", "prefill tok/s", "prefill ms/token", f"marginal ms/token at w={widths[-1]}", "probe at load"],
         [[r["model"], r["config"], f"{r['prefill_tok_s']:.1f}", f"{r['prefill_ms_per_token']:.2f}", f"{r['marginal_ms_per_token']:.2f}",

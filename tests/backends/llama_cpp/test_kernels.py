@@ -4,7 +4,7 @@ column, byte for byte, what the same column gets alone (``ggml_products.width_in
 The weights are random, quantized by ggml; the products run through ``ggml_mul_mat`` on the CPU
 backend of the installed build, so each width takes the kernel a model's pass of that many tokens
 takes: the repacked Q4_K gemm (4 and 16 rows at a time) and gemv (the rest), and the multi-column
-Q6_K and Q4_1 dot products. ``k`` spans several super-blocks and the rows several threads' chunks.
+Q6_K, Q5_K, Q4_K and Q4_1 dot products (vec_dot itself for a lone column). ``k`` spans several super-blocks and the rows several threads' chunks.
 A negative control shows the comparison can fail: ggml's tiled K-quant kernel (``GGML_CPU_TILED_MM=1``,
 read once per process, so in a subprocess) computes a product over 8 or more columns differently.
 """
@@ -24,6 +24,8 @@ WIDTHS = range(1, 21)
 SHAPES = [
     ProductShape("q4_K", k=2048, rows=64, repack=True),  # the repacked gemm/gemv (patch: q4k-gemv)
     ProductShape("q6_K", k=2048, rows=64),  # multi-column dot products (patch: multicolumn-dot)
+    ProductShape("q5_K", k=2048, rows=64),  # multi-column dot products (patch: multicolumn-dot)
+    ProductShape("q4_K", k=2048, rows=64),  # not repacked: multi-column dot products (patch: multicolumn-dot)
     ProductShape("q4_1", k=2048, rows=64),  # multi-column dot products (patch: multicolumn-dot)
     ProductShape("q4_0", k=2048, rows=64, repack=True),  # repacked as shipped (research: already invariant)
     ProductShape("q8_0", k=2048, rows=64),  # tinyBLAS from 2 columns, vec_dot for 1 (same arithmetic)
