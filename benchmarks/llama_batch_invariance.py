@@ -22,9 +22,13 @@ import sys
 import time
 from pathlib import Path
 
-from specdraft import LlamaCppModel
-from specdraft.apps.bench.result_files import markdown_table, write_results
-from specdraft.backends.llama_cpp.exactness import MAIN, compare, varied_ids
+if not __package__:  # run as a script (python benchmarks/llama_batch_invariance.py): the repository root, for `benchmarks.*`
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.llama_pass_cost import draw_pass_ratios  # noqa: E402
+from specdraft import LlamaCppModel  # noqa: E402
+from specdraft.apps.bench.result_files import markdown_table, write_results  # noqa: E402
+from specdraft.backends.llama_cpp.exactness import MAIN, compare, varied_ids  # noqa: E402
 
 
 def pass_ms(model: LlamaCppModel, ids: list[int], context: int, widths: list[int], reps: int) -> dict[int, float]:
@@ -111,18 +115,7 @@ def main(argv: list[str] | None = None) -> int:
         results.append(measure(name, ints(args.contexts), ints(args.exact_widths), ints(args.widths), args.context, args.reps))
 
     def draw(figure) -> None:
-        axes = figure.add_subplot(1, 1, 1)
-        for r in results:
-            widths = sorted(r["pass_ratio"])
-            axes.plot(widths, [r["pass_ratio"][w] for w in widths], marker="o", label=r["model"])
-        top = max(max(r["pass_ratio"]) for r in results)
-        axes.plot([1, top], [1, top], color="grey", linestyle=":", label="k passes (no batching gain)")
-        axes.set_xscale("log", base=2)
-        axes.set_yscale("log", base=2)
-        axes.set_xlabel("tokens in the pass")
-        axes.set_ylabel("cost / one-token pass")
-        axes.set_title("llama.cpp pass cost by width (exact build)")
-        axes.legend()
+        draw_pass_ratios(figure, [(r["model"], r["pass_ratio"]) for r in results], "llama.cpp pass cost by width (exact build)")
 
     paths = write_results(args.out, {"meta": meta, "results": results}, report(results, meta), draw)
     print(paths["markdown"].read_text())

@@ -154,6 +154,23 @@ def run_config(config: str, model: str, args: argparse.Namespace) -> dict | None
     return result
 
 
+def draw_pass_ratios(figure, series: list[tuple[str, dict[int, float]]], title: str) -> None:
+    """A pass's cost over a one-token pass's, by width, one line per (label, {width: ratio}), log-log,
+    beside the line of w one-token passes (no gain from batching)."""
+    axes = figure.add_subplot(1, 1, 1)
+    for label, ratios in series:
+        widths = sorted(ratios)
+        axes.plot(widths, [ratios[w] for w in widths], marker="o", label=label)
+    top = max(max(ratios) for _, ratios in series)
+    axes.plot([1, top], [1, top], color="grey", linestyle=":", label="w one-token passes")
+    axes.set_xscale("log", base=2)
+    axes.set_yscale("log", base=2)
+    axes.set_xlabel("tokens in the pass")
+    axes.set_ylabel("cost / one-token pass")
+    axes.set_title(title)
+    axes.legend(fontsize=7)
+
+
 def report(results: list[dict], meta: dict) -> str:
     from specdraft.apps.bench.result_files import markdown_table
 
@@ -201,18 +218,7 @@ def main(argv: list[str] | None = None) -> int:
             "baseline_lib": args.baseline_lib, "python": sys.version.split()[0]}
 
     def draw(figure) -> None:
-        axes = figure.add_subplot(1, 1, 1)
-        for r in results:
-            widths = sorted(r["pass_ratio"])
-            axes.plot(widths, [r["pass_ratio"][w] for w in widths], marker="o", label=f"{r['model']} {r['config']}")
-        top = max(max(r["pass_ratio"]) for r in results)
-        axes.plot([1, top], [1, top], color="grey", linestyle=":", label="w one-token passes")
-        axes.set_xscale("log", base=2)
-        axes.set_yscale("log", base=2)
-        axes.set_xlabel("tokens in the pass")
-        axes.set_ylabel("cost / one-token pass")
-        axes.set_title("llama.cpp pass cost by width")
-        axes.legend(fontsize=7)
+        draw_pass_ratios(figure, [(f"{r['model']} {r['config']}", r["pass_ratio"]) for r in results], "llama.cpp pass cost by width")
 
     from specdraft.apps.bench.result_files import write_results
 
