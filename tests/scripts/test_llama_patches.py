@@ -24,8 +24,8 @@ PATCHES = re.findall(r"^\s+(scripts/patches/\S+\.patch)", SETUP, re.M)
 def sdist() -> Path:
     path = cache_dir() / "sources" / f"llama_cpp_python-{VERSION}.tar.gz"
     if not path.is_file():
-        subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:", "-d", str(path.parent),
-                        f"llama-cpp-python=={VERSION}"], check=True, capture_output=True, timeout=600)
+        command = [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:", "-d", str(path.parent)]
+        subprocess.run([*command, f"llama-cpp-python=={VERSION}"], check=True, capture_output=True, timeout=600)
     return path
 
 
@@ -37,7 +37,8 @@ def test_setup_lists_every_patch_in_the_folder():
 @pytest.fixture(scope="module")
 def vendored(tmp_path_factory) -> Path:
     """The files the patches touch, extracted from the pinned sdist's vendor/llama.cpp."""
-    touched = {line[len("+++ b/"):].strip() for patch in PATCHES for line in (ROOT / patch).read_text().splitlines() if line.startswith("+++ b/")}
+    lines = [line for patch in PATCHES for line in (ROOT / patch).read_text().splitlines()]
+    touched = {line[len("+++ b/"):].strip() for line in lines if line.startswith("+++ b/")}
     prefix = f"llama_cpp_python-{VERSION}/vendor/llama.cpp/"
     root = tmp_path_factory.mktemp("llama.cpp")
     with tarfile.open(sdist()) as archive:
@@ -51,7 +52,7 @@ def vendored(tmp_path_factory) -> Path:
 
 def test_every_patch_applies_cleanly_in_order(vendored):
     for patch in PATCHES:
-        result = subprocess.run(["patch", "-p1", "--forward", "--no-backup-if-mismatch", "-d", str(vendored), "-i", str(ROOT / patch)],
-                                capture_output=True, text=True)
+        command = ["patch", "-p1", "--forward", "--no-backup-if-mismatch", "-d", str(vendored), "-i", str(ROOT / patch)]
+        result = subprocess.run(command, capture_output=True, text=True)
         assert result.returncode == 0, (patch, result.stdout, result.stderr)
         assert not re.search(r"fuzz|offset|FAILED|reject", result.stdout, re.I), (patch, result.stdout)

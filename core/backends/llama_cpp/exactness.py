@@ -4,9 +4,9 @@ Speculative decoding on llama.cpp is lossless only if a verification pass over a
 gives, for every row, bit for bit the logits that k one-token passes give: otherwise a near-tie can
 flip and the output differs from plain decoding. Whether it does depends on the build (the patched
 kernels of ``scripts/patches``), the CPU's instruction set, and the settings (no tiled kernel, no
-flash attention; repacked weights are fine on the patched build). So the backend does not assume it: ``probe`` runs a short
-sequence both ways on the loaded model and compares with ``np.array_equal``, and
-``LlamaCppModel.exact`` reports the answer (``Stats.exact`` in every result).
+flash attention; repacked weights are fine on the patched build). So the backend does not assume
+it: ``probe`` runs a short sequence both ways on the loaded model and compares with
+``np.array_equal``, and ``LlamaCppModel.exact`` reports the answer (``Stats.exact`` in every result).
 
 ``compare`` is the same check at any context length and pass widths; the tests run it over widths
 1-48 at contexts crossing 256/512/768 KV cells on every embedded GGUF (``tests/backends/llama_cpp``).
@@ -98,13 +98,15 @@ def varied_ids(model: LlamaRuntime, n: int) -> list[int]:
 
 
 def probe_tokens(model: LlamaRuntime) -> list[int]:
-    """A fixed, ordinary sequence of ``PROBE_PREFIX + max(PROBE_WIDTHS + PROBE_COST_WIDTHS)`` tokens of the model's vocabulary."""
+    """A fixed, ordinary sequence of ``PROBE_PREFIX + max(PROBE_WIDTHS + PROBE_COST_WIDTHS)`` tokens of the
+    model's vocabulary."""
     text = "The quick brown fox jumps over the lazy dog, and then it runs back home to sleep. " * 4
     ids = model.tokenizer.encode(text)
     return ids[: PROBE_PREFIX + max(PROBE_WIDTHS + PROBE_COST_WIDTHS)]
 
 
-def time_widths(model: LlamaRuntime, tokens: Sequence[int], prefix: int, widths: Sequence[int], cost: PassCostProfile) -> None:
+def time_widths(model: LlamaRuntime, tokens: Sequence[int], prefix: int, widths: Sequence[int],
+                cost: PassCostProfile) -> None:
     """Time one pass over each of ``widths`` tokens of ``tokens`` after ``tokens[:prefix]`` into ``cost``."""
     if prefix < 1 or prefix + max(widths) > len(tokens):
         raise ValueError(f"need prefix >= 1 and prefix + widths <= {len(tokens)} tokens")

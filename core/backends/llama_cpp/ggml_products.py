@@ -23,7 +23,8 @@ from .library import library, llama_cpp_folder
 
 # ggml's enum ggml_type values for the types the embedded GGUF files use (ggml.h).
 GGML_TYPES = {"f32": 0, "f16": 1, "q4_0": 2, "q4_1": 3, "q5_0": 6, "q8_0": 8, "q4_K": 12, "q5_K": 13, "q6_K": 14}
-_BLOCK = {"f32": 1, "f16": 1, "q4_0": 32, "q4_1": 32, "q5_0": 32, "q8_0": 32, "q4_K": 256, "q5_K": 256, "q6_K": 256}  # values per block
+# values per block of each type
+_BLOCK = {"f32": 1, "f16": 1, "q4_0": 32, "q4_1": 32, "q5_0": 32, "q8_0": 32, "q4_K": 256, "q5_K": 256, "q6_K": 256}
 _GGML_TYPE_F32 = GGML_TYPES["f32"]
 _DEVICE_TYPE_CPU = 0  # enum ggml_backend_dev_type
 _REPACK_BUFFER = b"CPU_REPACK"
@@ -78,7 +79,8 @@ class ProductShape:
         if self.weight_type not in GGML_TYPES:
             raise ValueError(f"weight_type must be one of {sorted(GGML_TYPES)}, got {self.weight_type!r}")
         if self.k < 1 or self.k % _BLOCK[self.weight_type] or self.rows < 1:
-            raise ValueError(f"{self.weight_type} needs k a positive multiple of {_BLOCK[self.weight_type]} and rows >= 1")
+            block = _BLOCK[self.weight_type]
+            raise ValueError(f"{self.weight_type} needs k a positive multiple of {block} and rows >= 1")
 
 
 class GgmlProduct:
@@ -96,7 +98,8 @@ class GgmlProduct:
         weight_type = GGML_TYPES[shape.weight_type]
         self._weights_ctx = self.ggml.ggml_init(_InitParams(self.ggml.ggml_tensor_overhead() * 4, None, True))
         self.weight = self.ggml.ggml_new_tensor_2d(self._weights_ctx, weight_type, shape.k, shape.rows)
-        self._weights_buffer = self.ggml.ggml_backend_alloc_ctx_tensors_from_buft(self._weights_ctx, self._buffer_type(shape.repack))
+        buffer_type = self._buffer_type(shape.repack)
+        self._weights_buffer = self.ggml.ggml_backend_alloc_ctx_tensors_from_buft(self._weights_ctx, buffer_type)
         values = np.random.default_rng(seed).standard_normal((shape.rows, shape.k), dtype=np.float32)
         quantized = ctypes.create_string_buffer(self.ggml.ggml_nbytes(self.weight))
         written = self.ggml.ggml_quantize_chunk(weight_type, values.ctypes.data, quantized, 0, shape.rows, shape.k, None)

@@ -4,7 +4,8 @@ column, byte for byte, what the same column gets alone (``ggml_products.width_in
 The weights are random, quantized by ggml; the products run through ``ggml_mul_mat`` on the CPU
 backend of the installed build, so each width takes the kernel a model's pass of that many tokens
 takes: the repacked Q4_K gemm (4 and 16 rows at a time) and gemv (the rest), and the multi-column
-Q6_K, Q5_K, Q4_K and Q4_1 dot products (vec_dot itself for a lone column). ``k`` spans several super-blocks and the rows several threads' chunks.
+Q6_K, Q5_K, Q4_K and Q4_1 dot products (vec_dot itself for a lone column). ``k`` spans several
+super-blocks and the rows several threads' chunks.
 A negative control shows the comparison can fail: ggml's tiled K-quant kernel (``GGML_CPU_TILED_MM=1``,
 read once per process, so in a subprocess) computes a product over 8 or more columns differently.
 """
@@ -44,7 +45,8 @@ def test_the_product_is_the_product():
     import numpy as np
 
     shape = ProductShape("q6_K", k=1024, rows=32)
-    weights = np.random.default_rng(0).standard_normal((shape.rows, shape.k), dtype=np.float32)  # as GgmlProduct seeds them
+    # the weights as GgmlProduct seeds them
+    weights = np.random.default_rng(0).standard_normal((shape.rows, shape.k), dtype=np.float32)
     x = np.random.default_rng(1).standard_normal((5, shape.k), dtype=np.float32)
     with GgmlProduct(shape) as product:
         got = product.run(x)
@@ -62,7 +64,8 @@ with GgmlProduct(ProductShape("q6_K", k=2048, rows=64)) as product:
 
 def test_negative_control_the_tiled_kernel_differs_from_eight_columns():
     env = dict(os.environ, GGML_CPU_TILED_MM="1")
-    out = subprocess.run([sys.executable, "-c", NEGATIVE_CONTROL], env=env, capture_output=True, text=True, timeout=300, check=True).stdout
+    run = subprocess.run([sys.executable, "-c", NEGATIVE_CONTROL], env=env, capture_output=True, text=True, timeout=300, check=True)
+    out = run.stdout
     differing = {int(k): v for k, v in json.loads(out.strip().splitlines()[-1]).items()}
     assert differing[1] == differing[4] == 0
     assert differing[8] > 0 and differing[16] > 0
