@@ -24,17 +24,22 @@ class Reply(BaseModel):
     model_config = ConfigDict(extra="allow")
 
 
-def _stats_type(value: Any) -> Any:
+# The stats that are objects, and the type of their values: the accepted-length histogram ("accepted
+# per step" -> steps) and the pass cost curve (tokens in a pass -> milliseconds).
+_STATS_OBJECTS = {"accepted_length_histogram": int, "pass_cost_ms": float}
+
+
+def _stats_type(name: str, value: Any) -> Any:
     if isinstance(value, bool):
         return bool
     if isinstance(value, (int, float)):
         return type(value)
-    if isinstance(value, dict):  # the accepted-length histogram: "accepted per step" -> steps
-        return dict[str, int]
-    raise TypeError(f"no JSON schema for {type(value).__name__}")
+    if isinstance(value, dict) and name in _STATS_OBJECTS:
+        return dict[str, _STATS_OBJECTS[name]]
+    raise TypeError(f"no JSON schema for the stat {name!r} ({type(value).__name__}): declare it in _STATS_OBJECTS")
 
 
-_STATS_FIELDS = {name: (_stats_type(value), ...) for name, value in CoreStats().to_dict().items()}
+_STATS_FIELDS = {name: (_stats_type(name, value), ...) for name, value in CoreStats().to_dict().items()}
 Stats = create_model("Stats", __base__=Reply, __doc__="specdraft.Stats.to_dict()", **_STATS_FIELDS)
 Speculation = create_model("Speculation", __base__=Reply, drafter=(str, ...), **_STATS_FIELDS, time_limit_reached=(bool, None))
 
