@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -25,31 +24,20 @@ from pathlib import Path
 if not __package__:  # run as a script (python benchmarks/llama_batch_invariance.py): the repository root, for `benchmarks.*`
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.llama_pass_cost import draw_pass_ratios  # noqa: E402
+from benchmarks.llama_pass_cost import draw_pass_ratios, pass_ms  # noqa: E402
 from specdraft import LlamaCppModel  # noqa: E402
 from specdraft.apps.bench.result_files import markdown_table, write_results  # noqa: E402
 from specdraft.backends.llama_cpp.exactness import MAIN, compare, varied_ids  # noqa: E402
 
 
-def pass_ms(model: LlamaCppModel, ids: list[int], context: int, widths: list[int], reps: int) -> dict[int, float]:
+def context_pass_ms(model: LlamaCppModel, ids: list[int], context: int, widths: list[int], reps: int) -> dict[int, float]:
     """Median ms of a pass over w tokens after ``context`` tokens (one warm-up pass per width)."""
     ctx = model.acquire_context()
     try:
         ctx.decode(ids[:context], list(range(context)), [(MAIN,)] * context, [False] * (context - 1) + [True])
-        out = {}
-        for width in widths:
-            tokens = ids[context : context + width]
-            times = []
-            for rep in range(reps + 1):
-                start = time.perf_counter()
-                ctx.decode(tokens, list(range(context, context + width)), [(MAIN,)] * width, [True] * width)
-                if rep:
-                    times.append(time.perf_counter() - start)
-                ctx.seq_rm(MAIN, context, -1)
-            out[width] = 1000 * statistics.median(times)
+        return pass_ms(ctx, ids, context, widths, reps)
     finally:
         model.release_context(ctx)
-    return out
 
 
 def measure(name: str, contexts: list[int], exact_widths: list[int], cost_widths: list[int], cost_context: int, reps: int) -> dict:
@@ -58,7 +46,7 @@ def measure(name: str, contexts: list[int], exact_widths: list[int], cost_widths
     load_s = time.perf_counter() - start
     ids = varied_ids(model, max(contexts + [cost_context]) + max(exact_widths + cost_widths))
     exactness = [c.__dict__ for context in contexts for c in compare(model, ids, context, exact_widths)]
-    cost = pass_ms(model, ids, cost_context, cost_widths, reps)
+    cost = context_pass_ms(model, ids, cost_context, cost_widths, reps)
     return {
         "model": name,
         "load_s": round(load_s, 2),

@@ -46,6 +46,23 @@ def _median_seconds(run, reps: int) -> float:
     return statistics.median(times)
 
 
+def pass_ms(ctx, ids: list[int], context: int, widths: list[int], reps: int) -> dict[int, float]:
+    """Median ms of a pass over w tokens (every row's logits) at positions ``context...`` for each
+    width w, on ``ctx`` (a ``LlamaContext`` holding ``ids[:context]``), each pass rolled back after."""
+    from specdraft.backends.llama_cpp.exactness import MAIN
+
+    out = {}
+    for width in widths:
+        tokens = ids[context : context + width]
+
+        def one_pass() -> None:
+            ctx.decode(tokens, list(range(context, context + width)), [(MAIN,)] * width, [True] * width)
+            ctx.seq_rm(MAIN, context, -1)
+
+        out[width] = 1000 * _median_seconds(one_pass, reps)
+    return out
+
+
 def measure_specdraft(model_name: str, repack: bool, widths: list[int], context: int, prefill: int, reps: int, threads: int) -> dict:
     """Pass cost and prefill through specdraft's own llama.cpp backend (``LlamaContext``)."""
     from specdraft import LlamaCppModel
@@ -57,15 +74,7 @@ def measure_specdraft(model_name: str, repack: bool, widths: list[int], context:
     ctx = model.acquire_context()
     try:
         ctx.decode(ids[:context], list(range(context)), [(MAIN,)] * context, [False] * (context - 1) + [True])
-        pass_ms = {}
-        for width in widths:
-            tokens = ids[context : context + width]
-
-            def one_pass() -> None:
-                ctx.decode(tokens, list(range(context, context + width)), [(MAIN,)] * width, [True] * width)
-                ctx.seq_rm(MAIN, context, -1)
-
-            pass_ms[width] = 1000 * _median_seconds(one_pass, reps)
+        cost = pass_ms(ctx, ids, context, widths, reps)
 
         def prefill_once() -> None:
             ctx.clear()
@@ -76,7 +85,7 @@ def measure_specdraft(model_name: str, repack: bool, widths: list[int], context:
         prefill_s = _median_seconds(prefill_once, max(1, reps // 2))
     finally:
         model.release_context(ctx)
-    return {"pass_ms": pass_ms, "prefill_tok_s": prefill / prefill_s, "probe_exact": model.exact,
+    return {"pass_ms": cost, "prefill_tok_s": prefill / prefill_s, "probe_exact": model.exact,
             "probe_cost_ms": {w: 1000 * s for w, s in model.cost.snapshot().items()}}
 
 
