@@ -54,6 +54,12 @@ def _decode_chain(context: LlamaContext, tokens: Sequence[int], start: int) -> n
     return context.decode(list(tokens), list(range(start, start + len(tokens))), [(MAIN,)] * len(tokens), [True] * len(tokens))
 
 
+def _decode_prefix(context: LlamaContext, tokens: Sequence[int], prefix: int) -> None:
+    """Feed ``tokens[:prefix]`` at positions ``0...``, in batches the context takes."""
+    for start in range(0, prefix, context.n_batch):
+        _decode_chain(context, tokens[start : min(prefix, start + context.n_batch)], start)
+
+
 def _timed(context: LlamaContext, tokens: Sequence[int], start: int, cost: PassCostProfile | None) -> np.ndarray:
     began = time.perf_counter()
     rows = _decode_chain(context, tokens, start)
@@ -73,8 +79,7 @@ def compare(model: LlamaRuntime, tokens: Sequence[int], prefix: int, widths: Seq
     context = model.acquire_context()
     try:
         with model.lock:
-            for start in range(0, prefix, context.n_batch):
-                _decode_chain(context, tokens[start : min(prefix, start + context.n_batch)], start)
+            _decode_prefix(context, tokens, prefix)
             rest = list(tokens[prefix : prefix + widths[-1]])
             narrow = np.concatenate([_timed(context, [token], prefix + i, cost) for i, token in enumerate(rest)])  # [max width, vocab]
             comparisons = []
@@ -113,7 +118,7 @@ def time_widths(model: LlamaRuntime, tokens: Sequence[int], prefix: int, widths:
     context = model.acquire_context()
     try:
         with model.lock:
-            _decode_chain(context, tokens[:prefix], 0)
+            _decode_prefix(context, tokens, prefix)
             for width in widths:
                 _timed(context, tokens[prefix : prefix + width], prefix, cost)
                 context.seq_rm(MAIN, prefix, -1)

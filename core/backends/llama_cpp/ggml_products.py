@@ -5,15 +5,14 @@ quantized by ggml itself) times ``m`` activation columns, computed by exactly th
 layer runs (``ggml_mul_mat`` on the CPU backend, weights repacked where ``repack`` asks for the
 CPU's extra buffer type, as llama.cpp loads a GGUF with ``use_extra_bufts``). Comparing the product
 over ``m`` columns with ``m`` one-column products, bytes for bytes, checks every kernel a pass width
-can select (gemv, gemm, multi-column dot products) without a model around it; timing the same call
-gives a kernel's cost by width. Nothing here is used to generate text.
+can select (gemv, gemm, multi-column dot products) without a model around it. Nothing here is used
+to generate text.
 """
 
 from __future__ import annotations
 
 import ctypes
 import os
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -145,16 +144,6 @@ class GgmlProduct:
             if buffer:
                 g.ggml_backend_buffer_free(buffer)
             g.ggml_free(ctx)
-
-    def seconds(self, x: np.ndarray, reps: int = 5) -> float:
-        """Median wall time of ``run(x)`` over ``reps`` calls, after one untimed call."""
-        self.run(x)
-        times = []
-        for _ in range(reps):
-            began = time.perf_counter()
-            self.run(x)
-            times.append(time.perf_counter() - began)
-        return float(np.median(times))
 
     def close(self) -> None:
         if self.backend:
