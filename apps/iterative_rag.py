@@ -31,13 +31,28 @@ from typing import Any
 import numpy as np
 
 from specdraft.retrieval.index import DocumentIndex
-from specdraft.retrieval.iterative import (RETRIEVER_KINDS, Collection, IterativeRAG, IterativeRAGConfig, RetrievalRecord,
-                                          ScoringRetriever, SpeculativeRetrievalConfig, make_retriever)
+from specdraft.retrieval.iterative import (
+    RETRIEVER_KINDS,
+    Collection,
+    IterativeRAG,
+    IterativeRAGConfig,
+    RetrievalRecord,
+    ScoringRetriever,
+    SpeculativeRetrievalConfig,
+    make_retriever,
+)
 from specdraft.retrieval.iterative.os3 import OS3Config, OS3Scheduler
 from specdraft.retrieval.iterative.speculative import os3_config
 
-__all__ = ["RETRIEVER_CHOICES", "IterativeRetrievers", "SharedScheduler", "SharedSchedulers", "collection_of",
-           "iterative_rag", "event_dict"]
+__all__ = [
+    "RETRIEVER_CHOICES",
+    "IterativeRetrievers",
+    "SharedScheduler",
+    "SharedSchedulers",
+    "collection_of",
+    "iterative_rag",
+    "event_dict",
+]
 
 RETRIEVER_CHOICES = RETRIEVER_KINDS
 RETRIEVAL_TIMEOUT_S = 60.0  # one search past this ends the answer with an error naming the retriever (a 502 over HTTP)
@@ -90,8 +105,7 @@ class SharedSchedulers:
     retriever and the model live (module docstring); thread-safe."""
 
     def __init__(self) -> None:
-        self._by_retriever: "weakref.WeakKeyDictionary[Any, weakref.WeakKeyDictionary[Any, dict[OS3Config, SharedScheduler]]]" = \
-            weakref.WeakKeyDictionary()
+        self._by_retriever: "weakref.WeakKeyDictionary[Any, weakref.WeakKeyDictionary[Any, dict[OS3Config, SharedScheduler]]]" = weakref.WeakKeyDictionary()
         self._lock = threading.Lock()
 
     def get(self, retriever: Any, model: Any, config: OS3Config) -> SharedScheduler:
@@ -114,15 +128,23 @@ class SharedSchedulers:
                 return None
 
 
-def iterative_rag(model: Any, retriever: ScoringRetriever, collection: Collection, max_new_tokens: int, speculative: bool,
-                  schedulers: SharedSchedulers | None = None) -> IterativeRAG:
+def iterative_rag(
+    model: Any,
+    retriever: ScoringRetriever,
+    collection: Collection,
+    max_new_tokens: int,
+    speculative: bool,
+    schedulers: SharedSchedulers | None = None,
+) -> IterativeRAG:
     """Iterative RAG with the default stride and query length, each search limited to
     ``RETRIEVAL_TIMEOUT_S``; speculative retrieval (async verification, OS^3) when ``speculative``,
     with the OS^3 scheduler that ``schedulers`` keeps for this retriever and model (None: a fresh
     one for this pipeline)."""
     config = IterativeRAGConfig(max_new_tokens=max_new_tokens, retrieval_timeout_s=RETRIEVAL_TIMEOUT_S)
     spec = SpeculativeRetrievalConfig() if speculative else None
-    scheduler = schedulers.get(retriever, model, os3_config(spec)) if spec is not None and schedulers is not None else None
+    scheduler = (
+        schedulers.get(retriever, model, os3_config(spec)) if spec is not None and schedulers is not None else None
+    )
     return IterativeRAG(model, retriever, collection, config, speculative=spec, scheduler=scheduler)
 
 

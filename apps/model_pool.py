@@ -47,16 +47,25 @@ class ModelPool:
     (the GGUF file through llama.cpp for the llama-cpp-python server, else ``auto``); draft models
     (``get_local``) still run here."""
 
-    def __init__(self, device: str = "auto", dtype: str = "auto", backend: str = "auto", context: int = 0,
-                 engine: "EngineConfig | None" = None, fast_path: bool = False,
-                 prefix_cache: PrefixCacheConfig | None = None) -> None:
+    def __init__(
+        self,
+        device: str = "auto",
+        dtype: str = "auto",
+        backend: str = "auto",
+        context: int = 0,
+        engine: "EngineConfig | None" = None,
+        fast_path: bool = False,
+        prefix_cache: PrefixCacheConfig | None = None,
+    ) -> None:
         if (backend == ENGINE) != (engine is not None):
             raise ValueError("the engine backend needs an engine (--engine-url), and an engine needs --backend engine")
         if backend == FAST_PATH:
             backend, fast_path = "transformers", True
         if fast_path and backend in ("llama-cpp", ENGINE):
             raise ValueError("the fast path (--fast-path) is for the transformers backend")
-        self._defaults = ModelConfig(device=device, dtype=dtype, backend=backend, context=context, engine=engine)  # validates them
+        self._defaults = ModelConfig(
+            device=device, dtype=dtype, backend=backend, context=context, engine=engine
+        )  # validates them
         self.device = device
         self.dtype = dtype
         self.backend = backend
@@ -75,7 +84,9 @@ class ModelPool:
         config = replace(self._defaults, model=name)
         if self.fast_path:
             if config.resolved_backend != "transformers":
-                raise ValueError(f"the fast path (--fast-path) is for the transformers backend; {name} runs on {config.resolved_backend}")
+                raise ValueError(
+                    f"the fast path (--fast-path) is for the transformers backend; {name} runs on {config.resolved_backend}"
+                )
             config = replace(config, backend=FAST_PATH)
         return config
 
@@ -134,7 +145,12 @@ class DrafterSpec:
             check_same_tokenizer(pool.get_local(self.model), target)
 
     def build(
-        self, pool: ModelPool, target: Model, sampling: SamplingParams, seed: int | None = None, prompt_texts: Sequence[str] = ()
+        self,
+        pool: ModelPool,
+        target: Model,
+        sampling: SamplingParams,
+        seed: int | None = None,
+        prompt_texts: Sequence[str] = (),
     ) -> Drafter | None:
         """A fresh drafter for one request (None for plain decoding). ``prompt_texts``: the request's
         texts the ``documents`` drafter takes its passages from (``prompt_passages.prompt_texts``);
@@ -146,4 +162,6 @@ class DrafterSpec:
         if self.kind == DOCUMENTS:
             return documents_drafter(target.tokenizer, prompt_texts)
         rng = PositionalRandom(secrets.randbits(62) if seed is None else seed)
-        return DraftModelDrafter(pool.get_local(self.model), target.vocab_size, sampling, rng, DraftModelConfig(self.tree_width))
+        return DraftModelDrafter(
+            pool.get_local(self.model), target.vocab_size, sampling, rng, DraftModelConfig(self.tree_width)
+        )

@@ -102,7 +102,12 @@ def _timed(function, *args) -> tuple[object, float]:
 
 def _summary(seconds: list[float]) -> dict:
     ms = np.asarray(seconds) * 1e3
-    return {"mean_ms": float(ms.mean()), "p50_ms": float(np.percentile(ms, 50)), "p95_ms": float(np.percentile(ms, 95)), "max_ms": float(ms.max())}
+    return {
+        "mean_ms": float(ms.mean()),
+        "p50_ms": float(np.percentile(ms, 50)),
+        "p95_ms": float(np.percentile(ms, 95)),
+        "max_ms": float(ms.max()),
+    }
 
 
 def measure(num_tokens: int, vocab_size: int, lookups: int, seed: int, folder: Path) -> dict:
@@ -167,7 +172,9 @@ def draw(rows: list[dict], fig: Figure) -> None:
     tokens = [r["tokens"] for r in rows]
     for name, color in (("lookup", "#4C72B0"), ("propose", "#55A868")):
         left.plot(tokens, [r[name]["mean_ms"] for r in rows], marker="o", color=color, label=f"{name} mean")
-        left.plot(tokens, [r[name]["p95_ms"] for r in rows], marker="x", linestyle="--", color=color, label=f"{name} p95")
+        left.plot(
+            tokens, [r[name]["p95_ms"] for r in rows], marker="x", linestyle="--", color=color, label=f"{name} p95"
+        )
     left.set_ylabel("ms per call")
     left.legend()
     right.plot(tokens, [r["build_s"] for r in rows], marker="o", color="#C44E52")
@@ -187,9 +194,13 @@ def main(argv: list[str] | None = None) -> int:
         prog="python benchmarks/datastore_lookup.py",
         description="Build synthetic Zipf corpora of the given sizes as REST datastores and measure build time, size on disk and lookup time.",
     )
-    parser.add_argument("--tokens", type=int, nargs="+", default=[1_000_000, 10_000_000], help="corpus sizes (default: %(default)s)")
+    parser.add_argument(
+        "--tokens", type=int, nargs="+", default=[1_000_000, 10_000_000], help="corpus sizes (default: %(default)s)"
+    )
     parser.add_argument("--out", type=Path, required=True, help="folder for results.json, results.md and results.png")
-    parser.add_argument("--vocab-size", type=int, default=QWEN_VOCAB, help="token ids drawn from [0, N) (default: %(default)s)")
+    parser.add_argument(
+        "--vocab-size", type=int, default=QWEN_VOCAB, help="token ids drawn from [0, N) (default: %(default)s)"
+    )
     parser.add_argument("--lookups", type=int, default=1000, help="timed contexts per corpus (default: %(default)s)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--keep", action="store_true", help="keep the datastores under OUT (deleted by default)")
@@ -204,7 +215,12 @@ def main(argv: list[str] | None = None) -> int:
         rows.append(measure(num_tokens, args.vocab_size, args.lookups, args.seed, folder))
         if not args.keep:
             shutil.rmtree(folder)
-    machine = {"platform": platform.platform(), "processor": platform.processor(), "cpus": os.cpu_count(), "numpy": np.__version__}
+    machine = {
+        "platform": platform.platform(),
+        "processor": platform.processor(),
+        "cpus": os.cpu_count(),
+        "numpy": np.__version__,
+    }
     table = markdown(rows)
     write_results(args.out, {"machine": machine, "results": rows}, table, partial(draw, rows))
     print(table)

@@ -74,7 +74,11 @@ def correct_items(corrector: GrammarCorrector, items: list[GrammarItem], progres
         )
         if progress:
             flag = "ok" if result.quality.ok else "FLAGGED"
-            print(f"  [{n}/{len(items)}] {item.id}: {len(result.token_ids)} tokens, {wall:.1f} s, {flag}", file=sys.stderr, flush=True)
+            print(
+                f"  [{n}/{len(items)}] {item.id}: {len(result.token_ids)} tokens, {wall:.1f} s, {flag}",
+                file=sys.stderr,
+                flush=True,
+            )
     return rows
 
 
@@ -86,7 +90,12 @@ def summarize(rows: list[dict]) -> dict:
     references = [check_answer(r["source"], r["reference"]) for r in rows]
     flags = {name: 0 for name in FLAG_KINDS.values()}
     for row in rows:
-        hit = {name for prefix, name in FLAG_KINDS.items() for w in row["quality"]["warnings"] if w.startswith(f"the answer {prefix}")}
+        hit = {
+            name
+            for prefix, name in FLAG_KINDS.items()
+            for w in row["quality"]["warnings"]
+            if w.startswith(f"the answer {prefix}")
+        }
         for name in hit:
             flags[name] += 1
     errant = score([r["source"] for r in rows], [r["corrected"] for r in rows], [r["reference"] for r in rows])
@@ -115,7 +124,10 @@ def run(models: list[str], sentences: int, paragraphs: int, seed: int = 0, devic
     from specdraft.apps.bench.runner import environment
     from specdraft.apps.model_pool import ModelPool
 
-    sets = {"sentences": load_grammar_set("sentences", sentences, seed), "paragraphs": load_grammar_set("paragraphs", paragraphs, seed)}
+    sets = {
+        "sentences": load_grammar_set("sentences", sentences, seed),
+        "paragraphs": load_grammar_set("paragraphs", paragraphs, seed),
+    }
     pool = ModelPool(device=device)
     results: dict = {}
     for name in models:
@@ -140,8 +152,8 @@ def markdown(report: dict) -> str:
         f"The first {s['sentences']} items of grammar-sentences and {s['paragraphs']} of grammar-paragraphs "
         f"(seed {s['seed']}), corrected by `GrammarCorrector` as the service does (greedy; on {s['device']}, "
         f"torch {env['torch']}, torch threads: {env['threads']}; {env['time']}). ERRANT F0.5 against the references. "
-        "\"drops words\": answers that leave out at least one word of the input (the references themselves "
-        "drop a word where the injected error is an extra word); \"flagged\": answers the answer check "
+        '"drops words": answers that leave out at least one word of the input (the references themselves '
+        'drop a word where the injected error is an extra word); "flagged": answers the answer check '
         "(`copydraft.answer_check`) does not present as corrections, and why (one answer may have several reasons).",
         "",
         "| model | set | items | ERRANT P / R / F0.5 | drops words | mean share of words dropped | flagged | flagged for: drops / loops / token limit / adds text | references: drop words / flagged | wall s |",
@@ -162,14 +174,27 @@ def markdown(report: dict) -> str:
 
 def draw(report: dict, fig: Figure) -> None:
     """Per model and set: ERRANT F0.5, the share of answers that drop words and the share flagged."""
-    bars = [(f"{model}\n{kind}", result["summary"]) for model, by_set in report["results"].items() for kind, result in by_set.items()]
+    bars = [
+        (f"{model}\n{kind}", result["summary"])
+        for model, by_set in report["results"].items()
+        for kind, result in by_set.items()
+    ]
     fig.set_size_inches(max(6.0, 2.2 * len(bars) + 2), 4.5)
     ax = fig.subplots()
-    measures = (("F0.5", lambda m: m["errant"]["f0.5"], "#4C72B0"), ("drops words", lambda m: m["drops_words"], "#C44E52"),
-                ("flagged", lambda m: m["flagged"], "#DD8452"))
+    measures = (
+        ("F0.5", lambda m: m["errant"]["f0.5"], "#4C72B0"),
+        ("drops words", lambda m: m["drops_words"], "#C44E52"),
+        ("flagged", lambda m: m["flagged"], "#DD8452"),
+    )
     width = 0.8 / len(measures)
     for n, (label, value, color) in enumerate(measures):
-        ax.bar([i + (n - 1) * width for i in range(len(bars))], [value(m) for _, m in bars], width, label=label, color=color)
+        ax.bar(
+            [i + (n - 1) * width for i in range(len(bars))],
+            [value(m) for _, m in bars],
+            width,
+            label=label,
+            color=color,
+        )
     ax.set_xticks(range(len(bars)), [name for name, _ in bars], fontsize=8)
     ax.set_ylim(0, 1.05)
     ax.set_ylabel("score / share of answers")
@@ -184,13 +209,20 @@ def write(report: dict, out: Path) -> dict[str, Path]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python benchmarks/grammar_quality.py", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--models", nargs="+", default=["smollm2-135m", "qwen2.5-coder-0.5b"], help="registry names, folders or hub ids (default: %(default)s)")
+    parser.add_argument(
+        "--models",
+        nargs="+",
+        default=["smollm2-135m", "qwen2.5-coder-0.5b"],
+        help="registry names, folders or hub ids (default: %(default)s)",
+    )
     parser.add_argument("--sentences", type=int, default=40, help="grammar-sentences items (default: %(default)s)")
     parser.add_argument("--paragraphs", type=int, default=10, help="grammar-paragraphs items (default: %(default)s)")
     parser.add_argument("--seed", type=int, default=0, help="which items and errors (default: %(default)s)")
     parser.add_argument("--device", default="cpu", help="cpu, cuda or auto (default: %(default)s)")
     parser.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's)")
-    parser.add_argument("--out", type=Path, default=Path("docs/bench/grammar-quality"), help="output folder (default: %(default)s)")
+    parser.add_argument(
+        "--out", type=Path, default=Path("docs/bench/grammar-quality"), help="output folder (default: %(default)s)"
+    )
     args = parser.parse_args(argv)
     if args.threads:
         import torch

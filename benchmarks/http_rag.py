@@ -73,7 +73,10 @@ class HttpMeasurement(Measurement):
 def langchain_messages(question: str, passages: Sequence[str]) -> list[dict]:
     """The messages a LangChain stuff-documents RAG chain sends for ``question`` over ``passages``."""
     context = DOCUMENT_SEPARATOR.join(passages)
-    return [{"role": "system", "content": LANGCHAIN_SYSTEM.format(context=context)}, {"role": "user", "content": question}]
+    return [
+        {"role": "system", "content": LANGCHAIN_SYSTEM.format(context=context)},
+        {"role": "user", "content": question},
+    ]
 
 
 def rotated(items: Sequence[str], shift: int) -> list[str]:
@@ -94,13 +97,25 @@ class Server:
     def __init__(self, args: Sequence[str], log: Path) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        self.command = [sys.executable, "-m", "specdraft.apps.cli", "serve", *args, "--host", "127.0.0.1", "--port", str(self.port)]
+        self.command = [
+            sys.executable,
+            "-m",
+            "specdraft.apps.cli",
+            "serve",
+            *args,
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
+        ]
         self._log_path = log
         self._process: subprocess.Popen | None = None
 
     def __enter__(self) -> "Server":
         self._log = open(self._log_path, "w")
-        self._process = subprocess.Popen(self.command, stdout=self._log, stderr=subprocess.STDOUT, env=os.environ.copy())
+        self._process = subprocess.Popen(
+            self.command, stdout=self._log, stderr=subprocess.STDOUT, env=os.environ.copy()
+        )
         try:
             self._wait_until_loaded()
         except BaseException:
@@ -121,7 +136,9 @@ class Server:
             except (OSError, ValueError):
                 pass
             if time.monotonic() > deadline:
-                raise TimeoutError(f"the server did not load its model within {START_TIMEOUT_S:.0f} s; see {self._log_path}")
+                raise TimeoutError(
+                    f"the server did not load its model within {START_TIMEOUT_S:.0f} s; see {self._log_path}"
+                )
             time.sleep(0.5)
 
     def __exit__(self, *exc: object) -> None:
@@ -137,7 +154,9 @@ class Server:
     def chat(self, body: dict) -> tuple[dict, float]:
         """POST ``body`` to ``/v1/chat/completions``: the JSON answer and the client's wall seconds."""
         request = urllib.request.Request(
-            self.url + "/v1/chat/completions", data=json.dumps(body).encode("utf-8"), headers={"Content-Type": "application/json"}
+            self.url + "/v1/chat/completions",
+            data=json.dumps(body).encode("utf-8"),
+            headers={"Content-Type": "application/json"},
         )
         start = time.perf_counter()
         try:
@@ -166,13 +185,14 @@ def measure(server: Server, case_id: str, messages: list[dict], drafter: str, ma
     )
 
 
-def rag_cases(limit: int, seed: int, top_k: int, embedder: TextEmbedder | None = None) -> tuple[list[tuple[str, list[dict]]], dict]:
+def rag_cases(
+    limit: int, seed: int, top_k: int, embedder: TextEmbedder | None = None
+) -> tuple[list[tuple[str, list[dict]]], dict]:
     """``(question id, messages)`` for the first ``limit`` ``rag`` questions, and the index's facts
     (``embedder``: the packaged MiniLM by default, as the ``rag`` suite's)."""
-    from specdraft.retrieval.embedder import Embedder
-
     from specdraft.apps.bench import datasets
     from specdraft.apps.bench.rag_suites import RAG_PASSAGE_CAP, cached_index
+    from specdraft.retrieval.embedder import Embedder
 
     passages = datasets.rag_passages()[:RAG_PASSAGE_CAP]
     indexed = {passage["id"] for passage in passages}
@@ -192,7 +212,18 @@ def run(args: argparse.Namespace) -> BenchResult:
     if not cases:
         raise ValueError("no questions: --limit must be >= 1")
     args.out.mkdir(parents=True, exist_ok=True)
-    serve_args = ["--model", args.model, "--backend", args.backend, "--device", args.device, "--dtype", args.dtype, "--drafter", "none"]
+    serve_args = [
+        "--model",
+        args.model,
+        "--backend",
+        args.backend,
+        "--device",
+        args.device,
+        "--dtype",
+        args.dtype,
+        "--drafter",
+        "none",
+    ]
     measurements: list[HttpMeasurement] = []
     log = Path(tempfile.gettempdir()) / f"specdraft-http-rag-{os.getpid()}.log"
     say(f"starting specdraft serve (log: {log}) ...")
@@ -203,8 +234,12 @@ def run(args: argparse.Namespace) -> BenchResult:
             rows = {}
             for drafter in rotated(DRAFTERS, number):
                 rows[drafter] = measure(server, case_id, messages, drafter, args.max_tokens)
-                print(f"[{number + 1}/{len(cases)}] {case_id} {drafter}: {rows[drafter].completion_tokens} tokens "
-                      f"in {rows[drafter].wall_s:.1f} s, {rows[drafter].forward_passes} passes", file=sys.stderr, flush=True)
+                print(
+                    f"[{number + 1}/{len(cases)}] {case_id} {drafter}: {rows[drafter].completion_tokens} tokens "
+                    f"in {rows[drafter].wall_s:.1f} s, {rows[drafter].forward_passes} passes",
+                    file=sys.stderr,
+                    flush=True,
+                )
             for drafter in DRAFTERS:
                 rows[drafter].identical = rows[drafter].text == rows[DRAFTERS[0]].text
                 measurements.append(rows[drafter])
@@ -239,7 +274,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--dtype", default="float32")
     parser.add_argument("--limit", type=int, default=20, help="questions (default: %(default)s)")
     parser.add_argument("--seed", type=int, default=0, help="which questions (default: %(default)s)")
-    parser.add_argument("--top-k", type=int, default=RAGConfig().top_k, help="passages per question (default: %(default)s)")
+    parser.add_argument(
+        "--top-k", type=int, default=RAGConfig().top_k, help="passages per question (default: %(default)s)"
+    )
     parser.add_argument("--max-tokens", type=int, default=128, help="max_tokens per request (default: %(default)s)")
     parser.add_argument("--out", type=Path, required=True, help="folder for results.json, results.md and results.png")
     return parser.parse_args(argv)

@@ -35,8 +35,13 @@ def run_suite(model: str, report: Path) -> dict:
     """One pytest run of the suite on ``model``: {"seconds", "returncode", "tests": {id: {"outcome", "message"}}}."""
     env = {**os.environ, "SPECDRAFT_LANGCHAIN_MODEL": model}
     start = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(TESTS), f"--junitxml={report}"],
-                          cwd=ROOT, env=env, capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(TESTS), f"--junitxml={report}"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     seconds = time.perf_counter() - start
     if not report.exists():
         raise SystemExit(f"pytest wrote no report for {model}:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
@@ -63,17 +68,32 @@ def outcomes(report: Path) -> dict[str, dict[str, str]]:
 def markdown(results: dict[str, dict]) -> str:
     models = list(results)
     names = sorted({name for run in results.values() for name in run["tests"]})
-    lines = ["# LangChain standard chat-model suite against specdraft", "",
-             "`langchain-tests` 1.1.9 `ChatModelIntegrationTests`, `ChatOpenAI` against `specdraft serve` on llama.cpp "
-             "(tests/apps/service/test_langchain_standard.py; benchmarks/langchain_standard.py wrote this).", "",
-             "| test | " + " | ".join(models) + " |", "|---|" + "---|" * len(models)]
+    lines = [
+        "# LangChain standard chat-model suite against specdraft",
+        "",
+        "`langchain-tests` 1.1.9 `ChatModelIntegrationTests`, `ChatOpenAI` against `specdraft serve` on llama.cpp "
+        "(tests/apps/service/test_langchain_standard.py; benchmarks/langchain_standard.py wrote this).",
+        "",
+        "| test | " + " | ".join(models) + " |",
+        "|---|" + "---|" * len(models),
+    ]
     for name in names:
-        lines.append(f"| `{name}` | " + " | ".join(results[m]["tests"].get(name, {}).get("outcome", "-") for m in models) + " |")
+        lines.append(
+            f"| `{name}` | " + " | ".join(results[m]["tests"].get(name, {}).get("outcome", "-") for m in models) + " |"
+        )
     lines += ["", "| model | passed | failed | xfailed | skipped | wall time (s) |", "|---|---|---|---|---|---|"]
     for model in models:
-        counts = [sum(t["outcome"] == kind for t in results[model]["tests"].values()) for kind in ("passed", "failed", "xfailed", "skipped")]
+        counts = [
+            sum(t["outcome"] == kind for t in results[model]["tests"].values())
+            for kind in ("passed", "failed", "xfailed", "skipped")
+        ]
         lines.append(f"| {model} | " + " | ".join(map(str, counts)) + f" | {results[model]['seconds']} |")
-    failures = [(m, n, t["message"]) for m in models for n, t in sorted(results[m]["tests"].items()) if t["outcome"] in ("failed", "xfailed")]
+    failures = [
+        (m, n, t["message"])
+        for m in models
+        for n, t in sorted(results[m]["tests"].items())
+        if t["outcome"] in ("failed", "xfailed")
+    ]
     if failures:
         lines += ["", "## Failures and expected failures", ""]
         lines += [f"- {m}, `{n}`: {message or '(no message)'}" for m, n, message in failures]
@@ -82,8 +102,15 @@ def markdown(results: dict[str, dict]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--models", nargs="+", default=list(DEFAULT_MODELS), help="registry models (default: %(default)s)")
-    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="folder for results.json and results.md (default: docs/bench/langchain-standard)")
+    parser.add_argument(
+        "--models", nargs="+", default=list(DEFAULT_MODELS), help="registry models (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=DEFAULT_OUT,
+        help="folder for results.json and results.md (default: docs/bench/langchain-standard)",
+    )
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     results = {model: run_suite(model, args.out / f"junit-{model}.xml") for model in args.models}

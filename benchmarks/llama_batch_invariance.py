@@ -21,7 +21,9 @@ import sys
 import time
 from pathlib import Path
 
-if not __package__:  # run as a script (python benchmarks/llama_batch_invariance.py): the repository root, for `benchmarks.*`
+if (
+    not __package__
+):  # run as a script (python benchmarks/llama_batch_invariance.py): the repository root, for `benchmarks.*`
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.llama_pass_cost import draw_pass_ratios, pass_ms  # noqa: E402
@@ -30,7 +32,9 @@ from specdraft.apps.bench.result_files import markdown_table, write_results  # n
 from specdraft.backends.llama_cpp.exactness import MAIN, compare, varied_ids  # noqa: E402
 
 
-def context_pass_ms(model: LlamaCppModel, ids: list[int], context: int, widths: list[int], reps: int) -> dict[int, float]:
+def context_pass_ms(
+    model: LlamaCppModel, ids: list[int], context: int, widths: list[int], reps: int
+) -> dict[int, float]:
     """Median ms of a pass over w tokens after ``context`` tokens (one warm-up pass per width)."""
     ctx = model.acquire_context()
     try:
@@ -40,7 +44,9 @@ def context_pass_ms(model: LlamaCppModel, ids: list[int], context: int, widths: 
         model.release_context(ctx)
 
 
-def measure(name: str, contexts: list[int], exact_widths: list[int], cost_widths: list[int], cost_context: int, reps: int) -> dict:
+def measure(
+    name: str, contexts: list[int], exact_widths: list[int], cost_widths: list[int], cost_context: int, reps: int
+) -> dict:
     start = time.perf_counter()
     model = LlamaCppModel.load(name)
     load_s = time.perf_counter() - start
@@ -62,26 +68,53 @@ def measure(name: str, contexts: list[int], exact_widths: list[int], cost_widths
 
 def report(results: list[dict], meta: dict) -> str:
     widths = sorted(results[0]["pass_ms"])
-    lines = [f"# llama.cpp batch invariance and pass cost ({meta['llama_cpp']}, {meta['threads']} threads, GGML_CPU_TILED_MM={meta['tiled_mm']})\n"]
-    lines.append(markdown_table(
-        ["model", "widths x contexts", "points differing", "largest logit difference", "probe at load"],
-        [[r["model"], r["points"], r["points_differing"], r["max_abs_diff"], "exact" if r["probe_exact"] else "NOT exact"] for r in results],
-    ))
+    lines = [
+        f"# llama.cpp batch invariance and pass cost ({meta['llama_cpp']}, {meta['threads']} threads, GGML_CPU_TILED_MM={meta['tiled_mm']})\n"
+    ]
+    lines.append(
+        markdown_table(
+            ["model", "widths x contexts", "points differing", "largest logit difference", "probe at load"],
+            [
+                [
+                    r["model"],
+                    r["points"],
+                    r["points_differing"],
+                    r["max_abs_diff"],
+                    "exact" if r["probe_exact"] else "NOT exact",
+                ]
+                for r in results
+            ],
+        )
+    )
     lines.append(f"\nPass over w tokens after {meta['cost_context']} tokens: median ms (x one-token pass)\n")
-    lines.append(markdown_table(
-        ["model"] + [f"w={w}" for w in widths],
-        [[r["model"]] + [f"{r['pass_ms'][w]:.1f} (x{r['pass_ratio'][w]:.2f})" for w in widths] for r in results],
-    ))
+    lines.append(
+        markdown_table(
+            ["model"] + [f"w={w}" for w in widths],
+            [[r["model"]] + [f"{r['pass_ms'][w]:.1f} (x{r['pass_ratio'][w]:.2f})" for w in widths] for r in results],
+        )
+    )
     return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--models", default="smollm2-135m,qwen2.5-coder-0.5b,qwen2.5-coder-1.5b,gemma-3-270m", help="comma-separated registry names (default: %(default)s)")
-    parser.add_argument("--contexts", default="100,250,500,760", help="prefix lengths for the exactness check (default: %(default)s)")
-    parser.add_argument("--exact-widths", default="1-48", help="widths for the exactness check, 'a-b' or a list (default: %(default)s)")
-    parser.add_argument("--widths", default="1,2,4,8,16,32", help="widths whose pass cost is timed (default: %(default)s)")
-    parser.add_argument("--context", type=int, default=300, help="prefix before the timed passes (default: %(default)s)")
+    parser.add_argument(
+        "--models",
+        default="smollm2-135m,qwen2.5-coder-0.5b,qwen2.5-coder-1.5b,gemma-3-270m",
+        help="comma-separated registry names (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--contexts", default="100,250,500,760", help="prefix lengths for the exactness check (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--exact-widths", default="1-48", help="widths for the exactness check, 'a-b' or a list (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--widths", default="1,2,4,8,16,32", help="widths whose pass cost is timed (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--context", type=int, default=300, help="prefix before the timed passes (default: %(default)s)"
+    )
     parser.add_argument("--reps", type=int, default=7, help="timed passes per width (default: %(default)s)")
     parser.add_argument("--out", type=Path, required=True, help="results folder")
     args = parser.parse_args(argv)
@@ -94,16 +127,24 @@ def main(argv: list[str] | None = None) -> int:
 
     import llama_cpp
 
-    meta = {"llama_cpp": f"llama-cpp-python {llama_cpp.__version__}", "threads": os.cpu_count(),
-            "tiled_mm": os.environ.get("GGML_CPU_TILED_MM", "0 (specdraft's default)"), "cost_context": args.context,
-            "python": sys.version.split()[0]}
+    meta = {
+        "llama_cpp": f"llama-cpp-python {llama_cpp.__version__}",
+        "threads": os.cpu_count(),
+        "tiled_mm": os.environ.get("GGML_CPU_TILED_MM", "0 (specdraft's default)"),
+        "cost_context": args.context,
+        "python": sys.version.split()[0],
+    }
     results = []
     for name in args.models.split(","):
         print(f"[{name}] measuring", file=sys.stderr, flush=True)
-        results.append(measure(name, ints(args.contexts), ints(args.exact_widths), ints(args.widths), args.context, args.reps))
+        results.append(
+            measure(name, ints(args.contexts), ints(args.exact_widths), ints(args.widths), args.context, args.reps)
+        )
 
     def draw(figure) -> None:
-        draw_pass_ratios(figure, [(r["model"], r["pass_ratio"]) for r in results], "llama.cpp pass cost by width (exact build)")
+        draw_pass_ratios(
+            figure, [(r["model"], r["pass_ratio"]) for r in results], "llama.cpp pass cost by width (exact build)"
+        )
 
     paths = write_results(args.out, {"meta": meta, "results": results}, report(results, meta), draw)
     print(paths["markdown"].read_text())

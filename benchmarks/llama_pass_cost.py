@@ -63,7 +63,9 @@ def pass_ms(ctx, ids: list[int], context: int, widths: list[int], reps: int) -> 
     return out
 
 
-def measure_specdraft(model_name: str, repack: bool, widths: list[int], context: int, prefill: int, reps: int, threads: int) -> dict:
+def measure_specdraft(
+    model_name: str, repack: bool, widths: list[int], context: int, prefill: int, reps: int, threads: int
+) -> dict:
     """Pass cost and prefill through specdraft's own llama.cpp backend (``LlamaContext``)."""
     from specdraft import LlamaCppModel
     from specdraft.backends.llama_cpp.exactness import MAIN, varied_ids
@@ -80,13 +82,22 @@ def measure_specdraft(model_name: str, repack: bool, widths: list[int], context:
             ctx.clear()
             for start in range(0, prefill, ctx.n_batch):
                 chunk = ids[start : min(prefill, start + ctx.n_batch)]
-                ctx.decode(chunk, list(range(start, start + len(chunk))), [(MAIN,)] * len(chunk), [False] * (len(chunk) - 1) + [True])
+                ctx.decode(
+                    chunk,
+                    list(range(start, start + len(chunk))),
+                    [(MAIN,)] * len(chunk),
+                    [False] * (len(chunk) - 1) + [True],
+                )
 
         prefill_s = _median_seconds(prefill_once, max(1, reps // 2))
     finally:
         model.release_context(ctx)
-    return {"pass_ms": cost, "prefill_tok_s": prefill / prefill_s, "probe_exact": model.exact,
-            "probe_cost_ms": {w: 1000 * s for w, s in model.cost.snapshot().items()}}
+    return {
+        "pass_ms": cost,
+        "prefill_tok_s": prefill / prefill_s,
+        "probe_exact": model.exact,
+        "probe_cost_ms": {w: 1000 * s for w, s in model.cost.snapshot().items()},
+    }
 
 
 class _StockTokens:
@@ -115,6 +126,7 @@ def measure_stock(model_name: str, widths: list[int], context: int, prefill: int
     llama.eval(ids[:context])
     pass_ms = {}
     for width in widths:
+
         def one_pass() -> None:
             llama.eval(ids[context : context + width])
             llama._ctx.kv_cache_seq_rm(-1, context, -1)  # roll back, as a rejected draft is
@@ -138,7 +150,9 @@ def worker(args: argparse.Namespace) -> int:
     if args.worker == "stock":
         result = measure_stock(args.model, widths, args.context, args.prefill, args.reps, args.threads)
     else:
-        result = measure_specdraft(args.model, args.worker == "specdraft", widths, args.context, args.prefill, args.reps, args.threads)
+        result = measure_specdraft(
+            args.model, args.worker == "specdraft", widths, args.context, args.prefill, args.reps, args.threads
+        )
     print(json.dumps(result))
     return 0
 
@@ -150,8 +164,24 @@ def run_config(config: str, model: str, args: argparse.Namespace) -> dict | None
         env["LLAMA_CPP_LIB_PATH"] = str(Path(args.baseline_lib).expanduser())
     elif config == "before":
         return None
-    command = [sys.executable, __file__, "--worker", config, "--model", model, "--widths", args.widths, "--context", str(args.context),
-               "--prefill", str(args.prefill), "--reps", str(args.reps), "--threads", str(args.threads)]
+    command = [
+        sys.executable,
+        __file__,
+        "--worker",
+        config,
+        "--model",
+        model,
+        "--widths",
+        args.widths,
+        "--context",
+        str(args.context),
+        "--prefill",
+        str(args.prefill),
+        "--reps",
+        str(args.reps),
+        "--threads",
+        str(args.threads),
+    ]
     print(f"[{model}] {config}", file=sys.stderr, flush=True)
     out = subprocess.run(command, env=env, capture_output=True, text=True, check=True).stdout
     result = json.loads(out.strip().splitlines()[-1])
@@ -184,28 +214,67 @@ def report(results: list[dict], meta: dict) -> str:
     from specdraft.apps.bench.result_files import markdown_table
 
     widths = sorted(results[0]["pass_ms"])
-    lines = [f"# llama.cpp pass cost and prefill ({meta['threads']} threads, pass after {meta['context']} tokens, prefill of {meta['prefill']})\n"]
+    lines = [
+        f"# llama.cpp pass cost and prefill ({meta['threads']} threads, pass after {meta['context']} tokens, prefill of {meta['prefill']})\n"
+    ]
     lines.append("Median ms of a pass over w tokens, every row's logits (x a one-token pass):\n")
-    lines.append(markdown_table(
-        ["model", "build"] + [f"w={w}" for w in widths],
-        [[r["model"], r["config"]] + [f"{r['pass_ms'][w]:.1f} (x{r['pass_ratio'][w]:.2f})" for w in widths] for r in results],
-    ))
-    lines.append(f"\nPrefill of a {meta['prefill']}-token prompt (its last row's logits only), and the cost of one more token in the widest pass:\n")
-    lines.append(markdown_table(
-        ["model", "build", "prefill tok/s", "prefill ms/token", f"marginal ms/token at w={widths[-1]}", "probe at load"],
-        [[r["model"], r["config"], f"{r['prefill_tok_s']:.1f}", f"{r['prefill_ms_per_token']:.2f}", f"{r['marginal_ms_per_token']:.2f}",
-          {True: "exact", False: "NOT exact", None: "-"}[r.get("probe_exact")]] for r in results],
-    ))
+    lines.append(
+        markdown_table(
+            ["model", "build"] + [f"w={w}" for w in widths],
+            [
+                [r["model"], r["config"]] + [f"{r['pass_ms'][w]:.1f} (x{r['pass_ratio'][w]:.2f})" for w in widths]
+                for r in results
+            ],
+        )
+    )
+    lines.append(
+        f"\nPrefill of a {meta['prefill']}-token prompt (its last row's logits only), and the cost of one more token in the widest pass:\n"
+    )
+    lines.append(
+        markdown_table(
+            [
+                "model",
+                "build",
+                "prefill tok/s",
+                "prefill ms/token",
+                f"marginal ms/token at w={widths[-1]}",
+                "probe at load",
+            ],
+            [
+                [
+                    r["model"],
+                    r["config"],
+                    f"{r['prefill_tok_s']:.1f}",
+                    f"{r['prefill_ms_per_token']:.2f}",
+                    f"{r['marginal_ms_per_token']:.2f}",
+                    {True: "exact", False: "NOT exact", None: "-"}[r.get("probe_exact")],
+                ]
+                for r in results
+            ],
+        )
+    )
     return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--models", default="qwen2.5-coder-0.5b,qwen2.5-coder-1.5b", help="comma-separated registry names (default: %(default)s)")
-    parser.add_argument("--baseline-lib", help="llama_cpp/lib folder of the build to compare with ('before' and 'stock')")
-    parser.add_argument("--widths", default=",".join(map(str, WIDTHS)), help="pass widths to time (default: %(default)s)")
-    parser.add_argument("--context", type=int, default=300, help="tokens before the timed passes (default: %(default)s)")
-    parser.add_argument("--prefill", type=int, default=512, help="prompt tokens of the prefill timing (default: %(default)s)")
+    parser.add_argument(
+        "--models",
+        default="qwen2.5-coder-0.5b,qwen2.5-coder-1.5b",
+        help="comma-separated registry names (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--baseline-lib", help="llama_cpp/lib folder of the build to compare with ('before' and 'stock')"
+    )
+    parser.add_argument(
+        "--widths", default=",".join(map(str, WIDTHS)), help="pass widths to time (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--context", type=int, default=300, help="tokens before the timed passes (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--prefill", type=int, default=512, help="prompt tokens of the prefill timing (default: %(default)s)"
+    )
     parser.add_argument("--reps", type=int, default=5, help="timed passes per width (default: %(default)s)")
     parser.add_argument("--threads", type=int, default=2, help="threads for every build (default: %(default)s)")
     parser.add_argument("--out", type=Path, help="results folder")
@@ -223,11 +292,19 @@ def main(argv: list[str] | None = None) -> int:
             result = run_config(config, model, args)
             if result is not None:
                 results.append({"model": model, "config": config, **result})
-    meta = {"threads": args.threads, "context": args.context, "prefill": args.prefill, "reps": args.reps,
-            "baseline_lib": args.baseline_lib, "python": sys.version.split()[0]}
+    meta = {
+        "threads": args.threads,
+        "context": args.context,
+        "prefill": args.prefill,
+        "reps": args.reps,
+        "baseline_lib": args.baseline_lib,
+        "python": sys.version.split()[0],
+    }
 
     def draw(figure) -> None:
-        draw_pass_ratios(figure, [(f"{r['model']} {r['config']}", r["pass_ratio"]) for r in results], "llama.cpp pass cost by width")
+        draw_pass_ratios(
+            figure, [(f"{r['model']} {r['config']}", r["pass_ratio"]) for r in results], "llama.cpp pass cost by width"
+        )
 
     from specdraft.apps.bench.result_files import write_results
 

@@ -40,7 +40,18 @@ from typing import Any, Sequence
 if not __package__:  # run as a script (python benchmarks/load.py): the repository root, for `benchmarks.*`
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.load_client import Client, MemorySampler, Outcome, RequestBudget, add_documents, check_loopback, listening_pid, outcome_of, run_clients, sequential_pass  # noqa: E402
+from benchmarks.load_client import (  # noqa: E402
+    Client,
+    MemorySampler,
+    Outcome,
+    RequestBudget,
+    add_documents,
+    check_loopback,
+    listening_pid,
+    outcome_of,
+    run_clients,
+    sequential_pass,
+)
 from benchmarks.load_requests import DOCUMENTS, MODES, PLAIN, LoadRequest, load_requests  # noqa: E402
 from specdraft.apps.bench.datasets.archive_cache import say  # noqa: E402
 
@@ -69,7 +80,9 @@ class LoadConfig:
         if not 1 <= self.clients <= MAX_CLIENTS:
             raise ValueError(f"clients must be 1..{MAX_CLIENTS}, got {self.clients}")
         if not 0 < self.duration_s <= MAX_DURATION_S:
-            raise ValueError(f"the load must last more than 0 and at most {MAX_DURATION_S / 60:g} minutes, got {self.duration_s / 60:g}")
+            raise ValueError(
+                f"the load must last more than 0 and at most {MAX_DURATION_S / 60:g} minutes, got {self.duration_s / 60:g}"
+            )
         if not 1 <= self.max_requests <= MAX_REQUESTS:
             raise ValueError(f"max_requests must be 1..{MAX_REQUESTS}, got {self.max_requests}")
         if not self.modes or len(set(self.modes)) != len(self.modes) or not set(self.modes) <= set(MODES):
@@ -84,7 +97,9 @@ class LoadConfig:
         return [self.modes[((i + 1) // 2) % len(self.modes)] for i in range(self.segments * len(self.modes))]
 
 
-def run(config: LoadConfig, client: Client, pid: int | None, server: str, name: str | None = None) -> tuple[dict[str, Any], list[Outcome], Any]:
+def run(
+    config: LoadConfig, client: Client, pid: int | None, server: str, name: str | None = None
+) -> tuple[dict[str, Any], list[Outcome], Any]:
     """Steps 2-4 of the module docstring against ``client``'s server (process ``pid``, None: its
     memory is not sampled): the report (``load_report``'s words), every outcome, and the plain vs
     speculative ``BenchResult`` (None unless both modes ran). ``name``: the run's (default: the
@@ -112,9 +127,15 @@ def run(config: LoadConfig, client: Client, pid: int | None, server: str, name: 
         load_start = clock()
         for number, mode in enumerate(config.segment_modes()):
             start = clock()
-            found = run_clients(client, requests, mode, config.clients, start + seconds, budget, expected, config.seed + number, clock)
-            segments.append({"mode": mode, "start_s": round(start, 3), "end_s": round(clock(), 3), "requests": len(found)})
-            say(f"segment {number + 1}/{len(config.segment_modes())} ({mode}): {len(found)} requests in {clock() - start:.1f} s")
+            found = run_clients(
+                client, requests, mode, config.clients, start + seconds, budget, expected, config.seed + number, clock
+            )
+            segments.append(
+                {"mode": mode, "start_s": round(start, 3), "end_s": round(clock(), 3), "requests": len(found)}
+            )
+            say(
+                f"segment {number + 1}/{len(config.segment_modes())} ({mode}): {len(found)} requests in {clock() - start:.1f} s"
+            )
             outcomes += found
     samples = getattr(sampler, "samples", [])
     env = {**environment(), "cpu_count": os.cpu_count(), "load_before": load_before, "load_after": os.getloadavg()}
@@ -132,7 +153,10 @@ def run(config: LoadConfig, client: Client, pid: int | None, server: str, name: 
             "latency_s": {f"{o.request} {o.mode}": o.latency_s for o in alone},
         },
         "load": {
-            mode: mode_summary([o for o in outcomes if o.mode == mode], sum(s["end_s"] - s["start_s"] for s in segments if s["mode"] == mode))
+            mode: mode_summary(
+                [o for o in outcomes if o.mode == mode],
+                sum(s["end_s"] - s["start_s"] for s in segments if s["mode"] == mode),
+            )
             for mode in config.modes
         },
         "memory": memory_summary(samples, load_start),
@@ -145,7 +169,8 @@ def run(config: LoadConfig, client: Client, pid: int | None, server: str, name: 
     plain_alone_identical = PLAIN not in config.modes or report["sequential"]["plain_identical"] == len(requests)
     report["goals"] = {
         "no_errors_but_429": not any(s["errors"] for s in report["load"].values()),
-        "identical_to_sequential": plain_alone_identical and all(s["identical"] == s["compared"] for s in report["load"].values()),
+        "identical_to_sequential": plain_alone_identical
+        and all(s["identical"] == s["compared"] for s in report["load"].values()),
     }
     return report, outcomes, result
 
@@ -167,9 +192,20 @@ def started_server(args: argparse.Namespace):
         keys = Path(folder) / "keys"
         keys.write_text(f"{key} write\n")
         serve_args = [
-            "--model", args.model, "--grammar-model", args.grammar_model or args.model, "--device", args.device,
-            "--dtype", args.dtype, "--backend", args.backend, "--index-root", str(Path(folder) / "indexes"),
-            *args.serve_arg, *(["--batch-verify"] if getattr(args, "batch_verify", False) else []),
+            "--model",
+            args.model,
+            "--grammar-model",
+            args.grammar_model or args.model,
+            "--device",
+            args.device,
+            "--dtype",
+            args.dtype,
+            "--backend",
+            args.backend,
+            "--index-root",
+            str(Path(folder) / "indexes"),
+            *args.serve_arg,
+            *(["--batch-verify"] if getattr(args, "batch_verify", False) else []),
         ]
         log = Path(folder) / "serve.log"
         say(f"starting specdraft serve {' '.join(serve_args)} ...")
@@ -196,40 +232,109 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "and plain vs speculative decoding under the same load. Writes load.json, load.md, load.png and results.* to --out.",
     )
     target = parser.add_argument_group("server")
-    target.add_argument("--url", default=None, help="an already running server on this machine (loopback only); default: start one")
+    target.add_argument(
+        "--url", default=None, help="an already running server on this machine (loopback only); default: start one"
+    )
     target.add_argument("--key", default=None, help="with --url: an API key with write scope, when the server has keys")
-    target.add_argument("--server-pid", type=int, default=None, help="with --url: the server's process, for its memory (default: found by the port)")
+    target.add_argument(
+        "--server-pid",
+        type=int,
+        default=None,
+        help="with --url: the server's process, for its memory (default: found by the port)",
+    )
     target.add_argument("--model", default=DEFAULT_MODEL, help="served model when starting one (default: %(default)s)")
-    target.add_argument("--grammar-model", default=None, help="grammar model when starting one (default: --model, to keep corrections fast)")
+    target.add_argument(
+        "--grammar-model",
+        default=None,
+        help="grammar model when starting one (default: --model, to keep corrections fast)",
+    )
     target.add_argument("--device", default="cpu")
     target.add_argument("--dtype", default="auto")
     target.add_argument("--backend", default="auto")
-    target.add_argument("--batch-verify", action="store_true", help="start the server with --batch-verify (verify batching across requests)")
-    target.add_argument("--serve-arg", action="append", default=[], metavar="ARG", help="another argument for specdraft serve, e.g. --serve-arg=--max-queue=0 (repeatable)")
+    target.add_argument(
+        "--batch-verify",
+        action="store_true",
+        help="start the server with --batch-verify (verify batching across requests)",
+    )
+    target.add_argument(
+        "--serve-arg",
+        action="append",
+        default=[],
+        metavar="ARG",
+        help="another argument for specdraft serve, e.g. --serve-arg=--max-queue=0 (repeatable)",
+    )
     load = parser.add_argument_group("load")
     defaults = LoadConfig()
     load.add_argument("--clients", type=int, default=defaults.clients, help="concurrent clients (default: %(default)s)")
-    load.add_argument("--minutes", type=float, default=defaults.duration_s / 60, help="load duration, all segments together (default: %(default)s)")
-    load.add_argument("--max-requests", type=int, default=defaults.max_requests, help="most requests under load (default: %(default)s)")
-    load.add_argument("--modes", default=",".join(defaults.modes), help="speculative, plain or both (default: %(default)s)")
-    load.add_argument("--segments", type=int, default=defaults.segments, help="load segments per mode, alternating (default: %(default)s)")
-    load.add_argument("--max-tokens", type=int, default=defaults.max_tokens, help="max_tokens of chat and RAG requests (default: %(default)s)")
-    load.add_argument("--seed", type=int, default=defaults.seed, help="the clients' request orders (default: %(default)s)")
-    load.add_argument("--request-timeout", type=float, default=defaults.request_timeout_s, help="client timeout per request, s (default: %(default)s)")
+    load.add_argument(
+        "--minutes",
+        type=float,
+        default=defaults.duration_s / 60,
+        help="load duration, all segments together (default: %(default)s)",
+    )
+    load.add_argument(
+        "--max-requests",
+        type=int,
+        default=defaults.max_requests,
+        help="most requests under load (default: %(default)s)",
+    )
+    load.add_argument(
+        "--modes", default=",".join(defaults.modes), help="speculative, plain or both (default: %(default)s)"
+    )
+    load.add_argument(
+        "--segments",
+        type=int,
+        default=defaults.segments,
+        help="load segments per mode, alternating (default: %(default)s)",
+    )
+    load.add_argument(
+        "--max-tokens",
+        type=int,
+        default=defaults.max_tokens,
+        help="max_tokens of chat and RAG requests (default: %(default)s)",
+    )
+    load.add_argument(
+        "--seed", type=int, default=defaults.seed, help="the clients' request orders (default: %(default)s)"
+    )
+    load.add_argument(
+        "--request-timeout",
+        type=float,
+        default=defaults.request_timeout_s,
+        help="client timeout per request, s (default: %(default)s)",
+    )
     sweep = parser.add_argument_group("concurrency sweep (load_concurrency)")
-    sweep.add_argument("--concurrency", default=None, metavar="N,N,...", help="instead of the timed load: a sweep over these numbers of concurrent clients, e.g. 1,4,16; writes concurrency.* to --out (default docs/bench/concurrency-NAME)")
-    sweep.add_argument("--limit", type=int, default=24, help="with --concurrency: requests per point and mode (default: %(default)s)")
-    sweep.add_argument("--compare-batch-verify", action="store_true", help="with --concurrency: start two servers, without and with --batch-verify, both with --max-concurrent %d unless a --serve-arg sets it, and run every point on both (alternating)" % BATCH_GATE)
-    parser.add_argument("--name", default=None, help="run name (default: the model's); output folder docs/bench/load-NAME")
+    sweep.add_argument(
+        "--concurrency",
+        default=None,
+        metavar="N,N,...",
+        help="instead of the timed load: a sweep over these numbers of concurrent clients, e.g. 1,4,16; writes concurrency.* to --out (default docs/bench/concurrency-NAME)",
+    )
+    sweep.add_argument(
+        "--limit", type=int, default=24, help="with --concurrency: requests per point and mode (default: %(default)s)"
+    )
+    sweep.add_argument(
+        "--compare-batch-verify",
+        action="store_true",
+        help="with --concurrency: start two servers, without and with --batch-verify, both with --max-concurrent %d unless a --serve-arg sets it, and run every point on both (alternating)"
+        % BATCH_GATE,
+    )
+    parser.add_argument(
+        "--name", default=None, help="run name (default: the model's); output folder docs/bench/load-NAME"
+    )
     parser.add_argument("--out", type=Path, default=None, help="output folder (default: docs/bench/load-NAME)")
     return parser.parse_args(argv)
 
 
 def config_of(args: argparse.Namespace) -> LoadConfig:
     return LoadConfig(
-        clients=args.clients, duration_s=args.minutes * 60, max_requests=args.max_requests,
-        modes=tuple(mode.strip() for mode in args.modes.split(",") if mode.strip()), segments=args.segments,
-        max_tokens=args.max_tokens, seed=args.seed, request_timeout_s=args.request_timeout,
+        clients=args.clients,
+        duration_s=args.minutes * 60,
+        max_requests=args.max_requests,
+        modes=tuple(mode.strip() for mode in args.modes.split(",") if mode.strip()),
+        segments=args.segments,
+        max_tokens=args.max_tokens,
+        seed=args.seed,
+        request_timeout_s=args.request_timeout,
     )
 
 
@@ -263,15 +368,24 @@ def _sweep_main(args: argparse.Namespace) -> int:
 
     try:
         config = load_concurrency.ConcurrencyConfig(
-            levels=load_concurrency.parse_levels(args.concurrency), limit=args.limit, max_tokens=args.max_tokens, seed=args.seed,
+            levels=load_concurrency.parse_levels(args.concurrency),
+            limit=args.limit,
+            max_tokens=args.max_tokens,
+            seed=args.seed,
             modes=tuple(mode.strip() for mode in args.modes.split(",") if mode.strip()),
         )
         if args.compare_batch_verify:
             if args.url:
                 raise ValueError("--compare-batch-verify starts its own two servers; it cannot use --url")
-            gate = [] if any(a.startswith("--max-concurrent") for a in args.serve_arg) else [f"--max-concurrent={BATCH_GATE}"]
-            with started_server(_with_serve_args(args, False, *gate)) as (alone, _, alone_server), \
-                    started_server(_with_serve_args(args, True, *gate)) as (batched, _, batched_server):
+            gate = (
+                []
+                if any(a.startswith("--max-concurrent") for a in args.serve_arg)
+                else [f"--max-concurrent={BATCH_GATE}"]
+            )
+            with (
+                started_server(_with_serve_args(args, False, *gate)) as (alone, _, alone_server),
+                started_server(_with_serve_args(args, True, *gate)) as (batched, _, batched_server),
+            ):
                 servers = [("alone", alone, alone_server), ("batched", batched, batched_server)]
                 report = load_concurrency.sweep_servers(config, servers, args.name)
         else:

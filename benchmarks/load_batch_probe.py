@@ -93,7 +93,9 @@ def markdown(report: dict[str, Any]) -> str:
         "| batch | pass ms | ms per request | gain over one by one |",
         "|---|---|---|---|",
     ]
-    lines += [f"| {r['batch']} | {r['pass_ms']:.1f} | {r['per_request_ms']:.1f} | {r['gain']:.2f}x |" for r in report["rows"]]
+    lines += [
+        f"| {r['batch']} | {r['pass_ms']:.1f} | {r['per_request_ms']:.1f} | {r['gain']:.2f}x |" for r in report["rows"]
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -120,10 +122,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--width", type=int, default=ProbeConfig.width)
     parser.add_argument("--context", type=int, default=ProbeConfig.context)
     parser.add_argument("--repeats", type=int, default=ProbeConfig.repeats)
-    parser.add_argument("--out", type=Path, default=None, help="write batch-probe.json, batch-probe.md and batch-probe.png here")
+    parser.add_argument(
+        "--out", type=Path, default=None, help="write batch-probe.json, batch-probe.md and batch-probe.png here"
+    )
     args = parser.parse_args(argv)
     try:
-        config = ProbeConfig(args.model, tuple(int(b) for b in args.batches.split(",")), args.width, args.context, args.repeats)
+        config = ProbeConfig(
+            args.model, tuple(int(b) for b in args.batches.split(",")), args.width, args.context, args.repeats
+        )
     except ValueError as error:
         print(f"load_batch_probe: error: {error}", file=sys.stderr)
         return 2

@@ -46,7 +46,9 @@ def check_loopback(url: str) -> str:
     except ValueError:
         loopback = False
     if not loopback:
-        raise ValueError(f"refusing to load {host!r}: the load test only targets this machine (localhost, 127.0.0.1, [::1])")
+        raise ValueError(
+            f"refusing to load {host!r}: the load test only targets this machine (localhost, 127.0.0.1, [::1])"
+        )
     return url.rstrip("/")
 
 
@@ -109,9 +111,20 @@ class Outcome:
     error: str = ""
 
 
-def outcome_of(request: LoadRequest, mode: str, client: int, start_s: float, reply: Reply, expected: dict | None) -> tuple[Outcome, dict | None]:
+def outcome_of(
+    request: LoadRequest, mode: str, client: int, start_s: float, reply: Reply, expected: dict | None
+) -> tuple[Outcome, dict | None]:
     """The ``Outcome`` of one reply and its answer (``answer_of``; None unless a 200)."""
-    outcome = Outcome(request.id, request.kind, mode, client, round(start_s, 4), round(reply.latency_s, 4), reply.status, error=reply.error)
+    outcome = Outcome(
+        request.id,
+        request.kind,
+        mode,
+        client,
+        round(start_s, 4),
+        round(reply.latency_s, 4),
+        reply.status,
+        error=reply.error,
+    )
     if reply.status != 200:
         if not outcome.error:
             error = reply.body.get("error", {}) if isinstance(reply.body, dict) else {}
@@ -155,7 +168,10 @@ def run_clients(
             if reply.status == OVERLOADED:
                 time.sleep(max(0.0, min(reply.retry_after_s or 1.0, deadline - clock())))
 
-    threads = [threading.Thread(target=work, args=(number,), name=f"load-client-{number}", daemon=True) for number in range(clients)]
+    threads = [
+        threading.Thread(target=work, args=(number,), name=f"load-client-{number}", daemon=True)
+        for number in range(clients)
+    ]
     for thread in threads:
         thread.start()
     for thread in threads:
@@ -209,7 +225,12 @@ def listening_pid(port: int) -> int | None:
     except (psutil.Error, OSError):  # AccessDenied on some systems
         return None
     for connection in connections:
-        if connection.status == psutil.CONN_LISTEN and connection.laddr and connection.laddr.port == port and connection.pid:
+        if (
+            connection.status == psutil.CONN_LISTEN
+            and connection.laddr
+            and connection.laddr.port == port
+            and connection.pid
+        ):
             return connection.pid
     return None
 
@@ -252,7 +273,9 @@ def add_documents(client: Client, index: str) -> None:
         raise RuntimeError(f"adding the documents failed: HTTP {reply.status} {reply.body or reply.error}")
 
 
-def sequential_pass(client: Client, requests: Sequence[LoadRequest], modes: Sequence[str], clock) -> tuple[dict[str, dict], list[Outcome]]:
+def sequential_pass(
+    client: Client, requests: Sequence[LoadRequest], modes: Sequence[str], clock
+) -> tuple[dict[str, dict], list[Outcome]]:
     """Each request alone in each mode: the expected answers (the first mode's) and the outcomes."""
     expected: dict[str, dict] = {}
     outcomes = []
@@ -261,7 +284,9 @@ def sequential_pass(client: Client, requests: Sequence[LoadRequest], modes: Sequ
             start = clock()
             reply = client.post(request.path, request.bodies[mode])
             if reply.status != 200:
-                raise RuntimeError(f"{request.id} ({mode}) failed alone: HTTP {reply.status} {reply.body or reply.error}")
+                raise RuntimeError(
+                    f"{request.id} ({mode}) failed alone: HTTP {reply.status} {reply.body or reply.error}"
+                )
             outcome, answer = outcome_of(request, mode, -1, start, reply, expected.get(request.id))
             expected.setdefault(request.id, answer)
             outcomes.append(outcome)

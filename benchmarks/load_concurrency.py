@@ -35,7 +35,15 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
 
-from benchmarks.load_client import OVERLOADED, Client, Outcome, RequestBudget, add_documents, run_clients, sequential_pass
+from benchmarks.load_client import (
+    OVERLOADED,
+    Client,
+    Outcome,
+    RequestBudget,
+    add_documents,
+    run_clients,
+    sequential_pass,
+)
 from benchmarks.load_requests import MODES, PLAIN, SPECULATIVE, load_requests
 from specdraft.apps.bench.datasets.archive_cache import say
 from specdraft.apps.bench.result_files import markdown_table, write_results
@@ -58,7 +66,11 @@ class ConcurrencyConfig:
     seed: int = 0
 
     def __post_init__(self) -> None:
-        if not self.levels or any(not 1 <= n <= MAX_LEVEL for n in self.levels) or len(set(self.levels)) != len(self.levels):
+        if (
+            not self.levels
+            or any(not 1 <= n <= MAX_LEVEL for n in self.levels)
+            or len(set(self.levels)) != len(self.levels)
+        ):
             raise ValueError(f"concurrency levels must be distinct numbers 1..{MAX_LEVEL}, got {self.levels}")
         if not 1 <= self.limit <= MAX_LIMIT:
             raise ValueError(f"limit must be 1..{MAX_LIMIT} requests per point, got {self.limit}")
@@ -117,7 +129,9 @@ def sweep(config: ConcurrencyConfig, client: Client, server: str, name: str | No
     return sweep_servers(config, [("", client, server)], name)
 
 
-def sweep_servers(config: ConcurrencyConfig, servers: Sequence[tuple[str, Client, str]], name: str | None = None) -> dict[str, Any]:
+def sweep_servers(
+    config: ConcurrencyConfig, servers: Sequence[tuple[str, Client, str]], name: str | None = None
+) -> dict[str, Any]:
     """``sweep`` over one or more ``(label, client, description)`` servers serving the same model."""
     from specdraft.apps.bench.runner import environment
 
@@ -146,11 +160,15 @@ def sweep_servers(config: ConcurrencyConfig, servers: Sequence[tuple[str, Client
         for label, client, _ in order:
             budget = RequestBudget(config.limit)
             start = clock()
-            found = run_clients(client, requests, mode, clients, float("inf"), budget, expected[label], config.seed + number, clock)
+            found = run_clients(
+                client, requests, mode, clients, float("inf"), budget, expected[label], config.seed + number, clock
+            )
             seconds = max((o.start_s + o.latency_s for o in found), default=start) - start
             points.append({**point_summary(found, clients, mode, seconds), **({"server": label} if label else {})})
-            say(f"{clients} clients, {mode}{' ' + label if label else ''}: {points[-1]['requests_per_s']} requests/s, p50 {points[-1]['p50_s']} s, "
-                f"p90 {points[-1]['p90_s']} s, identical {points[-1]['identical']}/{points[-1]['compared']}")
+            say(
+                f"{clients} clients, {mode}{' ' + label if label else ''}: {points[-1]['requests_per_s']} requests/s, p50 {points[-1]['p50_s']} s, "
+                f"p90 {points[-1]['p90_s']} s, identical {points[-1]['identical']}/{points[-1]['compared']}"
+            )
     env = {**environment(), "cpu_count": os.cpu_count(), "load_before": load_before, "load_after": os.getloadavg()}
     report = {
         "name": name or Path(model).name,
@@ -158,7 +176,11 @@ def sweep_servers(config: ConcurrencyConfig, servers: Sequence[tuple[str, Client
         "server": " / ".join(f"{label + ': ' if label else ''}{description}" for label, _, description in servers),
         "config": asdict(config),
         "environment": env,
-        "sequential": {"requests": len(requests), "plain_identical": sum(o.identical is True for o in plain_alone), "plain_compared": len(plain_alone)},
+        "sequential": {
+            "requests": len(requests),
+            "plain_identical": sum(o.identical is True for o in plain_alone),
+            "plain_compared": len(plain_alone),
+        },
         "points": points,
         "goals": {
             "no_errors_but_429": not any(p["errors"] for p in points),
@@ -168,7 +190,9 @@ def sweep_servers(config: ConcurrencyConfig, servers: Sequence[tuple[str, Client
     }
     if len(servers) > 1:
         report["servers"] = [label for label, _, _ in servers]
-        report["sequential"]["same_on_every_server"] = all(expected[label] == expected[servers[0][0]] for label, _, _ in servers)
+        report["sequential"]["same_on_every_server"] = all(
+            expected[label] == expected[servers[0][0]] for label, _, _ in servers
+        )
     return report
 
 
@@ -179,10 +203,26 @@ def markdown(report: dict[str, Any]) -> str:
     rows = []
     for p in sorted(report["points"], key=lambda p: (p["clients"], p["mode"], p.get("server", ""))):
         plain = by.get((p["clients"], PLAIN, p.get("server", "")))
-        speedup = f"{p['requests_per_s'] / plain['requests_per_s']:.2f}x" if plain and plain["requests_per_s"] and p["mode"] == SPECULATIVE else ""
-        rows.append([p["clients"], p["mode"], *([p.get("server", "")] if several else []), f"{p['answered']}/{p['requests']}", f"{p['requests_per_s']:.3f}", speedup,
-                     f"{p['generated_tokens_per_s']:.1f}", f"{p['p50_s']:.2f}", f"{p['p90_s']:.2f}", p["overloaded_429"],
-                     f"{p['identical']}/{p['compared']}"])
+        speedup = (
+            f"{p['requests_per_s'] / plain['requests_per_s']:.2f}x"
+            if plain and plain["requests_per_s"] and p["mode"] == SPECULATIVE
+            else ""
+        )
+        rows.append(
+            [
+                p["clients"],
+                p["mode"],
+                *([p.get("server", "")] if several else []),
+                f"{p['answered']}/{p['requests']}",
+                f"{p['requests_per_s']:.3f}",
+                speedup,
+                f"{p['generated_tokens_per_s']:.1f}",
+                f"{p['p50_s']:.2f}",
+                f"{p['p90_s']:.2f}",
+                p["overloaded_429"],
+                f"{p['identical']}/{p['compared']}",
+            ]
+        )
     env = report["environment"]
     config = report["config"]
     lines = [
@@ -192,7 +232,22 @@ def markdown(report: dict[str, Any]) -> str:
         f"greedy, max_tokens {config['max_tokens']}), {env['cpu_count']} CPUs, load average {env['load_before'][0]:.1f} "
         f"before and {env['load_after'][0]:.1f} after. Latency: the client's wall time, queueing included.",
         "",
-        markdown_table(["clients", "mode", *(["server"] if several else []), "answered", "requests/s", "spec / plain", "tokens/s", "p50 s", "p90 s", "429", "identical"], rows).rstrip("\n"),
+        markdown_table(
+            [
+                "clients",
+                "mode",
+                *(["server"] if several else []),
+                "answered",
+                "requests/s",
+                "spec / plain",
+                "tokens/s",
+                "p50 s",
+                "p90 s",
+                "429",
+                "identical",
+            ],
+            rows,
+        ).rstrip("\n"),
         "",
         f"Goals: {', '.join(f'{k}: {v}' for k, v in report['goals'].items())}.",
     ]
@@ -204,7 +259,10 @@ def draw(report: dict[str, Any], fig: Figure) -> None:
     fig.set_size_inches(10, 4)
     left, right = fig.subplots(1, 2)
     for mode, server in [(m, s) for m in report["config"]["modes"] for s in report.get("servers", [""])]:
-        points = sorted((p for p in report["points"] if p["mode"] == mode and p.get("server", "") == server), key=lambda p: p["clients"])
+        points = sorted(
+            (p for p in report["points"] if p["mode"] == mode and p.get("server", "") == server),
+            key=lambda p: p["clients"],
+        )
         xs = [p["clients"] for p in points]
         label = f"{mode} {server}".strip()
         left.plot(xs, [p["requests_per_s"] for p in points], marker="o", label=label)

@@ -76,7 +76,9 @@ def mode_summary(outcomes: Sequence[Outcome], seconds: float) -> dict[str, Any]:
         "latency": {kind: latency_summary([o.latency_s for o in ok if o.kind == kind]) for kind in KINDS},
         "overloaded_429": statuses.pop(OVERLOADED, 0),
         "errors": {str(status): count for status, count in sorted(statuses.items())},
-        "error_examples": sorted({f"{o.status} {o.request}: {o.error}" for o in outcomes if o.status not in (200, OVERLOADED)})[:10],
+        "error_examples": sorted(
+            {f"{o.status} {o.request}: {o.error}" for o in outcomes if o.status not in (200, OVERLOADED)}
+        )[:10],
         "identical": sum(o.identical is True for o in ok),
         "compared": sum(o.identical is not None for o in ok),
     }
@@ -134,7 +136,15 @@ def comparison(outcomes: Sequence[Outcome], model: str, max_tokens: int, environ
                 )
             )
     names = [METHOD_NAMES[PLAIN], METHOD_NAMES[SPECULATIVE]]
-    return BenchResult("load: plain vs speculative", model, max_tokens, len(requests), environment, summarize(names, measurements), measurements)
+    return BenchResult(
+        "load: plain vs speculative",
+        model,
+        max_tokens,
+        len(requests),
+        environment,
+        summarize(names, measurements),
+        measurements,
+    )
 
 
 RATIO_OF = {  # what the ratios compare (see the module docstring)
@@ -153,9 +163,13 @@ def ratios(outcomes: Sequence[Outcome]) -> dict[str, dict[str, float]]:
         medians = {mode: {} for mode in (PLAIN, SPECULATIVE)}
         for mode in medians:
             for request in {o.request for o in ok if o.mode == mode}:
-                medians[mode][request] = statistics.median(value(o) for o in ok if o.mode == mode and o.request == request)
+                medians[mode][request] = statistics.median(
+                    value(o) for o in ok if o.mode == mode and o.request == request
+                )
         both = sorted(set(medians[PLAIN]) & set(medians[SPECULATIVE]))
-        found[name] = {r: round(medians[PLAIN][r] / medians[SPECULATIVE][r], 4) for r in both if medians[SPECULATIVE][r] > 0}
+        found[name] = {
+            r: round(medians[PLAIN][r] / medians[SPECULATIVE][r], 4) for r in both if medians[SPECULATIVE][r] > 0
+        }
     return found
 
 
@@ -187,31 +201,53 @@ def markdown(report: dict[str, Any], result: BenchResult | None) -> str:
         "",
         f"Sequential pass (each distinct request alone, both modes): {report['sequential']['plain_identical']} of "
         f"{report['sequential']['requests']} plain answers identical to the speculative ones."
-        if PLAIN in cfg["modes"] else f"Sequential pass: each of the {report['sequential']['requests']} distinct requests alone, once.",
+        if PLAIN in cfg["modes"]
+        else f"Sequential pass: each of the {report['sequential']['requests']} distinct requests alone, once.",
         "",
         "| mode | kind | answered | p50 latency | p99 latency | mean |",
         "|---|---|---|---|---|---|",
     ]
     for mode, summary in report["load"].items():
         for kind, lat in summary["latency"].items():
-            lines.append(f"| {mode} | {kind} | {lat['count']} | {lat['p50_s']:.2f} s | {lat['p99_s']:.2f} s | {lat['mean_s']:.2f} s |")
-    lines += ["", "| mode | requests | answered | requests/s | tokens/s | 429 (deliberate) | other errors | identical to sequential |", "|---|---|---|---|---|---|---|---|"]
+            lines.append(
+                f"| {mode} | {kind} | {lat['count']} | {lat['p50_s']:.2f} s | {lat['p99_s']:.2f} s | {lat['mean_s']:.2f} s |"
+            )
+    lines += [
+        "",
+        "| mode | requests | answered | requests/s | tokens/s | 429 (deliberate) | other errors | identical to sequential |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for mode, s in report["load"].items():
         errors = ", ".join(f"{status}: {count}" for status, count in s["errors"].items()) or "0"
-        lines.append(f"| {mode} | {s['requests']} | {s['answered']} | {s['requests_per_s']:.3f} | {s['tokens_per_s']:.1f} | {s['overloaded_429']} | {errors} | {s['identical']}/{s['compared']} |")
+        lines.append(
+            f"| {mode} | {s['requests']} | {s['answered']} | {s['requests_per_s']:.3f} | {s['tokens_per_s']:.1f} | {s['overloaded_429']} | {errors} | {s['identical']}/{s['compared']} |"
+        )
     memory = report["memory"]
-    lines += ["", "Server memory (RSS): " + (
-        f"{memory['start_mb']} MB at the start of the load, {memory['end_mb']} MB at the end, peak {memory['peak_mb']} MB; "
-        f"growth {memory['growth_mb']:+} MB, slope over the second half {memory['late_slope_mb_per_min']:+} MB/min."
-        if "start_mb" in memory else memory["note"]
-    ), ""]
+    lines += [
+        "",
+        "Server memory (RSS): "
+        + (
+            f"{memory['start_mb']} MB at the start of the load, {memory['end_mb']} MB at the end, peak {memory['peak_mb']} MB; "
+            f"growth {memory['growth_mb']:+} MB, slope over the second half {memory['late_slope_mb_per_min']:+} MB/min."
+            if "start_mb" in memory
+            else memory["note"]
+        ),
+        "",
+    ]
     if result is not None:
-        lines.append("Plain vs speculative under the same load, per distinct request (plain / speculative; above 1: speculation did better):")
+        lines.append(
+            "Plain vs speculative under the same load, per distinct request (plain / speculative; above 1: speculation did better):"
+        )
         lines.append("")
-        lines += ["| ratio of the medians | min | p10 | median | max | requests below 1 | median by kind |", "|---|---|---|---|---|---|---|"]
+        lines += [
+            "| ratio of the medians | min | p10 | median | max | requests below 1 | median by kind |",
+            "|---|---|---|---|---|---|---|",
+        ]
         for name, r in report["comparison"].items():
             kinds = ", ".join(f"{kind} {value:.2f}" for kind, value in r["median_by_kind"].items())
-            lines.append(f"| {name} | {r['min']:.2f} | {r['p10']:.2f} | {r['median']:.2f} | {r['max']:.2f} | {r['below_1']} of {r['requests']} | {kinds} |")
+            lines.append(
+                f"| {name} | {r['min']:.2f} | {r['p10']:.2f} | {r['median']:.2f} | {r['max']:.2f} | {r['below_1']} of {r['requests']} | {kinds} |"
+            )
         lines += [
             "",
             markdown_table(result).replace("# ", "## ", 1),
@@ -241,7 +277,12 @@ def draw(report: dict[str, Any], outcomes: Sequence[Outcome], fig: Figure) -> No
     if samples:
         ax_mem.plot([t for t, _ in samples], [rss / MB for _, rss in samples], color="#4C72B0")
     for segment in report["segments"]:
-        ax_mem.axvspan(segment["start_s"], segment["end_s"], color="#55A868" if segment["mode"] == SPECULATIVE else "#C44E52", alpha=0.12)
+        ax_mem.axvspan(
+            segment["start_s"],
+            segment["end_s"],
+            color="#55A868" if segment["mode"] == SPECULATIVE else "#C44E52",
+            alpha=0.12,
+        )
     ax_mem.set_xlabel("s since the start (shaded: load, green speculative, red plain)")
     ax_mem.set_ylabel("server RSS, MB")
     if found:
@@ -259,7 +300,9 @@ def write(report: dict[str, Any], outcomes: Sequence[Outcome], result: BenchResu
     """``load.json`` (everything, every outcome), ``load.md``, ``load.png``, and ``results.*`` of the
     comparison (``report.write_report``), all through ``result_files.write_results``."""
     payload = {**report, "outcomes": [o.__dict__ for o in outcomes]}
-    paths = list(write_results(out, payload, markdown(report, result), partial(draw, report, outcomes), stem="load").values())
+    paths = list(
+        write_results(out, payload, markdown(report, result), partial(draw, report, outcomes), stem="load").values()
+    )
     if result is not None:
         paths += list(write_report(result, out).values())
     return paths

@@ -41,10 +41,22 @@ GRAMMAR_TEXTS = (
     "Yesterday we goes to the park and play football until it get dark.",
 )
 DOCUMENTS = (
-    {"id": "eiffel", "text": "The Eiffel Tower in Paris is 330 metres tall. It was completed in 1889 for the World's Fair and was designed by the company of Gustave Eiffel."},
-    {"id": "refunds", "text": "Refunds are paid within 14 days of the return. Items must be unused and in their original packaging. Shipping costs are not refunded."},
-    {"id": "library", "text": "The city library is open from 9 am to 6 pm on weekdays and from 10 am to 4 pm on Saturdays. It is closed on Sundays and public holidays."},
-    {"id": "python", "text": "Python 3.12 was released in October 2023. It improved error messages and made f-strings more flexible, and it removed the distutils module."},
+    {
+        "id": "eiffel",
+        "text": "The Eiffel Tower in Paris is 330 metres tall. It was completed in 1889 for the World's Fair and was designed by the company of Gustave Eiffel.",
+    },
+    {
+        "id": "refunds",
+        "text": "Refunds are paid within 14 days of the return. Items must be unused and in their original packaging. Shipping costs are not refunded.",
+    },
+    {
+        "id": "library",
+        "text": "The city library is open from 9 am to 6 pm on weekdays and from 10 am to 4 pm on Saturdays. It is closed on Sundays and public holidays.",
+    },
+    {
+        "id": "python",
+        "text": "Python 3.12 was released in October 2023. It improved error messages and made f-strings more flexible, and it removed the distutils module.",
+    },
 )
 RAG_QUESTIONS = (
     "How tall is the Eiffel Tower?",
@@ -75,7 +87,9 @@ def load_requests(max_tokens: int, index: str, top_k: int = 2) -> list[LoadReque
         requests.append(LoadRequest(f"{CHAT}-{number}", CHAT, {SPECULATIVE: body, PLAIN: {**body, "drafter": "none"}}))
     for number, text in enumerate(GRAMMAR_TEXTS):
         body = {"text": text}
-        requests.append(LoadRequest(f"{GRAMMAR}-{number}", GRAMMAR, {SPECULATIVE: body, PLAIN: {**body, "speculate": False}}))
+        requests.append(
+            LoadRequest(f"{GRAMMAR}-{number}", GRAMMAR, {SPECULATIVE: body, PLAIN: {**body, "speculate": False}})
+        )
     for number, question in enumerate(RAG_QUESTIONS):
         body = {"question": question, "index": index, "top_k": top_k, "max_tokens": max_tokens}
         requests.append(LoadRequest(f"{RAG}-{number}", RAG, {SPECULATIVE: body, PLAIN: {**body, "drafter": "none"}}))
@@ -86,7 +100,11 @@ def answer_of(kind: str, response: dict[str, Any]) -> dict[str, Any]:
     """The part of a response that greedy decoding fixes (compared with ``==``)."""
     if kind == CHAT:
         choice = response["choices"][0]
-        return {"text": choice["message"]["content"], "finish_reason": choice["finish_reason"], "tokens": response["usage"]["completion_tokens"]}
+        return {
+            "text": choice["message"]["content"],
+            "finish_reason": choice["finish_reason"],
+            "tokens": response["usage"]["completion_tokens"],
+        }
     if kind == GRAMMAR:
         return {"text": response["corrected"], "token_ids": response["token_ids"]}
     return {"text": response["answer"], "token_ids": response["token_ids"]}

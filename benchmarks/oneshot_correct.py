@@ -26,7 +26,19 @@ from specdraft.apps.bench.result_files import markdown_table, write_results
 
 
 def run_cli(args: argparse.Namespace, path: Path, speculate: bool) -> dict:
-    command = [sys.executable, "-m", "specdraft.apps.cli", "correct", "--backend", args.backend, "--model", args.model, "--json", "--file", str(path)]
+    command = [
+        sys.executable,
+        "-m",
+        "specdraft.apps.cli",
+        "correct",
+        "--backend",
+        args.backend,
+        "--model",
+        args.model,
+        "--json",
+        "--file",
+        str(path),
+    ]
     if not speculate:
         command.append("--no-speculation")
     start = time.perf_counter()
@@ -52,26 +64,62 @@ def main(argv: list[str] | None = None) -> int:
             runs = {speculate: run_cli(args, path, speculate) for speculate in order}
             spec, plain = runs[True], runs[False]
             s = spec["stats"]
-            rows.append({
-                "id": item.id, "tokens": len(spec["token_ids"]), "identical": spec["token_ids"] == plain["token_ids"],
-                "spec_wall_s": s["wall_s"], "plain_wall_s": plain["stats"]["wall_s"],
-                "spec_process_s": spec["process_s"], "plain_process_s": plain["process_s"],
-                "speedup": plain["stats"]["wall_s"] / s["wall_s"],
-                "passes_per_token": s["forward_passes_per_token"], "drafted": s["drafted_tokens"],
-                "accepted": s["accepted_tokens"], "fallback_steps": s["fallback_steps"], "exact": s["exact"],
-            })
+            rows.append(
+                {
+                    "id": item.id,
+                    "tokens": len(spec["token_ids"]),
+                    "identical": spec["token_ids"] == plain["token_ids"],
+                    "spec_wall_s": s["wall_s"],
+                    "plain_wall_s": plain["stats"]["wall_s"],
+                    "spec_process_s": spec["process_s"],
+                    "plain_process_s": plain["process_s"],
+                    "speedup": plain["stats"]["wall_s"] / s["wall_s"],
+                    "passes_per_token": s["forward_passes_per_token"],
+                    "drafted": s["drafted_tokens"],
+                    "accepted": s["accepted_tokens"],
+                    "fallback_steps": s["fallback_steps"],
+                    "exact": s["exact"],
+                }
+            )
             print(rows[-1], file=sys.stderr, flush=True)
     total = {
         "speedup": sum(r["plain_wall_s"] for r in rows) / sum(r["spec_wall_s"] for r in rows),
         "process_speedup": sum(r["plain_process_s"] for r in rows) / sum(r["spec_process_s"] for r in rows),
         "identical_rate": sum(r["identical"] for r in rows) / len(rows),
     }
-    header = ["paragraph", "tokens", "plain s", "specdraft s", "speed-up", "passes/token", "accepted/drafted", "fall-back steps", "identical"]
-    table = markdown_table(header, [[r["id"], r["tokens"], r["plain_wall_s"], r["spec_wall_s"], f"{r['speedup']:.2f}x", r["passes_per_token"],
-                                     f"{r['accepted']}/{r['drafted']}", r["fallback_steps"], r["identical"]] for r in rows])
-    markdown = (f"# `specdraft correct` one-shot on {args.model} ({args.backend})\n\nOne fresh process per paragraph and mode. "
-                f"Generation time: **{total['speedup']:.2f}x** with speculation; whole process (load included): "
-                f"{total['process_speedup']:.2f}x; identical: {total['identical_rate']:.0%}.\n\n{table}")
+    header = [
+        "paragraph",
+        "tokens",
+        "plain s",
+        "specdraft s",
+        "speed-up",
+        "passes/token",
+        "accepted/drafted",
+        "fall-back steps",
+        "identical",
+    ]
+    table = markdown_table(
+        header,
+        [
+            [
+                r["id"],
+                r["tokens"],
+                r["plain_wall_s"],
+                r["spec_wall_s"],
+                f"{r['speedup']:.2f}x",
+                r["passes_per_token"],
+                f"{r['accepted']}/{r['drafted']}",
+                r["fallback_steps"],
+                r["identical"],
+            ]
+            for r in rows
+        ],
+    )
+    markdown = (
+        f"# `specdraft correct` one-shot on {args.model} ({args.backend})\n\nOne fresh process per paragraph and mode. "
+        f"Generation time: **{total['speedup']:.2f}x** with speculation; whole process (load included): "
+        f"{total['process_speedup']:.2f}x; identical: {total['identical_rate']:.0%}.\n\n{table}"
+    )
 
     def draw(figure) -> None:
         axes = figure.add_subplot(1, 1, 1)
@@ -84,7 +132,9 @@ def main(argv: list[str] | None = None) -> int:
         axes.set_title(f"specdraft correct, one process per paragraph ({args.model}, {args.backend})")
         axes.legend()
 
-    write_results(args.out, {"model": args.model, "backend": args.backend, "total": total, "rows": rows}, markdown, draw)
+    write_results(
+        args.out, {"model": args.model, "backend": args.backend, "total": total, "rows": rows}, markdown, draw
+    )
     print(markdown)
     return 0
 

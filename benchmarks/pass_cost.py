@@ -61,11 +61,26 @@ def random_model(arch: str, device: str, dtype: str):
     from specdraft.backends.transformers.model import resolved_device, resolved_dtype
 
     if arch == "qwen2.5-1.5b":
-        config = Qwen2Config(vocab_size=151936, hidden_size=1536, intermediate_size=8960, num_hidden_layers=28, num_attention_heads=12,
-                             num_key_value_heads=2, max_position_embeddings=32768, tie_word_embeddings=True)
+        config = Qwen2Config(
+            vocab_size=151936,
+            hidden_size=1536,
+            intermediate_size=8960,
+            num_hidden_layers=28,
+            num_attention_heads=12,
+            num_key_value_heads=2,
+            max_position_embeddings=32768,
+            tie_word_embeddings=True,
+        )
     elif arch == "tiny":
-        config = LlamaConfig(vocab_size=512, hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
-                             num_key_value_heads=2, max_position_embeddings=2048)
+        config = LlamaConfig(
+            vocab_size=512,
+            hidden_size=64,
+            intermediate_size=128,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            num_key_value_heads=2,
+            max_position_embeddings=2048,
+        )
     else:
         raise ValueError(f"unknown --arch {arch!r}")
     config.bos_token_id = config.eos_token_id = config.pad_token_id = None
@@ -112,9 +127,13 @@ def measure(args: argparse.Namespace) -> dict:
         model = random_model(args.arch, args.device, args.dtype)
     widths = [int(w) for w in args.widths.split(",")]
     report = {
-        "model": model.name, "device": str(model.device), "dtype": str(model.hf_model.dtype).replace("torch.", ""),
+        "model": model.name,
+        "device": str(model.device),
+        "dtype": str(model.hf_model.dtype).replace("torch.", ""),
         "device_name": torch.cuda.get_device_name(model.device) if model.device.type == "cuda" else "cpu",
-        "torch": torch.__version__, "context": args.context, "reps": args.reps,
+        "torch": torch.__version__,
+        "context": args.context,
+        "reps": args.reps,
     }
     eager_rows: dict = {}
     fast_rows: dict = {}
@@ -144,7 +163,9 @@ def lossless(eager, fast, context: int, new_tokens: int) -> dict:
     config = GenerationConfig(max_new_tokens=new_tokens, ignore_eos=True)
     plain = SpeculativeGenerator(eager).generate(prompt, None, config).token_ids
     variant = [(t + 1) % eager.vocab_size if i % 5 == 4 else t for i, t in enumerate(plain)]
-    drafted = SpeculativeGenerator(fast).generate(prompt, ReferenceDrafter([variant, plain], ReferenceDraftConfig(min_ngram=1)), config)
+    drafted = SpeculativeGenerator(fast).generate(
+        prompt, ReferenceDrafter([variant, plain], ReferenceDraftConfig(min_ngram=1)), config
+    )
     return {
         "tokens": new_tokens,
         "fast plain == eager plain": SpeculativeGenerator(fast).generate(prompt, None, config).token_ids == plain,
@@ -156,8 +177,10 @@ def lossless(eager, fast, context: int, new_tokens: int) -> dict:
 def table(report: dict) -> str:
     fast = "fast_ms" in report
     mode = f"fast path ({'CUDA graphs' if report.get('fast_graphs') else 'eager: no CUDA'})" if fast else "eager only"
-    lines = [f"{report['model']} on {report['device_name']} ({report['dtype']}), context {report['context']}, median of {report['reps']}; {mode}",
-             "width  eager_ms" + ("   fast_ms  eager/fast" if fast else "")]
+    lines = [
+        f"{report['model']} on {report['device_name']} ({report['dtype']}), context {report['context']}, median of {report['reps']}; {mode}",
+        "width  eager_ms" + ("   fast_ms  eager/fast" if fast else ""),
+    ]
     for width, eager in report["eager_ms"].items():
         row = f"{width:>5}  {eager:>8.3f}"
         if fast:
@@ -174,8 +197,22 @@ def markdown(report: dict) -> str:
     """The report as Markdown: its settings, then one table row per width."""
     fast = "fast_ms" in report
     header = ["width", "eager ms", *(["fast ms", "eager / fast", "max abs logit diff"] if fast else [])]
-    rows = [[width, eager, *([report["fast_ms"][width], f"{report['speedup'][width]:.2f}x", f"{report['max_abs_logit_diff'][width]:.2e}"] if fast else [])]
-            for width, eager in report["eager_ms"].items()]
+    rows = [
+        [
+            width,
+            eager,
+            *(
+                [
+                    report["fast_ms"][width],
+                    f"{report['speedup'][width]:.2f}x",
+                    f"{report['max_abs_logit_diff'][width]:.2e}",
+                ]
+                if fast
+                else []
+            ),
+        ]
+        for width, eager in report["eager_ms"].items()
+    ]
     notes = [f"same argmax on every row: {report['same_argmax']}"] if fast else []
     notes += ["lossless: `" + json.dumps(report["lossless"]) + "`"] if "lossless" in report else []
     return "\n\n".join([table(report).splitlines()[0], markdown_table(header, rows).rstrip("\n"), *notes]) + "\n"
@@ -197,17 +234,51 @@ def draw(report: dict, fig: Figure) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--fast-path", action="store_true", help="measure the fast path too (static cache, bucketed passes, CUDA graphs on a GPU)")
-    parser.add_argument("--model", default=None, help="a model to load (registry name, checkpoint folder); default: --arch with random weights")
-    parser.add_argument("--arch", default="qwen2.5-1.5b", choices=("qwen2.5-1.5b", "tiny"), help="random-weight shape when no --model (default: %(default)s)")
+    parser.add_argument(
+        "--fast-path",
+        action="store_true",
+        help="measure the fast path too (static cache, bucketed passes, CUDA graphs on a GPU)",
+    )
+    parser.add_argument(
+        "--model",
+        default=None,
+        help="a model to load (registry name, checkpoint folder); default: --arch with random weights",
+    )
+    parser.add_argument(
+        "--arch",
+        default="qwen2.5-1.5b",
+        choices=("qwen2.5-1.5b", "tiny"),
+        help="random-weight shape when no --model (default: %(default)s)",
+    )
     parser.add_argument("--device", default="auto", help="auto, cpu or cuda[:N] (default: %(default)s)")
-    parser.add_argument("--dtype", default="auto", choices=("auto", "float32", "bfloat16", "float16"), help="weights dtype (default: auto = float32)")
-    parser.add_argument("--context", type=int, default=600, help="tokens before the measured passes (default: %(default)s)")
-    parser.add_argument("--widths", default=",".join(map(str, DEFAULT_WIDTHS)), help="comma-separated pass widths (default: %(default)s)")
+    parser.add_argument(
+        "--dtype",
+        default="auto",
+        choices=("auto", "float32", "bfloat16", "float16"),
+        help="weights dtype (default: auto = float32)",
+    )
+    parser.add_argument(
+        "--context", type=int, default=600, help="tokens before the measured passes (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--widths",
+        default=",".join(map(str, DEFAULT_WIDTHS)),
+        help="comma-separated pass widths (default: %(default)s)",
+    )
     parser.add_argument("--reps", type=int, default=20, help="timed passes per width (default: %(default)s)")
     parser.add_argument("--warmup", type=int, default=3, help="untimed passes per width first (default: %(default)s)")
-    parser.add_argument("--check-tokens", type=int, default=64, help="with --fast-path: also decode this many tokens eager vs fast, plain and drafted, and compare (0: skip; default: %(default)s)")
-    parser.add_argument("--json", type=Path, default=None, help="also write the report here as JSON, with its Markdown table and plot beside it (same name, .md and .png)")
+    parser.add_argument(
+        "--check-tokens",
+        type=int,
+        default=64,
+        help="with --fast-path: also decode this many tokens eager vs fast, plain and drafted, and compare (0: skip; default: %(default)s)",
+    )
+    parser.add_argument(
+        "--json",
+        type=Path,
+        default=None,
+        help="also write the report here as JSON, with its Markdown table and plot beside it (same name, .md and .png)",
+    )
     args = parser.parse_args(argv)
     if args.reps < 1 or args.warmup < 0 or args.context < 1:
         parser.error("--reps and --context must be >= 1, --warmup >= 0")

@@ -76,7 +76,9 @@ class Row:
 def generate(model: Model, request: Request, cache: bool):
     config = GenerationConfig(max_new_tokens=request.max_new_tokens)
     start = time.perf_counter()
-    result = SpeculativeGenerator(model, request.speculation, prefix_cache=cache).generate(request.prompt_ids, request.make_drafter(), config)
+    result = SpeculativeGenerator(model, request.speculation, prefix_cache=cache).generate(
+        request.prompt_ids, request.make_drafter(), config
+    )
     return result, time.perf_counter() - start
 
 
@@ -105,9 +107,18 @@ def run_request(model: Model, request: Request, cache: PrefixCache) -> Row | Non
     warm, warm_wall = generate(model, request, cache=True)
     assert warm.stats.cached_prompt_tokens == cached
     return Row(
-        request.scenario, request.id, len(request.prompt_ids), cached,
-        round(cold_s, 4), round(warm_s, 4), round(cold_cpu, 4), round(warm_cpu, 4), round(cold_wall, 4), round(warm_wall, 4),
-        len(warm.token_ids), cold.token_ids == warm.token_ids,
+        request.scenario,
+        request.id,
+        len(request.prompt_ids),
+        cached,
+        round(cold_s, 4),
+        round(warm_s, 4),
+        round(cold_cpu, 4),
+        round(warm_cpu, 4),
+        round(cold_wall, 4),
+        round(warm_wall, 4),
+        len(warm.token_ids),
+        cold.token_ids == warm.token_ids,
     )
 
 
@@ -135,7 +146,14 @@ def grammar_requests(model: Model, limit: int, seed: int) -> Iterator[Request]:
     editor = Editor(model)
     for item in GRAMMAR_SETS["grammar-sentences"](limit=limit, seed=seed):
         prompt_ids, source_ids, max_new = editor.prepare(INSTRUCTION, item.source)
-        yield Request("grammar-sentences", item.id, prompt_ids, max_new, lambda s=source_ids: editor.drafter(s), editor.config.speculation)
+        yield Request(
+            "grammar-sentences",
+            item.id,
+            prompt_ids,
+            max_new,
+            lambda s=source_ids: editor.drafter(s),
+            editor.config.speculation,
+        )
 
 
 def rag_requests(model: Model, limit: int, seed: int, top_k: int, max_new: int) -> Iterator[Request]:
@@ -170,21 +188,27 @@ def summarize(rows: list[Row]) -> list[dict]:
         mine = [row for row in rows if row.scenario == scenario]
         cold, warm = sum(r.cold_ttft_s for r in mine), sum(r.warm_ttft_s for r in mine)
         cold_cpu, warm_cpu = sum(r.cold_ttft_cpu_s for r in mine), sum(r.warm_ttft_cpu_s for r in mine)
-        out.append({
-            "scenario": scenario,
-            "requests": len(mine),
-            "mean_prompt_tokens": round(sum(r.prompt_tokens for r in mine) / len(mine), 1),
-            "mean_cached_tokens": round(sum(r.cached_tokens for r in mine) / len(mine), 1),
-            "cached_share": round(sum(r.cached_tokens for r in mine) / max(1, sum(r.prompt_tokens for r in mine)), 3),
-            "mean_ttft_cold_s": round(cold / len(mine), 4),
-            "mean_ttft_warm_s": round(warm / len(mine), 4),
-            "ttft_speedup": round(cold / warm, 2) if warm else 0.0,
-            "mean_ttft_cpu_cold_s": round(cold_cpu / len(mine), 4),
-            "mean_ttft_cpu_warm_s": round(warm_cpu / len(mine), 4),
-            "ttft_cpu_speedup": round(cold_cpu / warm_cpu, 2) if warm_cpu else 0.0,
-            "wall_speedup": round(sum(r.cold_wall_s for r in mine) / max(1e-9, sum(r.warm_wall_s for r in mine)), 2),
-            "identical_rate": round(sum(r.identical for r in mine) / len(mine), 3),
-        })
+        out.append(
+            {
+                "scenario": scenario,
+                "requests": len(mine),
+                "mean_prompt_tokens": round(sum(r.prompt_tokens for r in mine) / len(mine), 1),
+                "mean_cached_tokens": round(sum(r.cached_tokens for r in mine) / len(mine), 1),
+                "cached_share": round(
+                    sum(r.cached_tokens for r in mine) / max(1, sum(r.prompt_tokens for r in mine)), 3
+                ),
+                "mean_ttft_cold_s": round(cold / len(mine), 4),
+                "mean_ttft_warm_s": round(warm / len(mine), 4),
+                "ttft_speedup": round(cold / warm, 2) if warm else 0.0,
+                "mean_ttft_cpu_cold_s": round(cold_cpu / len(mine), 4),
+                "mean_ttft_cpu_warm_s": round(warm_cpu / len(mine), 4),
+                "ttft_cpu_speedup": round(cold_cpu / warm_cpu, 2) if warm_cpu else 0.0,
+                "wall_speedup": round(
+                    sum(r.cold_wall_s for r in mine) / max(1e-9, sum(r.warm_wall_s for r in mine)), 2
+                ),
+                "identical_rate": round(sum(r.identical for r in mine) / len(mine), 3),
+            }
+        )
     return out
 
 
@@ -219,10 +243,13 @@ def draw(result: dict, fig: Figure) -> None:
     x = range(len(names))
     fig.set_size_inches(3.2 * len(names) + 2, 4)
     axes = fig.subplots(1, 2)
-    for ax, (cold, warm, ratio, label) in zip(axes, [
-        ("mean_ttft_cold_s", "mean_ttft_warm_s", "ttft_speedup", "wall-clock"),
-        ("mean_ttft_cpu_cold_s", "mean_ttft_cpu_warm_s", "ttft_cpu_speedup", "process CPU"),
-    ]):
+    for ax, (cold, warm, ratio, label) in zip(
+        axes,
+        [
+            ("mean_ttft_cold_s", "mean_ttft_warm_s", "ttft_speedup", "wall-clock"),
+            ("mean_ttft_cpu_cold_s", "mean_ttft_cpu_warm_s", "ttft_cpu_speedup", "process CPU"),
+        ],
+    ):
         ax.bar([i - 0.2 for i in x], [s[cold] for s in summaries], 0.4, label="no prefix cache", color="#C44E52")
         ax.bar([i + 0.2 for i in x], [s[warm] for s in summaries], 0.4, label="prefix cache", color="#4C72B0")
         for i, s in enumerate(summaries):
@@ -264,8 +291,14 @@ def run(args: argparse.Namespace) -> dict:
                 rows.append(row)
                 print(json.dumps(asdict(row)), flush=True)
     return {
-        "model": args.model, "backend": model.backend, "max_new_tokens": args.max_new_tokens, "limit": args.limit,
-        "environment": environment(), "summaries": summarize(rows), "cache": cache.stats(), "rows": [asdict(r) for r in rows],
+        "model": args.model,
+        "backend": model.backend,
+        "max_new_tokens": args.max_new_tokens,
+        "limit": args.limit,
+        "environment": environment(),
+        "summaries": summarize(rows),
+        "cache": cache.stats(),
+        "rows": [asdict(r) for r in rows],
     }
 
 
@@ -277,11 +310,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--backend", default="transformers", choices=["transformers", "llama-cpp"])
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--scenarios", default=",".join(SCENARIOS))
-    parser.add_argument("--limit", type=int, default=3, help="conversations / sentences / questions per scenario (default: %(default)s)")
+    parser.add_argument(
+        "--limit", type=int, default=3, help="conversations / sentences / questions per scenario (default: %(default)s)"
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--max-new-tokens", type=int, default=16)
     parser.add_argument("--top-k", type=int, default=RAGConfig().top_k)
-    parser.add_argument("--threads", type=int, default=0, help="torch / llama.cpp threads (default: 0, the library's own)")
+    parser.add_argument(
+        "--threads", type=int, default=0, help="torch / llama.cpp threads (default: 0, the library's own)"
+    )
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)
     result = run(args)

@@ -51,8 +51,8 @@ from specdraft import ModelConfig, TransformersModel  # noqa: E402
 from specdraft.apps.bench.methods import BenchCase, Measurement, SpecdraftMethod  # noqa: E402
 from specdraft.apps.bench.report import write_report  # noqa: E402
 from specdraft.apps.bench.runner import run_benchmark  # noqa: E402
-from specdraft.drafters import PromptLookupDrafter  # noqa: E402
 from specdraft.backends.engine import EngineConfig, EngineModel  # noqa: E402
+from specdraft.drafters import PromptLookupDrafter  # noqa: E402
 from specdraft.models import resolve_checkpoint  # noqa: E402
 
 MODEL = "smollm2-135m"
@@ -97,14 +97,32 @@ def row_agreement(server: VllmServer, cases: list[BenchCase]) -> dict:
     worst = 0.0
     for case in cases:
         prompt = [int(t) for t in case.prompt_ids]
-        decoded = server.post("/v1/completions", {"model": server.model, "prompt": prompt, "max_tokens": case.max_new_tokens,
-                                                  "temperature": 0.0, "logprobs": 1, "return_tokens_as_token_ids": True})
+        decoded = server.post(
+            "/v1/completions",
+            {
+                "model": server.model,
+                "prompt": prompt,
+                "max_tokens": case.max_new_tokens,
+                "temperature": 0.0,
+                "logprobs": 1,
+                "return_tokens_as_token_ids": True,
+            },
+        )
         steps = decoded["choices"][0]["logprobs"]["top_logprobs"]  # per generated token: {"token_id:N": logprob}
         answer = [int(t.split(":")[1]) for t in decoded["choices"][0]["logprobs"]["tokens"]]
-        one_pass = server.post("/v1/completions", {"model": server.model, "prompt": prompt + answer[:-1], "max_tokens": 1,
-                                                   "temperature": 0.0, "prompt_logprobs": 1, "logprobs": 1,
-                                                   "return_tokens_as_token_ids": True})["choices"][0]
-        rows = one_pass["prompt_logprobs"][len(prompt):] + [None]  # the last row: the generated token's
+        one_pass = server.post(
+            "/v1/completions",
+            {
+                "model": server.model,
+                "prompt": prompt + answer[:-1],
+                "max_tokens": 1,
+                "temperature": 0.0,
+                "prompt_logprobs": 1,
+                "logprobs": 1,
+                "return_tokens_as_token_ids": True,
+            },
+        )["choices"][0]
+        rows = one_pass["prompt_logprobs"][len(prompt) :] + [None]  # the last row: the generated token's
         for j, step in enumerate(steps):
             top_id, top_logprob = max(((int(k.split(":")[1]), v) for k, v in step.items()), key=lambda kv: kv[1])
             if rows[j] is None:
@@ -138,13 +156,18 @@ def request_costs(server: VllmServer, target: EngineModel, cases: list[BenchCase
             for kind in seconds:
                 fresh += 1
                 ids = [fresh] + context[1:]
-                body = target.api.request(ids) if kind == "verification" else \
-                    {"model": server.model, "prompt": ids, "max_tokens": 1, "temperature": 0.0}
+                body = (
+                    target.api.request(ids)
+                    if kind == "verification"
+                    else {"model": server.model, "prompt": ids, "max_tokens": 1, "temperature": 0.0}
+                )
                 start = time.perf_counter()
                 server.post("/v1/completions", body)
                 seconds[kind].append(time.perf_counter() - start)
-    return {"context_tokens": {"min": min(lengths), "max": max(lengths)},
-            **{f"{kind}_s_median": round(statistics.median(values), 4) for kind, values in seconds.items()}}
+    return {
+        "context_tokens": {"min": min(lengths), "max": max(lengths)},
+        **{f"{kind}_s_median": round(statistics.median(values), 4) for kind, values in seconds.items()},
+    }
 
 
 def grammar_cases(target: EngineModel, limit: int, seed: int) -> list[BenchCase]:
@@ -165,8 +188,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--limit", type=int, default=8, help="prompts (default: %(default)s)")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--dtype", default="float32", choices=("float32", "bfloat16"),
-                        help="vLLM's --dtype (float32: what exact verification needs; bfloat16: vLLM's default on this CPU)")
+    parser.add_argument(
+        "--dtype",
+        default="float32",
+        choices=("float32", "bfloat16"),
+        help="vLLM's --dtype (float32: what exact verification needs; bfloat16: vLLM's default on this CPU)",
+    )
     parser.add_argument("--out", type=Path, required=True, help="result folder")
     args = parser.parse_args(argv)
 
@@ -185,8 +212,12 @@ def main(argv: list[str] | None = None) -> int:
             VllmMethod("vllm:ngram", ngram_server, speculative=True),
             SpecdraftMethod("specdraft-engine:plain", target, lambda case: None),
             SpecdraftMethod("specdraft-engine:prompt-lookup", target, lambda case: PromptLookupDrafter()),
-            SpecdraftMethod("specdraft-engine:copydraft", target, lambda case: editor.drafter(list(case.source_ids)),
-                         editor.config.speculation),
+            SpecdraftMethod(
+                "specdraft-engine:copydraft",
+                target,
+                lambda case: editor.drafter(list(case.source_ids)),
+                editor.config.speculation,
+            ),
         ]
         result = run_benchmark("grammar-sentences via vLLM", f"{MODEL} (vLLM {args.dtype})", methods, cases)
         rows = row_agreement(plain_server, cases)
@@ -198,7 +229,10 @@ def main(argv: list[str] | None = None) -> int:
             "longest_prompt_tokens": max(len(case.prompt_ids) for case in cases),
             "one_pass_vs_decoding_rows": rows,
             "one_token_requests": costs,
-            "startup_s": {"plain": round(plain_server.startup_seconds, 1), "ngram": round(ngram_server.startup_seconds, 1)},
+            "startup_s": {
+                "plain": round(plain_server.startup_seconds, 1),
+                "ngram": round(ngram_server.startup_seconds, 1),
+            },
         }
     paths = write_report(result, args.out)
     print(paths["markdown"].read_text(), json.dumps(result.environment["vllm"], indent=2), file=sys.stderr)

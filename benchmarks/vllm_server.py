@@ -76,8 +76,15 @@ class VllmServer:
     go to vLLM after ``CPU_FLAGS`` (e.g. ``--speculative-config``); ``log`` keeps vLLM's output
     (default: a temporary file, removed on exit)."""
 
-    def __init__(self, model: str | Path, extra_args: Sequence[str] = (), log: Path | None = None,
-                 python: str | None = None, startup_s: float = STARTUP_S, stop_s: float = STOP_S) -> None:
+    def __init__(
+        self,
+        model: str | Path,
+        extra_args: Sequence[str] = (),
+        log: Path | None = None,
+        python: str | None = None,
+        startup_s: float = STARTUP_S,
+        stop_s: float = STOP_S,
+    ) -> None:
         self.model = str(model)
         self.extra_args = tuple(extra_args)
         self.python = python or vllm_python()
@@ -92,8 +99,19 @@ class VllmServer:
 
     @property
     def command(self) -> list[str]:
-        return [self.python, "-m", "vllm.entrypoints.openai.api_server", "--model", self.model,
-                "--host", "127.0.0.1", "--port", str(self.port), *CPU_FLAGS, *self.extra_args]
+        return [
+            self.python,
+            "-m",
+            "vllm.entrypoints.openai.api_server",
+            "--model",
+            self.model,
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
+            *CPU_FLAGS,
+            *self.extra_args,
+        ]
 
     def __enter__(self) -> "VllmServer":
         if self._log_path is None:
@@ -102,8 +120,13 @@ class VllmServer:
             self._log_path = Path(name)
         with open(self._log_path, "wb") as log:
             # a session of its own: __exit__ signals the whole group (engine core and workers too)
-            self.process = subprocess.Popen(self.command, stdout=log, stderr=subprocess.STDOUT,
-                                            env={**os.environ, **cpu_environment()}, start_new_session=True)
+            self.process = subprocess.Popen(
+                self.command,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env={**os.environ, **cpu_environment()},
+                start_new_session=True,
+            )
         started = time.monotonic()
         try:
             self._wait_until_healthy(started + self.startup_s)
@@ -155,12 +178,16 @@ class VllmServer:
 
     def post(self, path: str, body: dict, timeout: float = 600.0) -> Any:
         """POST ``body`` as JSON to vLLM; its JSON answer (RuntimeError with vLLM's message on an error status)."""
-        request = urllib.request.Request(self.url + path, json.dumps(body).encode("utf-8"), {"Content-Type": "application/json"})
+        request = urllib.request.Request(
+            self.url + path, json.dumps(body).encode("utf-8"), {"Content-Type": "application/json"}
+        )
         try:
             with urllib.request.urlopen(request, timeout=timeout) as response:
                 return json.loads(response.read())
         except urllib.error.HTTPError as error:
-            raise RuntimeError(f"vLLM answered {error.code} to {path}: {error.read()[:500].decode('utf-8', 'replace')}") from None
+            raise RuntimeError(
+                f"vLLM answered {error.code} to {path}: {error.read()[:500].decode('utf-8', 'replace')}"
+            ) from None
 
     def model_name(self) -> str:
         """The name vLLM serves the model under (the folder it was given)."""
@@ -170,8 +197,13 @@ class VllmServer:
     def complete(self, prompt: str | Sequence[int], max_tokens: int) -> dict:
         """vLLM's own greedy completion of ``prompt`` (text, or token ids sent as they are): its first
         choice, with ``token_ids`` and ``prompt_token_ids`` (``return_token_ids``)."""
-        body = {"model": self.model, "prompt": prompt if isinstance(prompt, str) else [int(t) for t in prompt],
-                "max_tokens": max_tokens, "temperature": 0.0, "return_token_ids": True}
+        body = {
+            "model": self.model,
+            "prompt": prompt if isinstance(prompt, str) else [int(t) for t in prompt],
+            "max_tokens": max_tokens,
+            "temperature": 0.0,
+            "return_token_ids": True,
+        }
         return self.post("/v1/completions", body)["choices"][0]
 
     def metrics(self, prefix: str = "vllm:") -> dict[str, float]:

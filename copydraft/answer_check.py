@@ -61,8 +61,19 @@ class CheckConfig:
     def __post_init__(self) -> None:
         if not (0 < self.max_dropped_share <= 1 and 0 < self.sentence_dropped_share <= 1):
             raise ValueError("max_dropped_share and sentence_dropped_share must be in (0, 1]")
-        if min(self.min_dropped_words, self.min_sentence_words, self.max_dropped_run, self.ngram, self.max_ngram_repeats) < 1:
-            raise ValueError("min_dropped_words, min_sentence_words, max_dropped_run, ngram and max_ngram_repeats must be >= 1")
+        if (
+            min(
+                self.min_dropped_words,
+                self.min_sentence_words,
+                self.max_dropped_run,
+                self.ngram,
+                self.max_ngram_repeats,
+            )
+            < 1
+        ):
+            raise ValueError(
+                "min_dropped_words, min_sentence_words, max_dropped_run, ngram and max_ngram_repeats must be >= 1"
+            )
         if self.max_added_share < 0 or self.min_added_words < 0:
             raise ValueError("max_added_share and min_added_words must be >= 0")
 
@@ -178,6 +189,7 @@ def most_repeated(source: list[str], answer: list[str], n: int) -> tuple[str, in
     """The ``n``-word phrase occurring most often in ``answer`` beyond its count in ``source``
     (among those more than twice as frequent as there), with that surplus; None if no phrase
     occurs at least twice more often in the answer than in the source."""
+
     def grams(ws: list[str]) -> Counter:
         return Counter(tuple(ws[i : i + n]) for i in range(len(ws) - n + 1))
 
@@ -190,7 +202,9 @@ def most_repeated(source: list[str], answer: list[str], n: int) -> tuple[str, in
     return best
 
 
-def check_answer(source: str, answer: str, hit_token_limit: bool = False, config: CheckConfig = CheckConfig()) -> AnswerCheck:
+def check_answer(
+    source: str, answer: str, hit_token_limit: bool = False, config: CheckConfig = CheckConfig()
+) -> AnswerCheck:
     """Check ``answer`` as a correction of ``source`` (``hit_token_limit``: whether the model was
     cut off at its token limit); see the module docstring for what is flagged."""
     src, ans = words(source), words(answer)
@@ -206,7 +220,9 @@ def check_answer(source: str, answer: str, hit_token_limit: bool = False, config
     if dropped >= config.min_dropped_words and share >= config.max_dropped_share:
         warnings.append(f"the answer leaves out {dropped} of the {len(src)} words of the text ({share:.0%})")
     if lost:
-        warnings.append(f"the answer leaves out {_count(len(lost), 'sentence')} of the text: " + " / ".join(_quote(s) for s in lost))
+        warnings.append(
+            f"the answer leaves out {_count(len(lost), 'sentence')} of the text: " + " / ".join(_quote(s) for s in lost)
+        )
     if passages:
         warnings.append("the answer leaves out " + " / ".join(_quote(p) for p in passages))
     if repeated is not None and repeated[1] >= config.max_ngram_repeats:

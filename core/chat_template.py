@@ -20,7 +20,9 @@ def _raise_exception(message: str) -> None:
     raise TemplateError(message)
 
 
-def _tojson(value: Any, ensure_ascii: bool = False, indent: int | None = None, separators: Any = None, sort_keys: bool = False) -> str:
+def _tojson(
+    value: Any, ensure_ascii: bool = False, indent: int | None = None, separators: Any = None, sort_keys: bool = False
+) -> str:
     return json.dumps(value, ensure_ascii=ensure_ascii, indent=indent, separators=separators, sort_keys=sort_keys)
 
 
@@ -36,7 +38,9 @@ def _compiled(template: str) -> Any:
     return env.from_string(template)
 
 
-def render_chat(template: str, messages: Sequence[dict], special_tokens: dict[str, str], tools: Sequence[dict] | None = None) -> str:
+def render_chat(
+    template: str, messages: Sequence[dict], special_tokens: dict[str, str], tools: Sequence[dict] | None = None
+) -> str:
     """The template's text for ``messages`` with the generation prompt added (where the assistant's
     answer starts). ``special_tokens``: ``bos_token``, ``eos_token``, ... as text. ``tools``: OpenAI's
     function tools, given to the template as ``tools`` (None: the template gets no ``tools``).

@@ -95,8 +95,13 @@ class GenerationStream:
     token as it is accepted, before any piece holding its text is yielded: a streaming consumer reads
     the new entries after each piece (entries can run ahead of the text while it is held back)."""
 
-    def __init__(self, steps: Iterator[TextPiece], finish: Callable[[], GenerationResult],
-                 logprobs: list[TokenLogprob] | None = None, stats: Stats | None = None) -> None:
+    def __init__(
+        self,
+        steps: Iterator[TextPiece],
+        finish: Callable[[], GenerationResult],
+        logprobs: list[TokenLogprob] | None = None,
+        stats: Stats | None = None,
+    ) -> None:
         self._steps = steps
         self._finish = finish
         self.logprobs = logprobs
@@ -129,7 +134,9 @@ class GenerationStream:
 class SpeculativeGenerator:
     """Generates with ``model``; ``prefix_cache`` (default True) uses the model's prefix cache."""
 
-    def __init__(self, model: Model, speculation: SpeculationConfig = SpeculationConfig(), prefix_cache: bool = True) -> None:
+    def __init__(
+        self, model: Model, speculation: SpeculationConfig = SpeculationConfig(), prefix_cache: bool = True
+    ) -> None:
         self.model = model
         self.speculation = speculation
         self.prefix_cache = prefix_cache
@@ -154,8 +161,15 @@ class SpeculativeGenerator:
 class _Run:
     """The state of one generation: the target's session, the policy, the text assembled so far."""
 
-    def __init__(self, model: Model, speculation: SpeculationConfig, prompt_ids: list[int], drafter: Drafter, config: GenerationConfig,
-                 prefix_cache: bool = True) -> None:
+    def __init__(
+        self,
+        model: Model,
+        speculation: SpeculationConfig,
+        prompt_ids: list[int],
+        drafter: Drafter,
+        config: GenerationConfig,
+        prefix_cache: bool = True,
+    ) -> None:
         self.model = model
         self.use_prefix_cache = prefix_cache
         self.drafter = drafter
@@ -190,7 +204,9 @@ class _Run:
         """Compile the constraint for this model; the grammar drafts ahead of the drafter unless told not to."""
         if not self.target.returns_logits:
             self.target.close()
-            raise GrammarUnavailableError(f"a constraint needs a target that returns logits; {self.model.backend}'s does not")
+            raise GrammarUnavailableError(
+                f"a constraint needs a target that returns logits; {self.model.backend}'s does not"
+            )
         try:
             compiler = self.model.grammar_compiler()
             self.grammar = compiler.grammar(constraint)
@@ -230,8 +246,11 @@ class _Run:
             self.stats.fallback_steps += int(budget == 0 and self.policy.falling_back)
             self.target.commit(accepted.path, accepted.next_token)
             self.drafter.observe(accepted.accepted_len)
-            drafted, kept = (len(draft), accepted.accepted_len) if self.grammar_drafter is None else \
-                self.grammar_drafter.inner_counts(accepted.accepted_len)  # the policy sizes the drafter's part only
+            drafted, kept = (
+                (len(draft), accepted.accepted_len)
+                if self.grammar_drafter is None
+                else self.grammar_drafter.inner_counts(accepted.accepted_len)
+            )  # the policy sizes the drafter's part only
             self.policy.observe(budget, drafted, kept, draft_seconds if self.timed else 0.0)
             drafted, chosen = ("draft", "target") if verification.verified else ("unverified", "unverified")
             if verification.verified:  # a stand-in's step (``Verification.decided``) verified nothing
@@ -296,13 +315,17 @@ class _Run:
         if verification.acceptance is not None:
             return verification.acceptance
         if self.grammar is not None:
-            return follow_constrained(draft, verification, self.grammar, self.chooser, len(self.prompt_ids) + len(self.generated))
+            return follow_constrained(
+                draft, verification, self.grammar, self.chooser, len(self.prompt_ids) + len(self.generated)
+            )
         if self.sampling.greedy or draft.probs is None or verification.logits is None:
             return follow_choices(draft, verification.choice)
         position = len(self.prompt_ids) + len(self.generated)
         return speculative_accept(draft, warp(verification.logits, self.sampling).cpu(), self.rng, position)
 
-    def _logprobs(self, verification: Verification, accepted: Acceptance, tokens: list[int]) -> list[TokenLogprob] | None:
+    def _logprobs(
+        self, verification: Verification, accepted: Acceptance, tokens: list[int]
+    ) -> list[TokenLogprob] | None:
         """The emitted tokens' log-probabilities under the rows that predicted them (None: not asked for)."""
         if self.logprobs is None:
             return None

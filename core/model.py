@@ -27,8 +27,8 @@ from __future__ import annotations
 import hashlib
 from typing import Protocol, Sequence, runtime_checkable
 
-from .cost import PassCostProfile
 from .constrained.grammar import GrammarCompiler
+from .cost import PassCostProfile
 from .sampling import TokenChooser
 from .session import Session
 from .target import Target
@@ -74,7 +74,7 @@ class Model(Protocol):
 
     @property
     def backend(self) -> str:
-        """"transformers", "llama-cpp", ..."""
+        """ "transformers", "llama-cpp", ..."""
         ...
 
     @property
@@ -93,12 +93,10 @@ class Model(Protocol):
         ...
 
     @property
-    def eos_token_ids(self) -> frozenset[int]:
-        ...
+    def eos_token_ids(self) -> frozenset[int]: ...
 
     @property
-    def has_chat_template(self) -> bool:
-        ...
+    def has_chat_template(self) -> bool: ...
 
     def encode(self, text: str) -> list[int]:
         """``text`` as a prompt: token ids with the model's special tokens (BOS where it has one)."""
@@ -112,8 +110,7 @@ class Model(Protocol):
         shape, each call's ``arguments`` an object, as templates take them) and ``tool`` messages."""
         ...
 
-    def decode(self, ids: Sequence[int]) -> str:
-        ...
+    def decode(self, ids: Sequence[int]) -> str: ...
 
     def new_target(self, chooser: TokenChooser = TokenChooser()) -> Target:
         """A fresh per-request target whose own tokens are chosen by ``chooser``."""

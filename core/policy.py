@@ -60,7 +60,9 @@ class SpeculationConfig:
     prior_alpha: float = 0.8  # acceptance before any evidence (module docstring: "The prior")
     prior_weight: float = 4.0  # the prior counts as this many draft tokens seen (module docstring)
     plain_first_step: bool = True  # decode a request's first step plainly where that is free (module docstring)
-    grammar_drafts: bool = True  # under a constraint, draft the bytes its grammar forces (specdraft.constrained.drafter)
+    grammar_drafts: bool = (
+        True  # under a constraint, draft the bytes its grammar forces (specdraft.constrained.drafter)
+    )
 
     def __post_init__(self) -> None:
         if not 1 <= self.min_draft_len <= self.initial_draft_len <= self.max_draft_len:

@@ -137,7 +137,9 @@ class PrefixCache:
             return False
         query = _tokens(ids)
         with self._lock:
-            return not any(len(e) >= len(query) and common_prefix(e.tokens, query) == len(query) for e in self._entries.values())
+            return not any(
+                len(e) >= len(query) and common_prefix(e.tokens, query) == len(query) for e in self._entries.values()
+            )
 
     # --- writing ------------------------------------------------------------------------------
     def insert(self, ids: Sequence[int], state: Any, nbytes: int) -> bool:
@@ -181,7 +183,9 @@ class PrefixCache:
 
     def _evict(self) -> None:
         config = self.config
-        while self._entries and (self._bytes > config.max_bytes or (config.max_tokens and self._tokens > config.max_tokens)):
+        while self._entries and (
+            self._bytes > config.max_bytes or (config.max_tokens and self._tokens > config.max_tokens)
+        ):
             self._drop(next(iter(self._entries)))
             self.evictions += 1
 

@@ -32,4 +32,6 @@ class ServedText:
         raise GrammarUnavailableError(f"{self.name} {self.served_by}, which returns no logits to constrain")
 
     def new_session(self) -> NoReturn:
-        raise SessionsUnavailableError(f"{self.name} {self.served_by}, which keeps no session (KV cache) on this machine")
+        raise SessionsUnavailableError(
+            f"{self.name} {self.served_by}, which keeps no session (KV cache) on this machine"
+        )

@@ -25,8 +25,15 @@ from .sampling import TokenChooser
 
 
 class Verification:
-    def __init__(self, choices: Sequence[int | None], logits: Any = None, chooser: TokenChooser | None = None,
-                 positions: Sequence[int] = (), acceptance: Acceptance | None = None, verified: bool = True) -> None:
+    def __init__(
+        self,
+        choices: Sequence[int | None],
+        logits: Any = None,
+        chooser: TokenChooser | None = None,
+        positions: Sequence[int] = (),
+        acceptance: Acceptance | None = None,
+        verified: bool = True,
+    ) -> None:
         self._choices = list(choices)
         self.logits = logits  # [1 + num_nodes, vocab] or None
         self._chooser = chooser

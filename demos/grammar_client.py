@@ -41,7 +41,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("text", nargs="?", default=EXAMPLE, help="the text to correct (default: an example)")
     parser.add_argument("--url", default="http://127.0.0.1:8000", help="the specdraft server (default: %(default)s)")
-    parser.add_argument("--key", default=os.environ.get("SPECDRAFT_API_KEY"), help="API key, when the server has keys (default: $SPECDRAFT_API_KEY)")
+    parser.add_argument(
+        "--key",
+        default=os.environ.get("SPECDRAFT_API_KEY"),
+        help="API key, when the server has keys (default: $SPECDRAFT_API_KEY)",
+    )
     parser.add_argument("--compare", action="store_true", help="also correct plainly, and print both times")
     args = parser.parse_args(argv)
     try:
@@ -58,11 +62,15 @@ def main(argv: list[str] | None = None) -> int:
     if not quality["ok"]:  # the model's answer is not a correction (it dropped words, looped, ...)
         print("warning: " + "; ".join(quality["warnings"]))
     drafted = sum(len(p["text"]) for p in answer["pieces"] if p["source"] == "draft")
-    print(f"model {answer['model']}: {stats['generated_tokens']} tokens in {stats['target_forward_passes']} model passes, "
-          f"{drafted} of {len(answer['corrected'])} characters accepted from the draft, {stats['wall_s']:.2f} s")
+    print(
+        f"model {answer['model']}: {stats['generated_tokens']} tokens in {stats['target_forward_passes']} model passes, "
+        f"{drafted} of {len(answer['corrected'])} characters accepted from the draft, {stats['wall_s']:.2f} s"
+    )
     if args.compare:
         c = answer["comparison"]
-        print(f"plain decoding: {c['plain_wall_s']:.2f} s, {c['plain_forward_passes']} passes; speed-up {c['speedup']}x; identical: {c['identical']}")
+        print(
+            f"plain decoding: {c['plain_wall_s']:.2f} s, {c['plain_forward_passes']} passes; speed-up {c['speedup']}x; identical: {c['identical']}"
+        )
     return 0
 
 

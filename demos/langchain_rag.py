@@ -28,9 +28,17 @@ from langchain_openai import ChatOpenAI
 from openai import OpenAI
 
 DOCUMENTS = [
-    Document("Refunds are paid within 14 days of the return. Items must be unused and in their original packaging.", metadata={"id": "refunds"}),
-    Document("Shipping is free for orders over 50 euros. Other orders pay a flat fee of 4.90 euros.", metadata={"id": "shipping"}),
-    Document("The support team answers e-mails within one working day, from Monday to Friday.", metadata={"id": "support"}),
+    Document(
+        "Refunds are paid within 14 days of the return. Items must be unused and in their original packaging.",
+        metadata={"id": "refunds"},
+    ),
+    Document(
+        "Shipping is free for orders over 50 euros. Other orders pay a flat fee of 4.90 euros.",
+        metadata={"id": "shipping"},
+    ),
+    Document(
+        "The support team answers e-mails within one working day, from Monday to Friday.", metadata={"id": "support"}
+    ),
     Document("Gift cards are valid for three years and cannot be exchanged for cash.", metadata={"id": "gift-cards"}),
 ]
 SYSTEM = (  # LangChain's RAG tutorial prompt
@@ -51,7 +59,11 @@ def build_chain(url: str, key: str | None, drafter: str, max_tokens: int):
     api_key = key or "not-needed"  # a server without keys ignores it
     model = OpenAI(base_url=url.rstrip("/") + "/v1", api_key=api_key).models.list().data[0].id  # the served model
     llm = ChatOpenAI(
-        base_url=url.rstrip("/") + "/v1", api_key=api_key, model=model, temperature=0, max_tokens=max_tokens,
+        base_url=url.rstrip("/") + "/v1",
+        api_key=api_key,
+        model=model,
+        temperature=0,
+        max_tokens=max_tokens,
         extra_body={"drafter": drafter},  # specdraft's field: draft from the documents in the prompt
     )
     prompt = ChatPromptTemplate.from_messages([("system", SYSTEM), ("human", "{question}")])
@@ -69,14 +81,20 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("question", nargs="?", default="How long do refunds take?")
     parser.add_argument("--url", default="http://127.0.0.1:8000", help="the specdraft server (default: %(default)s)")
-    parser.add_argument("--key", default=os.environ.get("SPECDRAFT_API_KEY"), help="API key, when the server has keys (default: $SPECDRAFT_API_KEY)")
+    parser.add_argument(
+        "--key",
+        default=os.environ.get("SPECDRAFT_API_KEY"),
+        help="API key, when the server has keys (default: $SPECDRAFT_API_KEY)",
+    )
     parser.add_argument("--max-tokens", type=int, default=96)
     args = parser.parse_args(argv)
     drafted, drafted_s = ask(build_chain(args.url, args.key, "documents", args.max_tokens), args.question)
     plain, plain_s = ask(build_chain(args.url, args.key, "none", args.max_tokens), args.question)
     print(f"question: {args.question}")
     print(f"answer: {drafted}")
-    print(f"drafting from the documents: {drafted_s:.2f} s; plain decoding: {plain_s:.2f} s; identical: {drafted == plain}")
+    print(
+        f"drafting from the documents: {drafted_s:.2f} s; plain decoding: {plain_s:.2f} s; identical: {drafted == plain}"
+    )
     return 0
 
 

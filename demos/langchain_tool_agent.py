@@ -79,12 +79,20 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("question", nargs="?", default="Where is my order A-1042?")
     parser.add_argument("--url", default="http://127.0.0.1:8000", help="the specdraft server (default: %(default)s)")
-    parser.add_argument("--key", default=os.environ.get("SPECDRAFT_API_KEY"), help="API key, when the server has keys (default: $SPECDRAFT_API_KEY)")
+    parser.add_argument(
+        "--key",
+        default=os.environ.get("SPECDRAFT_API_KEY"),
+        help="API key, when the server has keys (default: $SPECDRAFT_API_KEY)",
+    )
     parser.add_argument("--max-tokens", type=int, default=160)
     parser.add_argument("--max-rounds", type=int, default=3, help="model turns at most (default: %(default)s)")
-    parser.add_argument("--tool-choice", choices=["required", "auto"], default="required",
-                        help="the first turn's tool_choice: required (it must call a tool) or auto (the model decides; "
-                             "small models often answer from nothing); later turns are auto (default: %(default)s)")
+    parser.add_argument(
+        "--tool-choice",
+        choices=["required", "auto"],
+        default="required",
+        help="the first turn's tool_choice: required (it must call a tool) or auto (the model decides; "
+        "small models often answer from nothing); later turns are auto (default: %(default)s)",
+    )
     parser.add_argument("--json", action="store_true", help="print the calls and the answer as one JSON document")
     args = parser.parse_args(argv)
     api_key = args.key or "not-needed"  # a server without keys ignores it
@@ -95,7 +103,13 @@ def main(argv: list[str] | None = None) -> int:
     answer = messages[-1].text if not messages[-1].tool_calls else None
     turns = sum(isinstance(message, AIMessage) for message in messages)
     if args.json:
-        print(json.dumps({"model": model, "question": args.question, "calls": calls, "turns": turns, "answer": answer}, indent=2, ensure_ascii=False))
+        print(
+            json.dumps(
+                {"model": model, "question": args.question, "calls": calls, "turns": turns, "answer": answer},
+                indent=2,
+                ensure_ascii=False,
+            )
+        )
         return 0
     print(f"question: {args.question}")
     for call in calls:

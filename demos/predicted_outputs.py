@@ -63,7 +63,11 @@ def edit(client: OpenAI, model: str, max_tokens: int, predict: bool) -> tuple[st
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--url", default="http://127.0.0.1:8000", help="the specdraft server (default: %(default)s)")
-    parser.add_argument("--key", default=os.environ.get("SPECDRAFT_API_KEY"), help="API key, when the server has keys (default: $SPECDRAFT_API_KEY)")
+    parser.add_argument(
+        "--key",
+        default=os.environ.get("SPECDRAFT_API_KEY"),
+        help="API key, when the server has keys (default: $SPECDRAFT_API_KEY)",
+    )
     parser.add_argument("--max-tokens", type=int, default=160)
     args = parser.parse_args(argv)
     client = OpenAI(base_url=args.url.rstrip("/") + "/v1", api_key=args.key or "not-needed")  # no keys: any string
@@ -72,8 +76,10 @@ def main(argv: list[str] | None = None) -> int:
     plain, _, plain_s = edit(client, model, args.max_tokens, predict=False)
     details = usage.completion_tokens_details
     print(predicted)
-    print(f"--- {usage.completion_tokens} tokens; prediction tokens accepted: {details.accepted_prediction_tokens}, "
-          f"rejected: {details.rejected_prediction_tokens}")
+    print(
+        f"--- {usage.completion_tokens} tokens; prediction tokens accepted: {details.accepted_prediction_tokens}, "
+        f"rejected: {details.rejected_prediction_tokens}"
+    )
     print(f"with the prediction: {predicted_s:.2f} s; plain decoding: {plain_s:.2f} s; identical: {predicted == plain}")
     return 0
 

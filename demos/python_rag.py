@@ -22,9 +22,21 @@ from specdraft.retrieval import DocumentIndex, IndexConfig
 from specdraft.retrieval.pipeline import RAGConfig, RAGPipeline
 
 DOCUMENTS = [
-    {"id": "eiffel", "text": "The Eiffel Tower in Paris is 330 metres tall. It was completed in 1889 for the World's Fair.", "metadata": {"source": "travel-guide"}},
-    {"id": "python", "text": "Python 3.12 was released in October 2023. It improved error messages and removed the distutils module.", "metadata": {"source": "release-notes"}},
-    {"id": "library", "text": "The city library is open from 9 am to 6 pm on weekdays and from 10 am to 4 pm on Saturdays.", "metadata": {"source": "city-website"}},
+    {
+        "id": "eiffel",
+        "text": "The Eiffel Tower in Paris is 330 metres tall. It was completed in 1889 for the World's Fair.",
+        "metadata": {"source": "travel-guide"},
+    },
+    {
+        "id": "python",
+        "text": "Python 3.12 was released in October 2023. It improved error messages and removed the distutils module.",
+        "metadata": {"source": "release-notes"},
+    },
+    {
+        "id": "library",
+        "text": "The city library is open from 9 am to 6 pm on weekdays and from 10 am to 4 pm on Saturdays.",
+        "metadata": {"source": "city-website"},
+    },
 ]
 
 
@@ -42,7 +54,9 @@ def main(argv: list[str] | None = None) -> int:
         index = DocumentIndex.load(folder)  # as an application would, later
         model = load_model(ModelConfig(args.model))
         config = RAGConfig(top_k=2, max_new_tokens=args.max_tokens)
-        RAGPipeline(index, model, drafter="none", config=RAGConfig(top_k=2, max_new_tokens=1)).ask(args.question)  # warm-up, untimed
+        RAGPipeline(index, model, drafter="none", config=RAGConfig(top_k=2, max_new_tokens=1)).ask(
+            args.question
+        )  # warm-up, untimed
         answer = RAGPipeline(index, model, drafter="reference", config=config).ask(args.question)
         plain = RAGPipeline(index, model, drafter="none", config=config).ask(args.question)
 
@@ -51,8 +65,10 @@ def main(argv: list[str] | None = None) -> int:
     print("sources: " + (", ".join(f"{hit.chunk.id} ({hit.chunk.metadata['source']})" for hit in answer.hits)))
     print(f"cited: {', '.join(answer.citations) or '-'}")
     s, p = answer.stats, plain.stats
-    print(f"reference drafter: {s.generated_tokens} tokens in {s.target_forward_passes} model passes, {s.wall_s:.2f} s; "
-          f"plain decoding: {p.target_forward_passes} passes, {p.wall_s:.2f} s; identical: {answer.token_ids == plain.token_ids}")
+    print(
+        f"reference drafter: {s.generated_tokens} tokens in {s.target_forward_passes} model passes, {s.wall_s:.2f} s; "
+        f"plain decoding: {p.target_forward_passes} passes, {p.wall_s:.2f} s; identical: {answer.token_ids == plain.token_ids}"
+    )
     return 0
 
 

@@ -78,7 +78,11 @@ def extract(client: OpenAI, model: str, document: str, drafter: str, max_tokens:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--url", default="http://127.0.0.1:8000", help="the specdraft server (default: %(default)s)")
-    parser.add_argument("--key", default=os.environ.get("SPECDRAFT_API_KEY"), help="API key, when the server has keys (default: $SPECDRAFT_API_KEY)")
+    parser.add_argument(
+        "--key",
+        default=os.environ.get("SPECDRAFT_API_KEY"),
+        help="API key, when the server has keys (default: $SPECDRAFT_API_KEY)",
+    )
     parser.add_argument("--max-tokens", type=int, default=200)
     parser.add_argument("--json", action="store_true", help="print the records as one JSON document")
     args = parser.parse_args(argv)
@@ -89,17 +93,24 @@ def main(argv: list[str] | None = None) -> int:
         record, stats, seconds = extract(client, model, document, "prompt-lookup", args.max_tokens)
         plain, plain_stats, plain_seconds = extract(client, model, document, "none", args.max_tokens)
         records[name] = record.model_dump()
-        report[name] = {"identical": record == plain, "tokens": stats.get("generated_tokens"),
-                        "passes": stats.get("target_forward_passes"), "plain_passes": plain_stats.get("target_forward_passes"),
-                        "seconds": round(seconds, 3), "plain_seconds": round(plain_seconds, 3)}
+        report[name] = {
+            "identical": record == plain,
+            "tokens": stats.get("generated_tokens"),
+            "passes": stats.get("target_forward_passes"),
+            "plain_passes": plain_stats.get("target_forward_passes"),
+            "seconds": round(seconds, 3),
+            "plain_seconds": round(plain_seconds, 3),
+        }
     if args.json:
         print(json.dumps({"model": model, "records": records, "report": report}, indent=2, ensure_ascii=False))
         return 0
     for name, record in records.items():
         line = report[name]
         print(f"[{name}] {json.dumps(record, ensure_ascii=False)}")
-        print(f"    {line['tokens']} tokens in {line['passes']} model passes with prompt lookup ({line['seconds']:.2f} s), "
-              f"{line['plain_passes']} with the grammar's drafts only ({line['plain_seconds']:.2f} s); identical: {line['identical']}")
+        print(
+            f"    {line['tokens']} tokens in {line['passes']} model passes with prompt lookup ({line['seconds']:.2f} s), "
+            f"{line['plain_passes']} with the grammar's drafts only ({line['plain_seconds']:.2f} s); identical: {line['identical']}"
+        )
     print(f"records: {len(records)}; all identical: {all(line['identical'] for line in report.values())}")
     return 0
 

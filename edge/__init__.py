@@ -25,5 +25,16 @@ from .remote_target import RemoteModel, RemoteTarget
 from .stats import EdgeStats
 from .transport import EdgeConnection, EdgeRefused, ServerUnavailable, TransportConfig
 
-__all__ = ["EdgeClient", "EdgeClientConfig", "EdgeConnection", "EdgeRefused", "EdgeResult", "EdgeRun", "EdgeStats",
-           "RemoteModel", "RemoteTarget", "ServerUnavailable", "TransportConfig"]
+__all__ = [
+    "EdgeClient",
+    "EdgeClientConfig",
+    "EdgeConnection",
+    "EdgeRefused",
+    "EdgeResult",
+    "EdgeRun",
+    "EdgeStats",
+    "RemoteModel",
+    "RemoteTarget",
+    "ServerUnavailable",
+    "TransportConfig",
+]

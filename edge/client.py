@@ -49,7 +49,9 @@ class EdgeResult:
 
 
 class EdgeClient:
-    def __init__(self, connection: EdgeConnection, draft_model: Any, config: EdgeClientConfig = EdgeClientConfig()) -> None:
+    def __init__(
+        self, connection: EdgeConnection, draft_model: Any, config: EdgeClientConfig = EdgeClientConfig()
+    ) -> None:
         self.connection = connection
         self.draft_model = draft_model
         self.config = config
@@ -77,13 +79,24 @@ class EdgeRun:
         generation = replace(generation, seed=seed)  # the server's draws and the local model's share it
         self.prompt = prompt
         self._stats = EdgeStats()
-        link = EdgeLink(client.connection, local.tokenizer.fingerprint(), generation.sampling, seed, self._stats,
-                        config.retry_initial_s, config.retry_max_s)
+        link = EdgeLink(
+            client.connection,
+            local.tokenizer.fingerprint(),
+            generation.sampling,
+            seed,
+            self._stats,
+            config.retry_initial_s,
+            config.retry_max_s,
+        )
         guesser = LocalGuesser(local, seed, None, config.q_top_k)
         self.drafter = EdgeDrafter(guesser, link, config, generation, client.calibration, self._stats)
         self.model = EdgeModel(link, local, self.drafter)
-        fixed = SpeculationConfig(initial_draft_len=config.max_draft_nodes, max_draft_len=config.max_draft_nodes, adaptive=False)
-        self._stream = SpeculativeGenerator(self.model, fixed, prefix_cache=False).stream(prompt, self.drafter, generation)
+        fixed = SpeculationConfig(
+            initial_draft_len=config.max_draft_nodes, max_draft_len=config.max_draft_nodes, adaptive=False
+        )
+        self._stream = SpeculativeGenerator(self.model, fixed, prefix_cache=False).stream(
+            prompt, self.drafter, generation
+        )
 
     def steps(self) -> Iterator[TextPiece]:
         """The text as it becomes final: "verified" pieces (the server's) and "unverified" ones."""
@@ -94,7 +107,7 @@ class EdgeRun:
     def out(self) -> list[int]:
         """The tokens generated so far (committed; may run a step ahead of the text)."""
         target = self.model.target
-        return target.context[len(self.prompt):] if target is not None else []
+        return target.context[len(self.prompt) :] if target is not None else []
 
     @property
     def ahead(self) -> list[Guess]:
@@ -116,4 +129,6 @@ class EdgeRun:
         verified = list(target.verified[: len(core.token_ids)]) if target is not None else []
         stats.verified_tokens, stats.unverified_tokens = verified.count(True), verified.count(False)
         pieces = [p if p.source == "unverified" else TextPiece(p.text, "verified") for p in core.pieces]
-        return EdgeResult(core.text, list(core.token_ids), list(self.prompt), verified, core.finish_reason, stats, pieces)
+        return EdgeResult(
+            core.text, list(core.token_ids), list(self.prompt), verified, core.finish_reason, stats, pieces
+        )

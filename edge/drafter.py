@@ -39,8 +39,15 @@ from .trees import Calibration, Proposal, greedy_tree, sampled_tree
 class EdgeDrafter:
     """One generation's drafter (``Drafter`` protocol) on ``guesser``, for the server behind ``link``."""
 
-    def __init__(self, guesser: LocalGuesser, link: EdgeLink, config: EdgeClientConfig, generation: GenerationConfig,
-                 calibration: Calibration, stats: EdgeStats) -> None:
+    def __init__(
+        self,
+        guesser: LocalGuesser,
+        link: EdgeLink,
+        config: EdgeClientConfig,
+        generation: GenerationConfig,
+        calibration: Calibration,
+        stats: EdgeStats,
+    ) -> None:
         self.guesser, self.link, self.config, self.generation = guesser, link, config, generation
         self.calibration, self.stats = calibration, stats
         self.threshold = config.threshold
@@ -68,11 +75,25 @@ class EdgeDrafter:
         threshold = self.threshold if self.config.adaptive else None
         branches = max(1, limits.max_branches)
         if self.guesser.sampling is not None:
-            proposal = sampled_tree(self._main_guess, budget, threshold, self.config.alt_below, self.config.tree_width - 1,
-                                    branches, self.guesser.seed)
+            proposal = sampled_tree(
+                self._main_guess,
+                budget,
+                threshold,
+                self.config.alt_below,
+                self.config.tree_width - 1,
+                branches,
+                self.guesser.seed,
+            )
         else:
-            proposal = greedy_tree(self._main_guess, self._side_guess, budget, threshold, self.config.tree_width, branches,
-                                   self.calibration)
+            proposal = greedy_tree(
+                self._main_guess,
+                self._side_guess,
+                budget,
+                threshold,
+                self.config.tree_width,
+                branches,
+                self.calibration,
+            )
         self._proposal = proposal
         return proposal.draft
 
@@ -150,7 +171,7 @@ class EdgeDrafter:
 
     def _advance(self, tokens: list[int], keep: bool) -> None:
         self.context += tokens
-        self.ahead = self.ahead[len(tokens):] if keep else []
+        self.ahead = self.ahead[len(tokens) :] if keep else []
 
     def _sync_sampling(self) -> None:
         """Draw from ``q`` where the session takes draft distributions (else guess the argmax)."""

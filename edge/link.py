@@ -39,8 +39,16 @@ class SessionLimits:
 
 
 class EdgeLink:
-    def __init__(self, connection: EdgeConnection, fingerprint: str, sampling: SamplingParams, seed: int,
-                 stats: EdgeStats, retry_initial_s: float, retry_max_s: float) -> None:
+    def __init__(
+        self,
+        connection: EdgeConnection,
+        fingerprint: str,
+        sampling: SamplingParams,
+        seed: int,
+        stats: EdgeStats,
+        retry_initial_s: float,
+        retry_max_s: float,
+    ) -> None:
         self.connection = connection
         self._fingerprint, self._sampling, self._seed = fingerprint, sampling, seed
         self.stats = stats
@@ -77,14 +85,27 @@ class EdgeLink:
 
     def _open(self, context: Sequence[int]) -> dict:
         params = self._sampling
-        return self.connection.request("POST", "/v1/edge/sessions", {
-            "prompt": list(context), "tokenizer": self._fingerprint, "temperature": params.temperature,
-            "top_p": params.top_p, "top_k": params.top_k, "seed": self._seed})
+        return self.connection.request(
+            "POST",
+            "/v1/edge/sessions",
+            {
+                "prompt": list(context),
+                "tokenizer": self._fingerprint,
+                "temperature": params.temperature,
+                "top_p": params.top_p,
+                "top_k": params.top_k,
+                "seed": self._seed,
+            },
+        )
 
     def _adopt(self, answer: dict) -> None:
         self.session, self.server_len, self.passes = answer["id"], answer["context_length"], answer["forward_passes"]
-        self.limits = SessionLimits(answer["max_draft_nodes"], answer["max_branches"], answer["max_length"],
-                                    int(answer.get("draft_probs_max_entries", 0)))
+        self.limits = SessionLimits(
+            answer["max_draft_nodes"],
+            answer["max_branches"],
+            answer["max_length"],
+            int(answer.get("draft_probs_max_entries", 0)),
+        )
         self.stats.round_trips += 1
 
     def lose(self) -> None:
@@ -108,10 +129,13 @@ class EdgeLink:
         self._reconnect = None
         try:
             self._adopt(reconnect.result())
-            extra = list(context[self._reconnect_from:])  # shown while the session was being opened
+            extra = list(context[self._reconnect_from :])  # shown while the session was being opened
             if extra:
-                answer = self.connection.request("POST", f"/v1/edge/sessions/{self.session}/append",
-                                                 {"tokens": extra, "context_length": self.server_len})
+                answer = self.connection.request(
+                    "POST",
+                    f"/v1/edge/sessions/{self.session}/append",
+                    {"tokens": extra, "context_length": self.server_len},
+                )
                 self.stats.round_trips += 1
                 self.server_len, self.passes = answer["context_length"], answer["forward_passes"]
             self.stats.reconnects += 1

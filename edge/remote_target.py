@@ -26,8 +26,8 @@ from typing import Any, Sequence
 from specdraft.cost import PassCostProfile
 from specdraft.draft import Draft
 from specdraft.sampling import TokenChooser
-from specdraft.target import CacheElsewhere
 from specdraft.served_text import ServedText
+from specdraft.target import CacheElsewhere
 from specdraft.verification import Verification
 
 from .transport import EdgeConnection, TransportConfig
@@ -38,14 +38,22 @@ class RemoteModel(ServedText):
 
     served_by = "is verified by a remote server"
 
-    def __init__(self, url: str, key: str, local: Any, transport: TransportConfig = TransportConfig(),
-                 connection: EdgeConnection | None = None) -> None:
+    def __init__(
+        self,
+        url: str,
+        key: str,
+        local: Any,
+        transport: TransportConfig = TransportConfig(),
+        connection: EdgeConnection | None = None,
+    ) -> None:
         self.connection = connection or EdgeConnection(url, key, transport)
         self.local = local
         self.info = self.connection.request("GET", "/v1/edge/info")
         if self.info["tokenizer"] != local.tokenizer.fingerprint():
-            raise ValueError(f"the local model {getattr(local, 'name', local)!r} does not share the server model "
-                             f"{self.info['model']!r}'s tokenizer")
+            raise ValueError(
+                f"the local model {getattr(local, 'name', local)!r} does not share the server model "
+                f"{self.info['model']!r}'s tokenizer"
+            )
         self.name = f"{self.info['model']} @ {self.connection.url}"
         self.tokenizer = local.tokenizer
         self.cost = PassCostProfile()
@@ -82,8 +90,14 @@ class RemoteTarget(CacheElsewhere):  # the server keeps its own prefix cache
     returns_logits = False
     prefill_predicts_next = False  # every verification is a round trip, an empty draft's too
 
-    def __init__(self, connection: EdgeConnection, chooser: TokenChooser, info: dict, fingerprint: str,
-                 cost: PassCostProfile | None = None) -> None:
+    def __init__(
+        self,
+        connection: EdgeConnection,
+        chooser: TokenChooser,
+        info: dict,
+        fingerprint: str,
+        cost: PassCostProfile | None = None,
+    ) -> None:
         self.connection = connection
         self.chooser = chooser
         self._info = info
@@ -123,8 +137,14 @@ class RemoteTarget(CacheElsewhere):  # the server keeps its own prefix cache
         if not context_ids:
             raise ValueError("the context must hold at least one token")
         params = self.chooser.params
-        body = {"prompt": [int(t) for t in context_ids], "tokenizer": self._fingerprint, "temperature": params.temperature,
-                "top_p": params.top_p, "top_k": params.top_k, "seed": self.chooser.seed}
+        body = {
+            "prompt": [int(t) for t in context_ids],
+            "tokenizer": self._fingerprint,
+            "temperature": params.temperature,
+            "top_p": params.top_p,
+            "top_k": params.top_k,
+            "seed": self.chooser.seed,
+        }
         answer = self._call("POST", "/v1/edge/sessions", body)
         self.session_id = answer["id"]
         self._length = self._server_length = int(answer["context_length"])
@@ -137,8 +157,12 @@ class RemoteTarget(CacheElsewhere):  # the server keeps its own prefix cache
             raise RuntimeError("verify() before prefill()")
         if len(draft) > self.max_draft_nodes:
             raise ValueError(f"the server verifies at most {self.max_draft_nodes} nodes; got a draft of {len(draft)}")
-        body: dict[str, Any] = {"tokens": list(draft.tokens), "parents": list(draft.parents), "commit": False,
-                                "context_length": self._server_length}
+        body: dict[str, Any] = {
+            "tokens": list(draft.tokens),
+            "parents": list(draft.parents),
+            "commit": False,
+            "context_length": self._server_length,
+        }
         if self._unsent is not None:
             body["previous"] = {"path": self._unsent[0], "next_token": self._unsent[1]}
         start = time.perf_counter()

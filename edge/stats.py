@@ -55,13 +55,16 @@ class EdgeStats(Stats):
     def to_dict(self) -> dict:
         out = super().to_dict()
         out.update({name: getattr(self, name) for name in self.__dataclass_fields__ if name not in _CORE})
-        out.update({
-            "in_flight_s": round(self.in_flight_s, 4), "overlap_s": round(self.overlap_s, 4),
-            "final_threshold": round(self.final_threshold, 4),
-            "server_forward_passes": self.target_forward_passes,
-            "server_passes_per_token": round(self.forward_passes_per_token, 4),
-            "verified_per_round_trip": round(self.verified_tokens / max(1, self.verify_steps), 3),
-        })
+        out.update(
+            {
+                "in_flight_s": round(self.in_flight_s, 4),
+                "overlap_s": round(self.overlap_s, 4),
+                "final_threshold": round(self.final_threshold, 4),
+                "server_forward_passes": self.target_forward_passes,
+                "server_passes_per_token": round(self.forward_passes_per_token, 4),
+                "verified_per_round_trip": round(self.verified_tokens / max(1, self.verify_steps), 3),
+            }
+        )
         return out
 
     # --- read as a mapping (clients that read the stats dict of before) --------------------------

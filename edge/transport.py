@@ -127,7 +127,9 @@ def _answer(method: str, path: str, status: int, raw: bytes) -> dict[str, Any]:
     except ValueError:
         decoded = None
     if status >= 500 or status == 429 or not isinstance(decoded, dict):  # 429: busy, retry later
-        raise ServerUnavailable(f"{method} {path}: HTTP {status}" + ("" if isinstance(decoded, dict) else " (not a JSON object)"))
+        raise ServerUnavailable(
+            f"{method} {path}: HTTP {status}" + ("" if isinstance(decoded, dict) else " (not a JSON object)")
+        )
     if status >= 400:
         error = decoded.get("error") if isinstance(decoded.get("error"), dict) else {}
         raise EdgeRefused(status, str(error.get("message", f"HTTP {status}")), error.get("code"), error.get("param"))

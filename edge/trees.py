@@ -138,8 +138,14 @@ class _Nodes:
 
     def proposal(self) -> Proposal:
         probs = DraftRows(self.qs) if self.qs else None
-        return Proposal(Draft(tuple(self.tokens), tuple(self.parents), probs), self.n_main, self.side_passes,
-                        tuple(self.ranks), tuple(self.confidences), tuple(self.qs))
+        return Proposal(
+            Draft(tuple(self.tokens), tuple(self.parents), probs),
+            self.n_main,
+            self.side_passes,
+            tuple(self.ranks),
+            tuple(self.confidences),
+            tuple(self.qs),
+        )
 
 
 class Calibration:
@@ -175,9 +181,15 @@ class Calibration:
                     self.hits[key] = self.hits.get(key, 0.0) + (child in on_path)
 
 
-def greedy_tree(main: Callable[[int], Guess], side: Callable[[list[int]], Guess], budget: int,
-                threshold: float | None, width: int, max_leaves: int,
-                calibration: Callable[[int, float], float] = lambda rank, p: p) -> Proposal:
+def greedy_tree(
+    main: Callable[[int], Guess],
+    side: Callable[[list[int]], Guess],
+    budget: int,
+    threshold: float | None,
+    width: int,
+    max_leaves: int,
+    calibration: Callable[[int, float], float] = lambda rank, p: p,
+) -> Proposal:
     """Best-first tree (see the module docstring). ``main(d)``: the guess after the main chain's
     first ``d`` tokens (0: after the context); ``side(path)``: the guess after ``path`` (tokens from
     the root) off the main chain. ``width``: children considered per node (1: a chain).
@@ -185,7 +197,9 @@ def greedy_tree(main: Callable[[int], Guess], side: Callable[[list[int]], Guess]
     tree = _Nodes()
     if budget <= 0:
         return tree.proposal()
-    heap: list[tuple[float, int, int, int, int, float, int]] = []  # (-path prob, order, kind, parent/node, token, prob, rank)
+    heap: list[
+        tuple[float, int, int, int, int, float, int]
+    ] = []  # (-path prob, order, kind, parent/node, token, prob, rank)
     order = 0
     depth_of: dict[int, int] = {}
     on_main: dict[int, bool] = {}
@@ -229,8 +243,15 @@ def greedy_tree(main: Callable[[int], Guess], side: Callable[[list[int]], Guess]
     return tree.proposal()
 
 
-def sampled_tree(main: Callable[[int], Guess], budget: int, threshold: float | None, alt_below: float,
-                 siblings: int, max_leaves: int, seed: int) -> Proposal:
+def sampled_tree(
+    main: Callable[[int], Guess],
+    budget: int,
+    threshold: float | None,
+    alt_below: float,
+    siblings: int,
+    max_leaves: int,
+    seed: int,
+) -> Proposal:
     """Chain of ``q`` draws with independent sibling draws where unsure (see the module docstring).
     ``main(d)`` must carry ``q`` and its index-0 draw as ``token``; siblings are draws 1, 2, ..."""
     tree = _Nodes()

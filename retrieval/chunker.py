@@ -103,7 +103,9 @@ def validate_documents(documents: Sequence[Any], existing_ids: Container[str]) -
     valid = []
     for position, document in enumerate(documents):
         if not isinstance(document, Mapping):
-            raise InvalidDocumentError(position, None, f"must be an object with id and text, got {type(document).__name__}")
+            raise InvalidDocumentError(
+                position, None, f"must be an object with id and text, got {type(document).__name__}"
+            )
         doc_id = document.get("id")
         if not isinstance(doc_id, str) or not doc_id.strip():
             raise InvalidDocumentError(position, None, f"id must be a non-empty string, got {doc_id!r}")

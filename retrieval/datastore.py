@@ -33,7 +33,6 @@ from typing import BinaryIO, Callable, Iterable, Sequence
 import numpy as np
 
 from specdraft import Draft
-
 from specdraft.files import atomic_write, fsync_folder
 
 from .suffix_index import SuffixIndex, SuffixMatch, build_suffix_array, concatenate_arrays
@@ -123,7 +122,9 @@ class Datastore:
                 f"this specdraft reads {FORMAT!r} version {FORMAT_VERSION}: rebuild it with `specdraft datastore build`"
             )
         try:
-            arrays = {name: np.load(folder / manifest["files"][name], mmap_mode="r", allow_pickle=False) for name in ARRAYS}
+            arrays = {
+                name: np.load(folder / manifest["files"][name], mmap_mode="r", allow_pickle=False) for name in ARRAYS
+            }
         except (OSError, KeyError, ValueError) as error:
             raise ValueError(f"{folder} is an incomplete datastore ({error}): rebuild it") from None
         if len(arrays["corpus"]) != manifest["length"] or len(arrays["starts"]) != manifest["num_sequences"]:
@@ -154,7 +155,9 @@ class Datastore:
         return sum(int(a.nbytes) for a in (self.index.corpus, self.index.suffix_array, self.index.starts))
 
     # --- lookup -------------------------------------------------------------------------------
-    def match(self, context_tail: Sequence[int], max_suffix: int = MAX_SUFFIX, min_suffix: int = MIN_SUFFIX) -> SuffixMatch:
+    def match(
+        self, context_tail: Sequence[int], max_suffix: int = MAX_SUFFIX, min_suffix: int = MIN_SUFFIX
+    ) -> SuffixMatch:
         """The longest suffix of ``context_tail`` (``max_suffix`` down to ``min_suffix`` tokens) that
         occurs followed by at least one token; ``NO_MATCH`` if none does."""
         if min_suffix < 1 or max_suffix < min_suffix:

@@ -17,11 +17,15 @@ from .datastore import Datastore, DatastoreBuilder
 TOKENIZE_BATCH = 256  # texts per tokenizer call (fast tokenizers parallelise inside a batch)
 
 
-def build_datastore(texts: Iterable[str], tokenizer: Tokenizer, tokenizer_name: str, limit: int | None = None) -> Datastore:
+def build_datastore(
+    texts: Iterable[str], tokenizer: Tokenizer, tokenizer_name: str, limit: int | None = None
+) -> Datastore:
     """Tokenize ``texts`` (the first ``limit``; special tokens not added) and build the datastore.
     A tokenizer with ``encode_batch`` (transformers' fast ones) tokenizes a batch at a time."""
     builder = DatastoreBuilder(tokenizer_name, tokenizer.vocab_size)
-    encode_batch = getattr(tokenizer, "encode_batch", None) or (lambda batch: [tokenizer.encode(text) for text in batch])
+    encode_batch = getattr(tokenizer, "encode_batch", None) or (
+        lambda batch: [tokenizer.encode(text) for text in batch]
+    )
     texts = iter(texts if limit is None else islice(texts, limit))
     with tqdm(total=limit, desc="tokenizing", unit=" texts", file=sys.stderr, disable=None) as bar:
         while batch := list(islice(texts, TOKENIZE_BATCH)):

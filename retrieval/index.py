@@ -207,7 +207,9 @@ class DocumentIndex:
         if vectors.ndim != 2 or vectors.shape[0] != len(texts):
             raise ValueError(f"embedder {self.embedder.name!r} returned shape {vectors.shape} for {len(texts)} texts")
         if self._dim is not None and vectors.shape[1] != self._dim:
-            raise ValueError(f"embedder {self.embedder.name!r} gives {vectors.shape[1]}-dimensional vectors; the index holds {self._dim}")
+            raise ValueError(
+                f"embedder {self.embedder.name!r} gives {vectors.shape[1]}-dimensional vectors; the index holds {self._dim}"
+            )
         return unit_rows(vectors)
 
     def collection(self) -> Collection:
@@ -307,7 +309,9 @@ class DocumentIndex:
             built_with = manifest["embedder"]
             if embedder is None:
                 if not built_with.get("model"):
-                    raise ValueError(f"index {folder} was built with the custom embedder {built_with['name']!r}: pass it to load")
+                    raise ValueError(
+                        f"index {folder} was built with the custom embedder {built_with['name']!r}: pass it to load"
+                    )
                 embedder = Embedder(EmbedderConfig(model=built_with["model"]))
             if embedder.name != built_with["name"]:
                 raise EmbedderMismatchError(f"index {folder} was built with {built_with['name']}, not {embedder.name}")
@@ -326,7 +330,9 @@ class DocumentIndex:
             )
         doc_ids = {chunk.doc_id for chunk in chunks}
         if len(doc_ids) != counts["documents"]:
-            raise CorruptIndexError(f"{folder}: the manifest says {counts['documents']} documents, the chunks have {len(doc_ids)}")
+            raise CorruptIndexError(
+                f"{folder}: the manifest says {counts['documents']} documents, the chunks have {len(doc_ids)}"
+            )
         index._dim = cpu_index.d
         index._chunks, index._doc_ids, index._notes = chunks, doc_ids, list(manifest.get("notes", []))
         if chunks:

@@ -62,12 +62,21 @@ class IndexConfig:
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
             raise ValueError(f"kind must be one of {', '.join(KINDS)}, got {self.kind!r}")
-        for name, minimum in (("chunk_words", 1), ("chunk_overlap", 0), ("nlist", 1), ("hnsw_m", 2), ("nprobe", 1), ("ef_search", 1)):
+        for name, minimum in (
+            ("chunk_words", 1),
+            ("chunk_overlap", 0),
+            ("nlist", 1),
+            ("hnsw_m", 2),
+            ("nprobe", 1),
+            ("ef_search", 1),
+        ):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
                 raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
         if self.chunk_overlap >= self.chunk_words:
-            raise ValueError(f"chunk_overlap ({self.chunk_overlap}) must be smaller than chunk_words ({self.chunk_words})")
+            raise ValueError(
+                f"chunk_overlap ({self.chunk_overlap}) must be smaller than chunk_words ({self.chunk_words})"
+            )
         if self.use_gpu is not None and not isinstance(self.use_gpu, bool):
             raise ValueError(f"use_gpu must be None, True or False, got {self.use_gpu!r}")
 

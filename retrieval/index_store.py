@@ -168,7 +168,9 @@ def read_manifest(source: Path, folder: Any) -> dict[str, Any]:
         if not file.is_file():
             raise CorruptIndexError(f"{folder}: {name} is missing")
         if file.stat().st_size != size or sha256_file(file) != sha256:
-            raise CorruptIndexError(f"{folder}: {name} does not match its checksum in {MANIFEST_FILE} (corrupt or modified)")
+            raise CorruptIndexError(
+                f"{folder}: {name} does not match its checksum in {MANIFEST_FILE} (corrupt or modified)"
+            )
     return manifest
 
 
@@ -186,7 +188,9 @@ def read_chunks(source: Path, folder: Any) -> list[Chunk]:
             try:
                 row = json.loads(line)
                 chunk = Chunk(row["id"], row["doc_id"], row["text"], row["metadata"])
-                if not all(isinstance(value, str) for value in (chunk.id, chunk.doc_id, chunk.text)) or not isinstance(chunk.metadata, dict):
+                if not all(isinstance(value, str) for value in (chunk.id, chunk.doc_id, chunk.text)) or not isinstance(
+                    chunk.metadata, dict
+                ):
                     raise TypeError("wrong field types")
                 chunks.append(chunk)
             except (ValueError, KeyError, TypeError) as error:

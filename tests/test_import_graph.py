@@ -13,8 +13,13 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 # folder -> package, as pyproject's [tool.setuptools.package-dir] maps them
-FOLDERS = {"core": "specdraft", "apps": "specdraft.apps", "copydraft": "specdraft.copydraft",
-           "retrieval": "specdraft.retrieval", "edge": "specdraft.edge"}
+FOLDERS = {
+    "core": "specdraft",
+    "apps": "specdraft.apps",
+    "copydraft": "specdraft.copydraft",
+    "retrieval": "specdraft.retrieval",
+    "edge": "specdraft.edge",
+}
 
 
 def modules() -> dict[str, Path]:
@@ -153,4 +158,6 @@ def test_cycles_are_found_and_named():
 
 def test_the_package_has_no_import_cycle():
     found = cycles(graph())
-    assert not found, "import cycles (lazy and TYPE_CHECKING imports count):\n" + "\n".join(" -> ".join(c) for c in found)
+    assert not found, "import cycles (lazy and TYPE_CHECKING imports count):\n" + "\n".join(
+        " -> ".join(c) for c in found
+    )

@@ -4,8 +4,8 @@ them, the values of a plain forward pass over the whole sequence, whatever the d
 import numpy as np
 import pytest
 import torch
-
 from oracle import OracleDrafter, greedy_continuations
+
 from specdraft import (
     GenerationConfig,
     LogprobsUnavailableError,
@@ -40,7 +40,9 @@ def forward_logprobs(model, prompt_ids, generated):
 
 
 def generate(model, prompt_ids, drafter=None, **config):
-    return SpeculativeGenerator(model, SPECULATION).generate(prompt_ids, drafter, GenerationConfig(max_new_tokens=N_NEW, **config))
+    return SpeculativeGenerator(model, SPECULATION).generate(
+        prompt_ids, drafter, GenerationConfig(max_new_tokens=N_NEW, **config)
+    )
 
 
 def test_predicting_rows_follow_the_acceptance_convention():
@@ -96,7 +98,9 @@ def test_seeded_sampling_gives_the_same_tokens_and_raw_logprobs(tiny_model, refe
 def test_streamed_logprobs_arrive_before_the_text_that_holds_them(tiny_model, references):
     prompt_ids, reference = next(iter(references.values()))
     stream = SpeculativeGenerator(tiny_model, SPECULATION).stream(
-        prompt_ids, OracleDrafter(prompt_ids + reference, tiny_model.vocab_size, "partly"), GenerationConfig(max_new_tokens=N_NEW, logprobs=1)
+        prompt_ids,
+        OracleDrafter(prompt_ids + reference, tiny_model.vocab_size, "partly"),
+        GenerationConfig(max_new_tokens=N_NEW, logprobs=1),
     )
     seen = 0
     for _ in stream:
@@ -170,7 +174,9 @@ def test_real_model_logprobs_change_no_token(backend):
     from specdraft import ModelConfig, load_model
 
     model = load_model(ModelConfig("smollm2-135m", device="cpu", backend=backend))
-    prompt_ids = model.encode_chat([{"role": "user", "content": "Correct the grammar: She go to school every days and she like it."}])
+    prompt_ids = model.encode_chat(
+        [{"role": "user", "content": "Correct the grammar: She go to school every days and she like it."}]
+    )
     plain = generate(model, prompt_ids, PromptLookupDrafter())
     result = generate(model, prompt_ids, PromptLookupDrafter(), logprobs=2)
     assert result.token_ids == plain.token_ids

@@ -220,7 +220,9 @@ def test_plain_first_step_saves_the_first_pass_and_changes_no_token(tiny_model, 
     results = {}
     for first in (False, True):
         speculation = SpeculationConfig(plain_first_step=first)
-        results[first] = SpeculativeGenerator(tiny_model, speculation, prefix_cache=False).generate(prompt_ids, PromptLookupDrafter(), config)
+        results[first] = SpeculativeGenerator(tiny_model, speculation, prefix_cache=False).generate(
+            prompt_ids, PromptLookupDrafter(), config
+        )
         assert results[first].token_ids == plain.token_ids
     # passes: the prefill, then one per step, except a first step without a draft
     assert results[True].stats.target_forward_passes == results[True].stats.verify_steps

@@ -2,8 +2,8 @@
 
 import pytest
 import torch
-
 from oracle import OracleDrafter
+
 from specdraft import GenerationConfig, ModelConfig, SpeculationConfig, SpeculativeGenerator, TransformersModel
 from specdraft.drafters import PromptLookupDrafter
 
@@ -48,5 +48,7 @@ def test_oracle_drafters_are_lossless_on_smollm2(smollm2, cases, mode):
 
 def test_prompt_lookup_is_lossless_on_smollm2(smollm2, cases):
     for ids, reference in cases:
-        result = SpeculativeGenerator(smollm2).generate(ids, PromptLookupDrafter(), GenerationConfig(max_new_tokens=N_NEW))
+        result = SpeculativeGenerator(smollm2).generate(
+            ids, PromptLookupDrafter(), GenerationConfig(max_new_tokens=N_NEW)
+        )
         assert result.token_ids == reference

@@ -5,8 +5,8 @@ agreeing with the accepted-length histogram."""
 from collections import Counter
 
 import pytest
-
 from oracle import OracleDrafter, Recording
+
 from specdraft import GenerationConfig, SpeculationConfig, SpeculativeGenerator, Stats
 
 DRAFT_LEN = 5
@@ -18,7 +18,10 @@ def check_consistent(stats: Stats) -> None:
     drafted, accepted = stats.position_lists()
     assert len(drafted) == len(accepted)
     assert sum(drafted) == stats.drafted_tokens and sum(accepted) == stats.accepted_tokens
-    reached = [sum(steps for length, steps in stats.accepted_length_histogram.items() if length > i) for i in range(len(accepted))]
+    reached = [
+        sum(steps for length, steps in stats.accepted_length_histogram.items() if length > i)
+        for i in range(len(accepted))
+    ]
     assert accepted == reached
 
 
@@ -101,7 +104,9 @@ def generate(model, reference, mode: str):
     prompt_ids, continuation = reference
     drafter = BudgetRecording(OracleDrafter(prompt_ids + continuation, model.vocab_size, mode))
     speculation = SpeculationConfig(initial_draft_len=DRAFT_LEN, adaptive=False)
-    result = SpeculativeGenerator(model, speculation).generate(prompt_ids, drafter, GenerationConfig(max_new_tokens=N_NEW))
+    result = SpeculativeGenerator(model, speculation).generate(
+        prompt_ids, drafter, GenerationConfig(max_new_tokens=N_NEW)
+    )
     assert result.token_ids == continuation
     return result, [draft for draft in drafter.drafts if len(draft)]
 

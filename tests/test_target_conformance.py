@@ -25,8 +25,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from oracle import OracleDrafter, started_target
+
 from specdraft import ROOT, Draft, GenerationConfig, SpeculationConfig, SpeculativeGenerator, TokenChooser, Verification
 
 N_NEW = 32
@@ -66,7 +66,17 @@ class ChoicesOnlyModel:
         return ChoicesOnlyTarget(self.inner.new_target(chooser))
 
 
-@pytest.fixture(scope="module", params=["transformers", "fast-path", "choices-only", "remote", "engine", pytest.param("llama-cpp", marks=pytest.mark.slow)])
+@pytest.fixture(
+    scope="module",
+    params=[
+        "transformers",
+        "fast-path",
+        "choices-only",
+        "remote",
+        "engine",
+        pytest.param("llama-cpp", marks=pytest.mark.slow),
+    ],
+)
 def backend(request, tokenizer, tmp_path_factory):
     """(model, logits tolerance)."""
     if request.param in ("transformers", "choices-only"):
@@ -143,7 +153,10 @@ def greedy_only(model) -> bool:
 def plain_outputs(backend):
     model, _ = backend
     generator = SpeculativeGenerator(model)
-    return {p: generator.generate(model.encode(p), None, GenerationConfig(max_new_tokens=N_NEW, ignore_eos=True)).token_ids for p in PROMPTS}
+    return {
+        p: generator.generate(model.encode(p), None, GenerationConfig(max_new_tokens=N_NEW, ignore_eos=True)).token_ids
+        for p in PROMPTS
+    }
 
 
 def as_array(logits) -> np.ndarray:
@@ -169,7 +182,9 @@ def test_speculative_greedy_equals_plain_greedy(backend, plain_outputs, mode):
         reference = plain_outputs[prompt]
         drafter = OracleDrafter(ids + reference, model.vocab_size, mode)
         config = GenerationConfig(max_new_tokens=N_NEW, ignore_eos=True)
-        result = SpeculativeGenerator(model, SpeculationConfig(initial_draft_len=5, adaptive=False)).generate(ids, drafter, config)
+        result = SpeculativeGenerator(model, SpeculationConfig(initial_draft_len=5, adaptive=False)).generate(
+            ids, drafter, config
+        )
         assert result.token_ids == reference
         assert result.stats.verify_steps > 3
         if mode == "right":
@@ -266,9 +281,9 @@ def test_drafts_wider_than_the_target_are_pruned_and_stay_lossless(backend, plai
         def observe(self, accepted):
             pass
 
-    result = SpeculativeGenerator(model, SpeculationConfig(initial_draft_len=300, max_draft_len=300, adaptive=False)).generate(
-        ids, Bushy(), GenerationConfig(max_new_tokens=8, ignore_eos=True)
-    )
+    result = SpeculativeGenerator(
+        model, SpeculationConfig(initial_draft_len=300, max_draft_len=300, adaptive=False)
+    ).generate(ids, Bushy(), GenerationConfig(max_new_tokens=8, ignore_eos=True))
     assert result.token_ids == reference[:8]
 
 
@@ -283,12 +298,17 @@ def test_sampled_drafts_with_distributions_stay_lossless_on_every_target(backend
     model, _ = backend
     drafting = getattr(model, "local", model)  # a remote target's drafts come from the local copy
     ids = model.encode("The dog sleeps. The dog")
-    for config in (GenerationConfig(max_new_tokens=16, ignore_eos=True), GenerationConfig(max_new_tokens=16, temperature=0.9, seed=5, ignore_eos=True)):
+    for config in (
+        GenerationConfig(max_new_tokens=16, ignore_eos=True),
+        GenerationConfig(max_new_tokens=16, temperature=0.9, seed=5, ignore_eos=True),
+    ):
         if greedy_only(model) and not config.sampling.greedy:
             continue  # the engine target verifies greedy decoding only
         outputs = []
         for _ in range(2):
-            drafter = DraftModelDrafter(drafting, model.vocab_size, config.sampling, PositionalRandom(1), DraftModelConfig(tree_width=2))
+            drafter = DraftModelDrafter(
+                drafting, model.vocab_size, config.sampling, PositionalRandom(1), DraftModelConfig(tree_width=2)
+            )
             outputs.append(SpeculativeGenerator(model).generate(ids, drafter, config).token_ids)
         assert outputs[0] == outputs[1]
         if config.sampling.greedy:

@@ -39,8 +39,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
 
 from specdraft import GenerationConfig, ModelConfig, SpeculativeGenerator, load_model
-from specdraft.edge import EdgeConnection, TransportConfig
-from specdraft.edge import EdgeClient, EdgeClientConfig
+from specdraft.edge import EdgeClient, EdgeClientConfig, EdgeConnection, TransportConfig
 from specdraft.edge.trees import Calibration
 
 from .delay_proxy import DelayProxy, ProxyConfig
@@ -121,8 +120,12 @@ class EdgeBenchResult:
     measurements: list[EdgeMeasurement] = field(default_factory=list)
 
     def to_dict(self) -> dict:
-        return {"config": self.config, "environment": self.environment, "rows": self.rows,
-                "measurements": [asdict(m) for m in self.measurements]}
+        return {
+            "config": self.config,
+            "environment": self.environment,
+            "rows": self.rows,
+            "measurements": [asdict(m) for m in self.measurements],
+        }
 
 
 # --- the server process ------------------------------------------------------------------------------
@@ -134,10 +137,28 @@ def free_port() -> int:
 
 def start_server(config: EdgeBenchConfig, port: int, key_file: str, log_path: str | None = None) -> subprocess.Popen:
     """``specdraft serve --edge`` in its own process, returned once ``/healthz`` answers."""
-    command = [sys.executable, "-m", "specdraft.apps.cli", "serve", "--edge", "--api-key-file", key_file,
-               "--model", config.server_model, "--backend", config.server_backend, "--dtype", config.server_dtype,
-               "--device", config.server_device, "--drafter", "none", "--port", str(port),
-               "--no-prefix-cache"]  # every method pays its own prompt, as a new prompt would: no run warms another
+    command = [
+        sys.executable,
+        "-m",
+        "specdraft.apps.cli",
+        "serve",
+        "--edge",
+        "--api-key-file",
+        key_file,
+        "--model",
+        config.server_model,
+        "--backend",
+        config.server_backend,
+        "--dtype",
+        config.server_dtype,
+        "--device",
+        config.server_device,
+        "--drafter",
+        "none",
+        "--port",
+        str(port),
+        "--no-prefix-cache",
+    ]  # every method pays its own prompt, as a new prompt would: no run warms another
     if log_path:
         with open(log_path, "ab") as log:  # the child keeps its own copy of the descriptor
             process = subprocess.Popen(command, stdout=log, stderr=log)
@@ -151,7 +172,9 @@ def start_server(config: EdgeBenchConfig, port: int, key_file: str, log_path: st
         except OSError:
             if process.poll() is not None or time.monotonic() > deadline:
                 process.kill()
-                raise RuntimeError(f"the edge server did not start: {' '.join(command)}" + (f" (log: {log_path})" if log_path else ""))
+                raise RuntimeError(
+                    f"the edge server did not start: {' '.join(command)}" + (f" (log: {log_path})" if log_path else "")
+                )
             time.sleep(0.5)
 
 
@@ -173,14 +196,26 @@ def stop_server(process: subprocess.Popen) -> None:
 
 
 # --- the methods ---------------------------------------------------------------------------------------
-def server_only(url: str, key: str, model_name: str, case: EdgeCase, delay_ms: int, timeout_s: float) -> EdgeMeasurement:
+def server_only(
+    url: str, key: str, model_name: str, case: EdgeCase, delay_ms: int, timeout_s: float
+) -> EdgeMeasurement:
     """The server generating alone, streamed: ``POST /v1/completions`` with the prompt's token ids."""
     host, port = url.split("//", 1)[1].split(":")
-    body = json.dumps({"model": model_name, "prompt": list(case.prompt_ids), "max_tokens": case.max_new_tokens,
-                       "temperature": 0, "stream": True, "drafter": "none"}).encode()
+    body = json.dumps(
+        {
+            "model": model_name,
+            "prompt": list(case.prompt_ids),
+            "max_tokens": case.max_new_tokens,
+            "temperature": 0,
+            "stream": True,
+            "drafter": "none",
+        }
+    ).encode()
     started = time.perf_counter()
     conn = http.client.HTTPConnection(host, int(port), timeout=timeout_s)
-    conn.request("POST", "/v1/completions", body, {"Authorization": f"Bearer {key}", "Content-Type": "application/json"})
+    conn.request(
+        "POST", "/v1/completions", body, {"Authorization": f"Bearer {key}", "Content-Type": "application/json"}
+    )
     response = conn.getresponse()
     if response.status != 200:
         raise RuntimeError(f"server-only completion: HTTP {response.status}: {response.read()[:300]!r}")
@@ -199,12 +234,16 @@ def server_only(url: str, key: str, model_name: str, case: EdgeCase, delay_ms: i
             passes = chunk["speculation"]["target_forward_passes"]
     wall = time.perf_counter() - started
     conn.close()
-    return EdgeMeasurement(case.set, case.id, delay_ms, "server-only", tokens, wall, passes, round_trips=1, text="".join(text))
+    return EdgeMeasurement(
+        case.set, case.id, delay_ms, "server-only", tokens, wall, passes, round_trips=1, text="".join(text)
+    )
 
 
 def local_only(model, case: EdgeCase) -> EdgeMeasurement:
     started = time.perf_counter()
-    result = SpeculativeGenerator(model).generate(list(case.prompt_ids), None, GenerationConfig(max_new_tokens=case.max_new_tokens))
+    result = SpeculativeGenerator(model).generate(
+        list(case.prompt_ids), None, GenerationConfig(max_new_tokens=case.max_new_tokens)
+    )
     wall = time.perf_counter() - started
     return EdgeMeasurement(case.set, case.id, -1, "local-only", len(result.token_ids), wall, 0, text=result.text)
 
@@ -212,7 +251,9 @@ def local_only(model, case: EdgeCase) -> EdgeMeasurement:
 _CALIBRATIONS: dict[str, Calibration] = {}  # per method: what a laptop client learns over its session of prompts
 
 
-def edge(url: str, key: str, model, case: EdgeCase, delay_ms: int, method: str, config: EdgeBenchConfig) -> EdgeMeasurement:
+def edge(
+    url: str, key: str, model, case: EdgeCase, delay_ms: int, method: str, config: EdgeBenchConfig
+) -> EdgeMeasurement:
     pipeline, adaptive = EDGE_VARIANTS[method]
     client_config = EdgeClientConfig(max_draft_nodes=config.max_draft_nodes, pipeline=pipeline, adaptive=adaptive)
     with EdgeConnection(url, key, TransportConfig(timeout_s=config.timeout_s)) as connection:
@@ -222,10 +263,25 @@ def edge(url: str, key: str, model, case: EdgeCase, delay_ms: int, method: str, 
         result = client.generate(list(case.prompt_ids), GenerationConfig(max_new_tokens=case.max_new_tokens))
         wall = time.perf_counter() - started
     s = result.stats
-    return EdgeMeasurement(case.set, case.id, delay_ms, method, len(result.token_ids), wall, s["server_forward_passes"],
-                           s["round_trips"], s["verified_tokens"], s["verify_steps"], s["unverified_tokens"], result.text,
-                           overlap_s=s["overlap_s"], in_flight_s=s["in_flight_s"], overlap_drafted_tokens=s["overlap_drafted_tokens"],
-                           overlap_emitted_tokens=s["overlap_emitted_tokens"], side_passes=s["side_passes"])
+    return EdgeMeasurement(
+        case.set,
+        case.id,
+        delay_ms,
+        method,
+        len(result.token_ids),
+        wall,
+        s["server_forward_passes"],
+        s["round_trips"],
+        s["verified_tokens"],
+        s["verify_steps"],
+        s["unverified_tokens"],
+        result.text,
+        overlap_s=s["overlap_s"],
+        in_flight_s=s["in_flight_s"],
+        overlap_drafted_tokens=s["overlap_drafted_tokens"],
+        overlap_emitted_tokens=s["overlap_emitted_tokens"],
+        side_passes=s["side_passes"],
+    )
 
 
 # --- the cases -----------------------------------------------------------------------------------------
@@ -248,7 +304,11 @@ def load_cases(model, config: EdgeBenchConfig) -> list[EdgeCase]:
                 cases.append(EdgeCase(name, item.id, tuple(prompt_ids), min(max_new, config.max_new_tokens)))
         elif name in PROMPT_SETS:
             for prompt in load_prompt_set(name, limit=config.limit, seed=config.seed):
-                ids = model.encode_chat(prompt.messages) if model.has_chat_template else model.encode(prompt.messages[-1]["content"])
+                ids = (
+                    model.encode_chat(prompt.messages)
+                    if model.has_chat_template
+                    else model.encode(prompt.messages[-1]["content"])
+                )
                 cases.append(EdgeCase(name, prompt.id, tuple(ids), config.max_new_tokens))
         else:
             raise ValueError(f"unknown prompt set {name!r}: one of {sorted(PROMPT_SETS) + sorted(GRAMMAR_SETS)}")
@@ -256,8 +316,12 @@ def load_cases(model, config: EdgeBenchConfig) -> list[EdgeCase]:
 
 
 # --- the run ---------------------------------------------------------------------------------------------
-def run_edge_bench(config: EdgeBenchConfig, cases: Sequence[EdgeCase] | None = None, log_path: str | None = None,
-                   progress=lambda message: print(message, file=sys.stderr, flush=True)) -> EdgeBenchResult:
+def run_edge_bench(
+    config: EdgeBenchConfig,
+    cases: Sequence[EdgeCase] | None = None,
+    log_path: str | None = None,
+    progress=lambda message: print(message, file=sys.stderr, flush=True),
+) -> EdgeBenchResult:
     """Start the server, run every method on every case at every delay, stop the server."""
     _CALIBRATIONS.clear()
     model = load_model(ModelConfig(config.draft_model, "cpu", "auto", config.draft_backend, 0))
@@ -283,9 +347,13 @@ def run_edge_bench(config: EdgeBenchConfig, cases: Sequence[EdgeCase] | None = N
     return EdgeBenchResult(asdict(config), env, summarize(measurements), measurements)
 
 
-def _measure(config: EdgeBenchConfig, cases: list[EdgeCase], model, port: int, key: str, progress) -> list[EdgeMeasurement]:
+def _measure(
+    config: EdgeBenchConfig, cases: list[EdgeCase], model, port: int, key: str, progress
+) -> list[EdgeMeasurement]:
     # warmed up on a prompt that is not measured, so that no measured method finds its prompt cached
-    warm = EdgeCase("warm-up", "warm-up", tuple(model.encode("Say hello in five words.")), min(8, cases[0].max_new_tokens))
+    warm = EdgeCase(
+        "warm-up", "warm-up", tuple(model.encode("Say hello in five words.")), min(8, cases[0].max_new_tokens)
+    )
     with DelayProxy(port, ProxyConfig(0.0)) as proxy:  # one untimed run of each kind
         server_only(proxy.url, key, config.server_model, warm, 0, config.timeout_s)
         edge(proxy.url, key, model, warm, 0, "edge", config)
@@ -319,17 +387,25 @@ def summarize(measurements: Sequence[EdgeMeasurement]) -> list[dict[str, Any]]:
         tokens = sum(m.generated_tokens for m in ms)
         wall = sum(m.wall_s for m in ms)
         steps = sum(m.verify_steps for m in ms)
-        rows.append({
-            "set": set_name, "delay_ms": delay, "method": method, "prompts": len(ms), "generated_tokens": tokens,
-            "wall_s": round(wall, 3), "tokens_per_s": round(tokens / wall, 3) if wall else 0.0,
-            "server_passes_per_token": round(sum(m.server_forward_passes for m in ms) / max(1, tokens), 4),
-            "verified_per_round_trip": round(sum(m.verified_tokens for m in ms) / steps, 3) if steps else None,
-            "round_trips": sum(m.round_trips for m in ms), "unverified_tokens": sum(m.unverified_tokens for m in ms),
-            "identical_rate": round(sum(bool(m.identical) for m in ms) / len(ms), 4),
-            "overlap_share": round(sum(m.overlap_s for m in ms) / wall, 3) if wall else 0.0,
-            "overlap_emitted_tokens": sum(m.overlap_emitted_tokens for m in ms),
-            "side_passes": sum(m.side_passes for m in ms),
-        })
+        rows.append(
+            {
+                "set": set_name,
+                "delay_ms": delay,
+                "method": method,
+                "prompts": len(ms),
+                "generated_tokens": tokens,
+                "wall_s": round(wall, 3),
+                "tokens_per_s": round(tokens / wall, 3) if wall else 0.0,
+                "server_passes_per_token": round(sum(m.server_forward_passes for m in ms) / max(1, tokens), 4),
+                "verified_per_round_trip": round(sum(m.verified_tokens for m in ms) / steps, 3) if steps else None,
+                "round_trips": sum(m.round_trips for m in ms),
+                "unverified_tokens": sum(m.unverified_tokens for m in ms),
+                "identical_rate": round(sum(bool(m.identical) for m in ms) / len(ms), 4),
+                "overlap_share": round(sum(m.overlap_s for m in ms) / wall, 3) if wall else 0.0,
+                "overlap_emitted_tokens": sum(m.overlap_emitted_tokens for m in ms),
+                "side_passes": sum(m.side_passes for m in ms),
+            }
+        )
     return rows
 
 
@@ -353,9 +429,11 @@ def markdown(result: EdgeBenchResult) -> str:
     ]
     for r in sorted(result.rows, key=lambda r: (r["set"], r["delay_ms"], r["method"] != "server-only", r["method"])):
         vpr = "-" if r["verified_per_round_trip"] is None else str(r["verified_per_round_trip"])
-        lines.append(f"| {r['set']} | {'-' if r['delay_ms'] < 0 else r['delay_ms']} | {r['method']} | {r['tokens_per_s']} | "
-                     f"{r['server_passes_per_token']} | {vpr} | {r['round_trips']} | {r['unverified_tokens']} | {r['identical_rate']:.0%} | "
-                     f"{r.get('overlap_share', 0.0):.0%} | {r.get('overlap_emitted_tokens', 0)} |")
+        lines.append(
+            f"| {r['set']} | {'-' if r['delay_ms'] < 0 else r['delay_ms']} | {r['method']} | {r['tokens_per_s']} | "
+            f"{r['server_passes_per_token']} | {vpr} | {r['round_trips']} | {r['unverified_tokens']} | {r['identical_rate']:.0%} | "
+            f"{r.get('overlap_share', 0.0):.0%} | {r.get('overlap_emitted_tokens', 0)} |"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -380,7 +458,9 @@ def draw(result: EdgeBenchResult, fig: Figure) -> None:
         ax.set_title(name)
         ax.legend(fontsize=8)
     c = result.config
-    fig.suptitle(f"edge: {c['server_model']} ({c['server_backend']}) server, {c['draft_model']} ({c['draft_backend']}) client")
+    fig.suptitle(
+        f"edge: {c['server_model']} ({c['server_backend']}) server, {c['draft_model']} ({c['draft_backend']}) client"
+    )
 
 
 def write_edge_report(result: EdgeBenchResult, out_dir: Path) -> dict[str, Path]:

@@ -95,7 +95,9 @@ class IterativeBenchConfig:
         if not self.models:
             raise ValueError("name at least one model")
         if self.backend not in ITERATIVE_BACKENDS:
-            raise ValueError(f"iterative RAG runs on {', '.join(ITERATIVE_BACKENDS)} (it needs a local model's KV cache), got {self.backend!r}")
+            raise ValueError(
+                f"iterative RAG runs on {', '.join(ITERATIVE_BACKENDS)} (it needs a local model's KV cache), got {self.backend!r}"
+            )
 
 
 @dataclass
@@ -141,7 +143,9 @@ def _median_seconds(calls: Sequence[Callable[[], Any]]) -> float:
     return statistics.median(times)
 
 
-def probe_search(kind: str, retriever: Any, questions: Sequence[str], vectors: np.ndarray | None, embedder: Any) -> dict[str, float]:
+def probe_search(
+    kind: str, retriever: Any, questions: Sequence[str], vectors: np.ndarray | None, embedder: Any
+) -> dict[str, float]:
     """Median seconds of one query's ``search([q], 1)``; for exact dense also the bare FAISS flat search."""
     retriever.search([questions[0]], 1)  # warm-up
     facts = {"search_s": _median_seconds([lambda q=q: retriever.search([q], 1) for q in questions])}
@@ -162,9 +166,15 @@ def probe_search(kind: str, retriever: Any, questions: Sequence[str], vectors: n
     return facts
 
 
-def run_iterative_bench(config: IterativeBenchConfig, progress: Callable[[str], None] | None = None,
-                        pool: Any = None, chunks: Any = None, vectors: np.ndarray | None = None,
-                        embedder: Any = None, questions: Sequence[dict] | None = None) -> dict[str, Any]:
+def run_iterative_bench(
+    config: IterativeBenchConfig,
+    progress: Callable[[str], None] | None = None,
+    pool: Any = None,
+    chunks: Any = None,
+    vectors: np.ndarray | None = None,
+    embedder: Any = None,
+    questions: Sequence[dict] | None = None,
+) -> dict[str, Any]:
     """Run every (model, retriever, method, question); returns the JSON-ready result (``runs``,
     ``summaries``, ``collection``, ``retrievers``, ``models``, ``config``, ``environment``).
     ``pool``/``chunks``/``vectors``/``embedder``/``questions`` (``{"id", "question"}``) replace the
@@ -194,19 +204,29 @@ def run_iterative_bench(config: IterativeBenchConfig, progress: Callable[[str], 
         started = time.perf_counter()
         retrievers[kind] = make_retriever(kind, collection, embedder, vectors if kind != "bm25" else None)
         build_s = time.perf_counter() - started
-        retriever_facts[kind] = {"build_s": round(build_s, 2), **probe_search(kind, retrievers[kind], probe, vectors, embedder)}
+        retriever_facts[kind] = {
+            "build_s": round(build_s, 2),
+            **probe_search(kind, retrievers[kind], probe, vectors, embedder),
+        }
         say(f"{kind}: built in {build_s:.1f} s, {retriever_facts[kind]}")
 
     pool = pool or ModelPool(config.device, config.dtype, backend=config.backend)
-    rag_config = IterativeRAGConfig(stride=config.stride, query_tokens=config.query_tokens, max_new_tokens=config.max_new_tokens)
+    rag_config = IterativeRAGConfig(
+        stride=config.stride, query_tokens=config.query_tokens, max_new_tokens=config.max_new_tokens
+    )
     generation = GenerationConfig(max_new_tokens=config.max_new_tokens)
     runs: list[Run] = []
     for model_name in config.models:
         target = pool.get(model_name)
         for kind in config.retrievers:
+
             def pipelines() -> dict[str, Any]:
-                return {method: IterativeRAG(target, retrievers[kind], collection, rag_config, speculative=speculative_config(method, config))
-                        for method in METHODS}
+                return {
+                    method: IterativeRAG(
+                        target, retrievers[kind], collection, rag_config, speculative=speculative_config(method, config)
+                    )
+                    for method in METHODS
+                }
 
             # one pipeline per method across the questions, as an application keeps one: OS^3's estimates carry over
             rags = pipelines()
@@ -219,24 +239,43 @@ def run_iterative_bench(config: IterativeBenchConfig, progress: Callable[[str], 
                     started = time.perf_counter()
                     answer = rag.generate(question["question"], generation)
                     wall = time.perf_counter() - started
-                    run = Run(model_name, kind, method, question["id"], wall, len(answer.token_ids), list(answer.token_ids),
-                              docs_per_stride(answer), dict(answer.stats))
+                    run = Run(
+                        model_name,
+                        kind,
+                        method,
+                        question["id"],
+                        wall,
+                        len(answer.token_ids),
+                        list(answer.token_ids),
+                        docs_per_stride(answer),
+                        dict(answer.stats),
+                    )
                     if reference is None:
                         reference = run
                     run.identical = run.token_ids == reference.token_ids and run.docs == reference.docs
                     runs.append(run)
-                    say(f"{model_name} {kind} q{index + 1}/{len(questions)} {method}: {wall:.2f} s, "
+                    say(
+                        f"{model_name} {kind} q{index + 1}/{len(questions)} {method}: {wall:.2f} s, "
                         f"{run.tokens} tokens, retrieval {run.stats.get('retrieval_s', 0):.2f} s"
-                        + ("" if run.identical else "  NOT IDENTICAL"))
+                        + ("" if run.identical else "  NOT IDENTICAL")
+                    )
     models = {}
     for name in config.models:
         model = pool.get(name)
-        models[name] = {**_decode_step(runs, name), "one_token_pass_s": probe_one_token_pass(model),
-                        "backend": model.backend}
+        models[name] = {
+            **_decode_step(runs, name),
+            "one_token_pass_s": probe_one_token_pass(model),
+            "backend": model.backend,
+        }
     return {
         "config": _config_dict(config),
-        "collection": {"chunks": len(chunks), "by_source": chunks.counts(), "words": chunks.words(),
-                       "embedder": getattr(embedder, "name", str(embedder)), "max_seq_length": config.embedding.max_seq_length},
+        "collection": {
+            "chunks": len(chunks),
+            "by_source": chunks.counts(),
+            "words": chunks.words(),
+            "embedder": getattr(embedder, "name", str(embedder)),
+            "max_seq_length": config.embedding.max_seq_length,
+        },
         "retrievers": retriever_facts,
         "models": models,
         "summaries": summarize(runs),
@@ -257,7 +296,9 @@ def probe_one_token_pass(model: Any, context: int = 128, passes: int = 16) -> fl
     tokens, on a fresh session of ``model``."""
     session = model.new_session()
     try:
-        tokens = [int(t) for t in model.encode("The tower was built for the world fair of 1889 in Paris. " * 16)][:context]
+        tokens = [int(t) for t in model.encode("The tower was built for the world fair of 1889 in Paris. " * 16)][
+            :context
+        ]
         session.feed(tokens, all_logits=False)
         timings = []
         for token in tokens[:passes]:
@@ -284,24 +325,31 @@ def summarize(runs: Sequence[Run]) -> list[dict[str, Any]]:
         stat = lambda key: sum(float(r.stats.get(key, 0) or 0) for r in group)  # noqa: E731
         speculated = stat("speculated_strides")
         carries_plain = any("plain_strides" in r.stats for r in group)
-        rows.append({
-            "model": model, "retriever": kind, "method": method, "answers": len(group),
-            "wall_s": round(wall, 3),
-            "speedup": round(plain_wall / own_wall, 3) if own_wall else 0.0,
-            "retrieval_share": round(stat("retrieval_s") / wall, 3) if wall else 0.0,
-            "retrieval_s_per_answer": round(stat("retrieval_s") / len(group), 3),
-            "generation_s_per_answer": round(stat("generation_s") / len(group), 3),
-            "wait_share": round(stat("retrieval_wait_s") / wall, 3) if wall else 0.0,
-            "strides_per_answer": round(stat("strides") / len(group), 2),
-            "searched_queries_per_answer": round(stat("searched_queries") / len(group), 2),
-            "cache_hit_rate": round(stat("cache_hits") / speculated, 3) if speculated else None,
-            "rollbacks_per_answer": round(stat("rollbacks") / len(group), 2),
-            "verifications_per_answer": round(stat("verifications") / len(group), 2),
-            "strides": int(stat("strides")),
-            "plain_strides": int(stat("plain_strides")) if carries_plain else None,  # OS^3's s = 0 strides (speculative methods)
-            "tokens_per_answer": round(sum(r.tokens for r in group) / len(group), 1),
-            "identical_rate": round(sum(r.identical for r in group) / len(group), 3),
-        })
+        rows.append(
+            {
+                "model": model,
+                "retriever": kind,
+                "method": method,
+                "answers": len(group),
+                "wall_s": round(wall, 3),
+                "speedup": round(plain_wall / own_wall, 3) if own_wall else 0.0,
+                "retrieval_share": round(stat("retrieval_s") / wall, 3) if wall else 0.0,
+                "retrieval_s_per_answer": round(stat("retrieval_s") / len(group), 3),
+                "generation_s_per_answer": round(stat("generation_s") / len(group), 3),
+                "wait_share": round(stat("retrieval_wait_s") / wall, 3) if wall else 0.0,
+                "strides_per_answer": round(stat("strides") / len(group), 2),
+                "searched_queries_per_answer": round(stat("searched_queries") / len(group), 2),
+                "cache_hit_rate": round(stat("cache_hits") / speculated, 3) if speculated else None,
+                "rollbacks_per_answer": round(stat("rollbacks") / len(group), 2),
+                "verifications_per_answer": round(stat("verifications") / len(group), 2),
+                "strides": int(stat("strides")),
+                "plain_strides": int(stat("plain_strides"))
+                if carries_plain
+                else None,  # OS^3's s = 0 strides (speculative methods)
+                "tokens_per_answer": round(sum(r.tokens for r in group) / len(group), 1),
+                "identical_rate": round(sum(r.identical for r in group) / len(group), 3),
+            }
+        )
     return rows
 
 
@@ -317,6 +365,11 @@ def _environment() -> dict[str, Any]:
 
     import torch
 
-    return {"torch": torch.__version__, "threads": torch.get_num_threads(), "cpus": os.cpu_count(),
-            "processor": platform.processor() or platform.machine(), "python": platform.python_version(),
-            "time": time.strftime("%Y-%m-%d %H:%M:%S %Z")}
+    return {
+        "torch": torch.__version__,
+        "threads": torch.get_num_threads(),
+        "cpus": os.cpu_count(),
+        "processor": platform.processor() or platform.machine(),
+        "python": platform.python_version(),
+        "time": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
+    }

@@ -31,8 +31,10 @@ def scheduler_note(config: dict[str, Any]) -> str:
         return "OS^3 scheduler: not recorded (a run from before `--scheduler-per-answer`)."
     if config["scheduler_per_answer"]:
         return "OS^3 scheduler: a fresh one per answer (`--scheduler-per-answer`), starting from its prior each time."
-    return ("OS^3 scheduler: one per model, retriever and method, shared by all the questions (its estimates carry "
-            "from one answer to the next, as in the service).")
+    return (
+        "OS^3 scheduler: one per model, retriever and method, shared by all the questions (its estimates carry "
+        "from one answer to the next, as in the service)."
+    )
 
 
 def markdown(result: dict[str, Any]) -> str:
@@ -55,18 +57,36 @@ def markdown(result: dict[str, Any]) -> str:
         "|---|---|---|---|---|---|---|---|",
     ]
     for kind, facts in result["retrievers"].items():
-        lines.append(f"| {kind} | {facts['build_s']:.1f} s | {_ms(facts.get('search_s'))} | {_ms(facts.get('prepare_s'))} | "
-                     f"{_ms(facts.get('prepared_search_s'))} | {_ms(facts.get('faiss_flat_search_s'))} | "
-                     f"{_ms(facts.get('embed_query_s'))} | {PAPER_SPEEDUPS.get(kind, '-')} |")
-    lines += ["", "Decoding step (plain generation seconds per token, re-prefills included; in brackets one bare "
-              "one-token pass): " + ", ".join(
-        f"{model}{' (' + facts['backend'] + ')' if 'backend' in facts else ''} {_ms(facts['decode_step_s'])}"
-        + (f" [{_ms(facts['one_token_pass_s'])}]" if "one_token_pass_s" in facts else "")
-        for model, facts in result["models"].items()), ""]
-    columns = [("model", "model"), ("retriever", "retriever"), ("method", "method"), ("speedup", "speed-up"),
-               ("retrieval_share", "time in retrieval"), ("wait_share", "time waiting for retrieval"), ("cache_hit_rate", "cache hit rate"),
-               ("rollbacks_per_answer", "rollbacks / answer"), ("verifications_per_answer", "verifications / answer"),
-               ("plain_strides", "plain strides (OS^3 s = 0)"), ("wall_s", "wall s"), ("identical_rate", "identical")]
+        lines.append(
+            f"| {kind} | {facts['build_s']:.1f} s | {_ms(facts.get('search_s'))} | {_ms(facts.get('prepare_s'))} | "
+            f"{_ms(facts.get('prepared_search_s'))} | {_ms(facts.get('faiss_flat_search_s'))} | "
+            f"{_ms(facts.get('embed_query_s'))} | {PAPER_SPEEDUPS.get(kind, '-')} |"
+        )
+    lines += [
+        "",
+        "Decoding step (plain generation seconds per token, re-prefills included; in brackets one bare "
+        "one-token pass): "
+        + ", ".join(
+            f"{model}{' (' + facts['backend'] + ')' if 'backend' in facts else ''} {_ms(facts['decode_step_s'])}"
+            + (f" [{_ms(facts['one_token_pass_s'])}]" if "one_token_pass_s" in facts else "")
+            for model, facts in result["models"].items()
+        ),
+        "",
+    ]
+    columns = [
+        ("model", "model"),
+        ("retriever", "retriever"),
+        ("method", "method"),
+        ("speedup", "speed-up"),
+        ("retrieval_share", "time in retrieval"),
+        ("wait_share", "time waiting for retrieval"),
+        ("cache_hit_rate", "cache hit rate"),
+        ("rollbacks_per_answer", "rollbacks / answer"),
+        ("verifications_per_answer", "verifications / answer"),
+        ("plain_strides", "plain strides (OS^3 s = 0)"),
+        ("wall_s", "wall s"),
+        ("identical_rate", "identical"),
+    ]
     lines += ["| " + " | ".join(title for _, title in columns) + " |", "|" + "|".join("---" for _ in columns) + "|"]
     for row in result["summaries"]:
         cells = []
@@ -95,9 +115,19 @@ def draw(result: dict[str, Any], fig: Figure) -> None:
         rows = [row for row in result["summaries"] if row["model"] == model]
         labels = [f"{row['retriever']}\n{row['method']}" for row in rows]
         colors = {"plain": "#999999", "speculative": "#4C72B0", "speculative+async+os3": "#DD8452"}
-        ax.barh(range(len(rows)), [row["speedup"] for row in rows], color=[colors.get(row["method"], "#55A868") for row in rows])
+        ax.barh(
+            range(len(rows)),
+            [row["speedup"] for row in rows],
+            color=[colors.get(row["method"], "#55A868") for row in rows],
+        )
         for y, row in enumerate(rows):
-            ax.text(row["speedup"], y, f" {row['speedup']:.2f}x, {row['retrieval_share']:.0%} retrieval", va="center", fontsize=7)
+            ax.text(
+                row["speedup"],
+                y,
+                f" {row['speedup']:.2f}x, {row['retrieval_share']:.0%} retrieval",
+                va="center",
+                fontsize=7,
+            )
         ax.set_yticks(range(len(rows)), labels, fontsize=7)
         ax.invert_yaxis()
         ax.axvline(1.0, color="black", linewidth=0.8)

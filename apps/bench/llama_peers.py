@@ -44,8 +44,14 @@ class LlamaCppPeer:
         # buffer is sized from the constructor argument, so without it a prompt longer than n_batch
         # fails inside Llama.eval (llama-cpp-python 0.3.36: "could not broadcast input array").
         self.llama = _counting_llama(
-            model_path=model_path, n_ctx=context, n_batch=512, n_threads=threads, n_threads_batch=threads,
-            draft_model=draft_model, logits_all=draft_model is not None, verbose=False,
+            model_path=model_path,
+            n_ctx=context,
+            n_batch=512,
+            n_threads=threads,
+            n_threads_batch=threads,
+            draft_model=draft_model,
+            logits_all=draft_model is not None,
+            verbose=False,
         )
 
     def _is_eog(self, token: int) -> bool:
@@ -60,7 +66,9 @@ class LlamaCppPeer:
         tokens: list[int] = []
         start = time.perf_counter()
         first_token_s = 0.0
-        for token in llama.generate(list(case.prompt_ids), temp=0.0, top_k=1, top_p=1.0, min_p=0.0, repeat_penalty=1.0, reset=True):
+        for token in llama.generate(
+            list(case.prompt_ids), temp=0.0, top_k=1, top_p=1.0, min_p=0.0, repeat_penalty=1.0, reset=True
+        ):
             if not tokens:
                 first_token_s = time.perf_counter() - start
             tokens.append(int(token))

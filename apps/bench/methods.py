@@ -88,11 +88,19 @@ class SpecdraftMethod:
         config = GenerationConfig(max_new_tokens=case.max_new_tokens)
         drafter = self.make_drafter(case)
         start = time.perf_counter()
-        result = SpeculativeGenerator(self.target, self.speculation, prefix_cache=False).generate(list(case.prompt_ids), drafter, config)
+        result = SpeculativeGenerator(self.target, self.speculation, prefix_cache=False).generate(
+            list(case.prompt_ids), drafter, config
+        )
         wall = time.perf_counter() - start
         stats = result.stats
         return Measurement(
-            self.name, case.id, result.token_ids, wall, stats.target_forward_passes, stats.mean_accepted_tokens, stats.prefill_s
+            self.name,
+            case.id,
+            result.token_ids,
+            wall,
+            stats.target_forward_passes,
+            stats.mean_accepted_tokens,
+            stats.prefill_s,
         )
 
 
@@ -169,7 +177,9 @@ class TransformersMethod:
         token_ids = output[0, len(case.prompt_ids) :].tolist()
         steps = max(1, counter.count - 1)  # passes after the prefill
         mean_accepted = max(0.0, len(token_ids) / steps - 1.0)
-        return Measurement(self.name, case.id, token_ids, wall, counter.count, mean_accepted, clock.first_token_s or wall)
+        return Measurement(
+            self.name, case.id, token_ids, wall, counter.count, mean_accepted, clock.first_token_s or wall
+        )
 
 
 def transformers_prompt_lookup(target: TransformersModel, num_tokens: int = 10) -> TransformersMethod:

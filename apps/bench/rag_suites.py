@@ -47,15 +47,17 @@ from specdraft.retrieval.index import CorruptIndexError, DocumentIndex, IndexCon
 from specdraft.retrieval.pipeline import DRAFTERS, NO_DRAFTER, RAGConfig, RAGPipeline, build_drafter
 
 from . import datasets
-from .datasets.archive_cache import data_cache_dir, say
 from .datasets import BenchPrompt
+from .datasets.archive_cache import data_cache_dir, say
 from .methods import BenchCase, Method, SpecdraftMethod, plain
 from .suite import Suite, draft_model_methods, peers
 
 RAG_PASSAGE_CAP = 3000
 RAG_INDEX_FORMAT = 1  # bump when passages are turned into documents differently
 DATASTORE_FORMAT = 1  # bump when the datastore corpus changes
-RETRIEVAL_DRAFTERS = tuple(kind for kind in DRAFTERS if kind != NO_DRAFTER)  # reference, datastore, reference+datastore, prompt-lookup
+RETRIEVAL_DRAFTERS = tuple(
+    kind for kind in DRAFTERS if kind != NO_DRAFTER
+)  # reference, datastore, reference+datastore, prompt-lookup
 ANSWER_POSITIONS = 4  # lookup contexts per case: the prompt, then + i/4 of plain's answer (i = 1..3)
 
 
@@ -81,7 +83,9 @@ def rag_suite(args: argparse.Namespace, pool: ModelPool, target: Model, embedder
 def chat_multiturn_suite(args: argparse.Namespace, pool: ModelPool, target: Model) -> Suite:
     """The ``chat-multiturn`` benchmark (module docstring)."""
     config = RAGConfig(max_new_tokens=args.max_new_tokens)
-    cases = [chat_case(target, prompt, args.max_new_tokens) for prompt in datasets.chat_multiturn(args.limit, args.seed)]
+    cases = [
+        chat_case(target, prompt, args.max_new_tokens) for prompt in datasets.chat_multiturn(args.limit, args.seed)
+    ]
     datastore, datastore_facts = cached_sharegpt_datastore(target, args.datastore_limit)
     return _retrieval_suite(args, pool, target, cases, datastore, config, {"datastore": datastore_facts})
 
@@ -113,7 +117,8 @@ def retrieval_methods(target: Model, datastore: Datastore, config: RAGConfig) ->
         return lambda case: build_drafter(kind, target.tokenizer, case.references, datastore, config)
 
     return [plain(target)] + [
-        SpecdraftMethod(f"specdraft:{kind}", target, drafter_maker(kind), config.speculation) for kind in RETRIEVAL_DRAFTERS
+        SpecdraftMethod(f"specdraft:{kind}", target, drafter_maker(kind), config.speculation)
+        for kind in RETRIEVAL_DRAFTERS
     ]
 
 
@@ -165,12 +170,16 @@ def chat_case(target: Model, prompt: BenchPrompt, max_new_tokens: int) -> BenchC
 # Cached index and datastore
 
 
-def cached_index(passages: Sequence[dict], embedder: TextEmbedder, config: IndexConfig = IndexConfig()) -> tuple[DocumentIndex, dict]:
+def cached_index(
+    passages: Sequence[dict], embedder: TextEmbedder, config: IndexConfig = IndexConfig()
+) -> tuple[DocumentIndex, dict]:
     """The index of ``passages`` (``{"id", "text"}`` records), loaded from its cache folder or built
     (with a progress bar) and saved there. Facts: folder, embedder, kind, passages, chunks,
     ``built`` and the build or load ``seconds``."""
     documents = [{"id": passage["id"], "text": passage["text"]} for passage in passages]
-    key = _digest({"format": RAG_INDEX_FORMAT, "embedder": embedder.name, "config": config.persisted(), "documents": documents})
+    key = _digest(
+        {"format": RAG_INDEX_FORMAT, "embedder": embedder.name, "config": config.persisted(), "documents": documents}
+    )
     folder = data_cache_dir() / f"rag-index-{key}"
     start = time.perf_counter()
     try:
@@ -181,7 +190,13 @@ def cached_index(passages: Sequence[dict], embedder: TextEmbedder, config: Index
         index.add(documents, progress=True)
         index.save(folder)
     seconds = time.perf_counter() - start
-    facts = {"folder": str(folder), "embedder": embedder.name, "kind": index.kind, "passages": index.documents, "chunks": len(index)}
+    facts = {
+        "folder": str(folder),
+        "embedder": embedder.name,
+        "kind": index.kind,
+        "passages": index.documents,
+        "chunks": len(index),
+    }
     return index, {**facts, "built": built, "seconds": round(seconds, 3)}
 
 
@@ -213,7 +228,9 @@ def cached_sharegpt_datastore(target: Model, limit: int | None) -> tuple[Datasto
     return datastore, {**facts, "built": built, "seconds": round(seconds, 3)}
 
 
-def lookup_timings(datastore: Datastore, cases: Sequence[BenchCase], outputs: dict[str, list[int]], config: DatastoreDraftConfig) -> dict:
+def lookup_timings(
+    datastore: Datastore, cases: Sequence[BenchCase], outputs: dict[str, list[int]], config: DatastoreDraftConfig
+) -> dict:
     """``Datastore.lookup`` over each case's context tails (module docstring), as the datastore drafter
     calls it: ``contexts``, ``mean_ms``, ``p95_ms``, ``mean_suffix_tokens`` (the matched suffix) and
     ``hit_rate`` (the share of contexts with a match)."""
@@ -223,7 +240,13 @@ def lookup_timings(datastore: Datastore, cases: Sequence[BenchCase], outputs: di
         for position in range(ANSWER_POSITIONS):
             context = list(case.prompt_ids) + answer[: len(answer) * position // ANSWER_POSITIONS]
             start = time.perf_counter()
-            found = datastore.lookup(context[-config.max_suffix :], config.max_suffix, config.min_suffix, config.max_candidates, config.continuation_len)
+            found = datastore.lookup(
+                context[-config.max_suffix :],
+                config.max_suffix,
+                config.min_suffix,
+                config.max_candidates,
+                config.continuation_len,
+            )
             seconds.append(time.perf_counter() - start)
             suffixes.append(found.suffix_len)
     if not seconds:

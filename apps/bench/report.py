@@ -52,10 +52,17 @@ def markdown_table(result: BenchResult) -> str:
         "",
         f"{result.prompts} prompts, up to {result.max_new_tokens} new tokens each, greedy. "
         f"torch {env['torch']}, transformers {env['transformers']}, {env['threads']} threads, "
-        f"{env['cuda'] or env['processor']}; {env['time']}. \"After the first token\": the speed-up of the "
+        f'{env["cuda"] or env["processor"]}; {env["time"]}. "After the first token": the speed-up of the '
         "time after the prompt's prefill, which every method spends alike.",
         "",
-        *([f"Quality of the outputs (identical for every method that is 100% identical): `{json.dumps(result.quality)}`", ""] if result.quality else []),
+        *(
+            [
+                f"Quality of the outputs (identical for every method that is 100% identical): `{json.dumps(result.quality)}`",
+                "",
+            ]
+            if result.quality
+            else []
+        ),
         *retrieval_table(result.retrieval),
         "| " + " | ".join(title for _, title in COLUMNS) + " |",
         "|" + "|".join("---" for _ in COLUMNS) + "|",
@@ -94,7 +101,9 @@ def draw(result: BenchResult, fig: Figure) -> None:
     ax_passes.set_yticks(list(y), [""] * len(names))
     ax_passes.invert_yaxis()
     ax_passes.set_xlabel("target forward passes per generated token (lower is better)")
-    fig.suptitle(f"{result.benchmark} on {result.model}: {result.prompts} prompts, up to {result.max_new_tokens} new tokens each")
+    fig.suptitle(
+        f"{result.benchmark} on {result.model}: {result.prompts} prompts, up to {result.max_new_tokens} new tokens each"
+    )
 
 
 def plot(result: BenchResult, path: Path) -> None:

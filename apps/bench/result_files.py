@@ -44,7 +44,8 @@ def pyplot():
         import matplotlib
     except ModuleNotFoundError as error:
         raise ModuleNotFoundError(
-            f"plotting benchmark results needs matplotlib, which the bench extra installs: {INSTALL_BENCH}", name="matplotlib"
+            f"plotting benchmark results needs matplotlib, which the bench extra installs: {INSTALL_BENCH}",
+            name="matplotlib",
         ) from error
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt

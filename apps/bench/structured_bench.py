@@ -37,11 +37,29 @@ from tqdm import tqdm
 from specdraft import Model
 
 from .datasets.structured_data import TASKS, structured_items
-from .runner import environment, summarize as runner_summarize, with_derived_fields
-from .structured_methods import PLAIN, ConstrainedMethod, StructuredCase, StructuredMeasurement, constrained_methods, structured_case
+from .runner import environment, with_derived_fields
+from .runner import summarize as runner_summarize
+from .structured_methods import (
+    PLAIN,
+    ConstrainedMethod,
+    StructuredCase,
+    StructuredMeasurement,
+    constrained_methods,
+    structured_case,
+)
 from .structured_peer import PEER, LlamaCppChatPeer, peer_same_record, peer_text_equal
 
-__all__ = ["ALL", "PEER", "PLAIN", "StructuredBenchConfig", "StructuredResult", "build_cases", "build_methods", "run_structured_bench", "summarize"]
+__all__ = [
+    "ALL",
+    "PEER",
+    "PLAIN",
+    "StructuredBenchConfig",
+    "StructuredResult",
+    "build_cases",
+    "build_methods",
+    "run_structured_bench",
+    "summarize",
+]
 
 ALL = "all"  # the summaries over every task
 
@@ -77,7 +95,10 @@ class StructuredResult:
 
 
 def build_cases(target: Model, config: StructuredBenchConfig) -> list[StructuredCase]:
-    return [structured_case(item, target, config.max_new_tokens) for item in structured_items(config.limit, config.seed, config.tasks)]
+    return [
+        structured_case(item, target, config.max_new_tokens)
+        for item in structured_items(config.limit, config.seed, config.tasks)
+    ]
 
 
 def build_methods(target: Model, config: StructuredBenchConfig) -> list:
@@ -102,7 +123,9 @@ def run_structured_bench(
     for method in methods:
         method.run(warm)
     measurements: list[StructuredMeasurement] = []
-    with tqdm(total=len(methods) * len(cases), desc="bench structured", file=sys.stderr, disable=progress is not None) as bar:
+    with tqdm(
+        total=len(methods) * len(cases), desc="bench structured", file=sys.stderr, disable=progress is not None
+    ) as bar:
         for case in cases:
             plain: StructuredMeasurement | None = None
             for method in methods:
@@ -121,7 +144,9 @@ def run_structured_bench(
     return StructuredResult(target.name, target.backend, config, environment(), summaries, measurements)
 
 
-def summarize(method_names: Sequence[str], measurements: Sequence[StructuredMeasurement], tasks: Sequence[str]) -> list[dict]:
+def summarize(
+    method_names: Sequence[str], measurements: Sequence[StructuredMeasurement], tasks: Sequence[str]
+) -> list[dict]:
     """One row per (task, method), task ``all`` first, then each task in ``tasks``' order (module
     docstring). The peer's ``identical_rate`` is None: its grammar is not ours."""
     rows = []
@@ -153,4 +178,3 @@ def summarize(method_names: Sequence[str], measurements: Sequence[StructuredMeas
 
 def _rate(flags: Sequence[bool]) -> float:
     return round(sum(flags) / len(flags), 4) if flags else 0.0
-

@@ -164,7 +164,9 @@ class ConstrainedMethod:
         config = GenerationConfig(max_new_tokens=case.max_new_tokens, constraint=case.constraint)
         drafter = self.make_drafter(case)
         start = time.perf_counter()
-        result = SpeculativeGenerator(self.target, self.speculation, prefix_cache=False).generate(list(case.prompt_ids), drafter, config)
+        result = SpeculativeGenerator(self.target, self.speculation, prefix_cache=False).generate(
+            list(case.prompt_ids), drafter, config
+        )
         wall = time.perf_counter() - start
         stats = result.stats
         verdict = judge(case, result.text)
@@ -189,5 +191,7 @@ def constrained_methods(target: Model) -> list[ConstrainedMethod]:
         ConstrainedMethod(PLAIN, target, lambda case: None, plain),
         ConstrainedMethod(METHODS[1], target, lambda case: None, grammar),
         ConstrainedMethod(METHODS[2], target, lambda case: PromptLookupDrafter(), grammar),
-        ConstrainedMethod(METHODS[3], target, lambda case: documents_drafter(tokenizer, prompt_texts(None, case.messages)), documents),
+        ConstrainedMethod(
+            METHODS[3], target, lambda case: documents_drafter(tokenizer, prompt_texts(None, case.messages)), documents
+        ),
     ]

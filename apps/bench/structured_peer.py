@@ -111,4 +111,3 @@ def peer_text_equal(peer: StructuredMeasurement, ours: StructuredMeasurement) ->
 def peer_same_record(peer: StructuredMeasurement, ours: StructuredMeasurement) -> bool:
     """Whether the peer's answer is the same JSON value as specdraft's, whatever its spacing."""
     return ours.answer is not None and peer.answer == ours.answer
-

@@ -92,7 +92,11 @@ def draw(result: StructuredResult, fig: Figure) -> None:
         if task == ALL:
             continue
         for y, name in zip(ys, methods):
-            dots = [plain[m.prompt_id] / m.wall_s for m in result.measurements if m.method == name and m.task == task and m.wall_s > 0]
+            dots = [
+                plain[m.prompt_id] / m.wall_s
+                for m in result.measurements
+                if m.method == name and m.task == task and m.wall_s > 0
+            ]
             ax_speed.scatter(dots, [y] * len(dots), color="black", s=8, zorder=3)
     centres = [i + 0.4 - height / 2 for i in range(len(methods))]
     ax_speed.axvline(1.0, color="grey", linestyle="--")
@@ -104,7 +108,9 @@ def draw(result: StructuredResult, fig: Figure) -> None:
     ax_passes.invert_yaxis()
     ax_passes.set_xlabel("target forward passes per generated token (lower is better)")
     config = result.config
-    fig.suptitle(f"structured on {result.model} ({result.backend}): {config.limit} documents per task, up to {config.max_new_tokens} tokens")
+    fig.suptitle(
+        f"structured on {result.model} ({result.backend}): {config.limit} documents per task, up to {config.max_new_tokens} tokens"
+    )
 
 
 def write_structured_report(result: StructuredResult, out_dir: Path) -> dict[str, Path]:

@@ -4,7 +4,11 @@ parser from them on machines, such as an edge laptop, that run llama-cpp-python 
 from __future__ import annotations
 
 RETRIEVAL_SETS = ("chat-multiturn", "rag")  # built by rag_suites
-OWN_RUNNERS = ("edge", "iterative-rag", "structured")  # benchmarks with their own runner and report (edge_bench, iterative_bench, structured_bench)
+OWN_RUNNERS = (
+    "edge",
+    "iterative-rag",
+    "structured",
+)  # benchmarks with their own runner and report (edge_bench, iterative_bench, structured_bench)
 
 
 def names() -> list[str]:

@@ -26,9 +26,17 @@ from .methods import BenchCase, Method, SpecdraftMethod, plain, specdraft_by_spe
 from .suite import Suite, alongside_methods, draft_model_methods, peers
 from .suite_names import RETRIEVAL_SETS, names
 
-__all__ = ["RETRIEVAL_SETS", "Suite", "alongside_methods", "build", "draft_model_methods", "grammar_suite", "names", "peers", "prompt_suite"]
-
-
+__all__ = [
+    "RETRIEVAL_SETS",
+    "Suite",
+    "alongside_methods",
+    "build",
+    "draft_model_methods",
+    "grammar_suite",
+    "names",
+    "peers",
+    "prompt_suite",
+]
 
 
 def build(args: argparse.Namespace, pool: ModelPool, target: Model) -> Suite:
@@ -48,7 +56,11 @@ def prompt_suite(args: argparse.Namespace, pool: ModelPool, target: Model) -> Su
 
     cases = []
     for prompt in load_prompt_set(args.benchmark, limit=args.limit, seed=args.seed):
-        ids = target.encode_chat(prompt.messages) if target.has_chat_template else target.encode(prompt.messages[-1]["content"])
+        ids = (
+            target.encode_chat(prompt.messages)
+            if target.has_chat_template
+            else target.encode(prompt.messages[-1]["content"])
+        )
         cases.append(BenchCase(prompt.id, tuple(ids), args.max_new_tokens))
     methods: list[Method] = [plain(target), specdraft_by_spec(pool, target, DrafterSpec.parse("prompt-lookup"))]
     methods += draft_model_methods(args, pool, target)
@@ -67,7 +79,9 @@ def grammar_suite(args: argparse.Namespace, pool: ModelPool, target: Model) -> S
     for item in items:
         prompt_ids, source_ids, max_new = editor.prepare(INSTRUCTION, item.source)
         cases.append(BenchCase(item.id, tuple(prompt_ids), max_new, tuple(source_ids)))
-    copy = SpecdraftMethod("specdraft:copydraft", target, lambda case: editor.drafter(list(case.source_ids)), editor.config.speculation)
+    copy = SpecdraftMethod(
+        "specdraft:copydraft", target, lambda case: editor.drafter(list(case.source_ids)), editor.config.speculation
+    )
     methods: list[Method] = [plain(target), copy, specdraft_by_spec(pool, target, DrafterSpec.parse("prompt-lookup"))]
 
     def quality(outputs: dict[str, list[int]]) -> dict:

@@ -51,15 +51,55 @@ def add_ask_parser(sub: Any) -> None:
     ask.add_argument("question", metavar="QUESTION", help="the question, or - to read it from standard input")
     ask.add_argument("--index", required=True, type=Path, metavar="DIR", help="the document index folder")
     add_model_args(ask, DEFAULT_MODEL)
-    ask.add_argument("--top-k", type=int, default=defaults.top_k, metavar="K", help="passages put in the prompt (default: %(default)s)")
+    ask.add_argument(
+        "--top-k",
+        type=int,
+        default=defaults.top_k,
+        metavar="K",
+        help="passages put in the prompt (default: %(default)s)",
+    )
     # The RAG API's default drafter (RAGConfig has none: RAGPipeline takes the drafter by name)
-    ask.add_argument("--drafter", choices=DRAFTERS, default=ServiceConfig().rag_drafter, help="where drafts come from (default: %(default)s)")
-    ask.add_argument("--datastore", type=Path, default=None, metavar="DIR", help="a datastore built with `specdraft datastore build` for the same model (drafters datastore, reference+datastore)")
-    ask.add_argument("--max-new-tokens", type=int, default=defaults.max_new_tokens, metavar="N", help="longest answer in tokens (default: %(default)s)")
-    ask.add_argument("--json", action="store_true", help='print {"answer", "citations", "token_ids", "stats", ...} instead of the text')
-    ask.add_argument("--iterative", action="store_true", help="iterative RAG: retrieve again every 4 generated tokens with the latest text as the query (--drafter does not apply)")
-    ask.add_argument("--retriever", choices=("dense", "hnsw", "bm25"), default=None, help="--iterative: dense (exact FAISS flat, the default), hnsw or bm25")
-    ask.add_argument("--speculative-retrieval", action="store_true", help="--iterative: answer retrievals from a per-request cache, verify them in batches on a worker thread (same answer)")
+    ask.add_argument(
+        "--drafter",
+        choices=DRAFTERS,
+        default=ServiceConfig().rag_drafter,
+        help="where drafts come from (default: %(default)s)",
+    )
+    ask.add_argument(
+        "--datastore",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="a datastore built with `specdraft datastore build` for the same model (drafters datastore, reference+datastore)",
+    )
+    ask.add_argument(
+        "--max-new-tokens",
+        type=int,
+        default=defaults.max_new_tokens,
+        metavar="N",
+        help="longest answer in tokens (default: %(default)s)",
+    )
+    ask.add_argument(
+        "--json",
+        action="store_true",
+        help='print {"answer", "citations", "token_ids", "stats", ...} instead of the text',
+    )
+    ask.add_argument(
+        "--iterative",
+        action="store_true",
+        help="iterative RAG: retrieve again every 4 generated tokens with the latest text as the query (--drafter does not apply)",
+    )
+    ask.add_argument(
+        "--retriever",
+        choices=("dense", "hnsw", "bm25"),
+        default=None,
+        help="--iterative: dense (exact FAISS flat, the default), hnsw or bm25",
+    )
+    ask.add_argument(
+        "--speculative-retrieval",
+        action="store_true",
+        help="--iterative: answer retrievals from a per-request cache, verify them in batches on a worker thread (same answer)",
+    )
 
 
 @dataclass(frozen=True)
@@ -87,8 +127,18 @@ def request_from_args(args: argparse.Namespace, stdin: TextIO) -> AskRequest:
     speculative = getattr(args, "speculative_retrieval", False)
     if not iterative and (retriever is not None or speculative):
         raise ValueError("--retriever and --speculative-retrieval need --iterative")
-    return AskRequest(question.strip(), args.index, args.model, args.drafter, args.top_k, args.max_new_tokens, args.datastore,
-                      iterative, retriever or "dense", speculative)
+    return AskRequest(
+        question.strip(),
+        args.index,
+        args.model,
+        args.drafter,
+        args.top_k,
+        args.max_new_tokens,
+        args.datastore,
+        iterative,
+        retriever or "dense",
+        speculative,
+    )
 
 
 def load_index(folder: Path):
@@ -101,7 +151,9 @@ def load_index(folder: Path):
         raise ValueError(f"{error} (build one with `specdraft index build --docs FILE.jsonl --out {folder}`)") from None
 
 
-def run_ask(request: AskRequest, pool: Any, as_json: bool, out: TextIO | None = None, err: TextIO | None = None) -> dict:
+def run_ask(
+    request: AskRequest, pool: Any, as_json: bool, out: TextIO | None = None, err: TextIO | None = None
+) -> dict:
     """Answer ``request`` with the model from ``pool``, print it to ``out``; returns the JSON object."""
     from specdraft.retrieval.datastore import Datastore
     from specdraft.retrieval.pipeline import RAGConfig, RAGPipeline
@@ -145,27 +197,41 @@ def run_iterative(request: AskRequest, pool: Any, as_json: bool, out: TextIO, er
 
     index = load_index(request.index)
     retriever, collection = IterativeRetrievers().get(index, request.retriever)
-    rag = iterative_rag(pool.get(request.model), retriever, collection, request.max_new_tokens, request.speculative_retrieval)
+    rag = iterative_rag(
+        pool.get(request.model), retriever, collection, request.max_new_tokens, request.speculative_retrieval
+    )
     stream = rag.stream(request.question)
     for event in stream:
         if not as_json and not isinstance(event, RetrievalRecord):
             out.write(event.text)
             out.flush()
     answer = stream.answer
-    payload = {**answer.to_dict(), "model": request.model, "retriever": request.retriever,
-               "speculative_retrieval": request.speculative_retrieval}
+    payload = {
+        **answer.to_dict(),
+        "model": request.model,
+        "retriever": request.retriever,
+        "speculative_retrieval": request.speculative_retrieval,
+    }
     if as_json:
         out.write(json.dumps(payload, ensure_ascii=False) + "\n")
         return payload
     out.write("\nRetrievals:\n")
     for record in answer.retrievals:
-        out.write(f"  stride {record.stride}: [{collection.ids[record.doc]}] {record.source}, {record.status} "
-                  f"{_preview(collection.texts[record.doc], 60)}\n")
+        out.write(
+            f"  stride {record.stride}: [{collection.ids[record.doc]}] {record.source}, {record.status} "
+            f"{_preview(collection.texts[record.doc], 60)}\n"
+        )
     stats = answer.stats
-    spec = (f", {stats.get('cache_hits', 0)} cache hits, {stats.get('rollbacks', 0)} rollbacks"
-            if request.speculative_retrieval else "")
-    print(f"{len(answer.token_ids)} tokens, {len(answer.retrievals)} retrievals ({request.retriever}{spec}), "
-          f"retrieval {stats['retrieval_s']:.2f} s, generation {stats['generation_s']:.2f} s, {stats['wall_s']:.2f} s", file=err)
+    spec = (
+        f", {stats.get('cache_hits', 0)} cache hits, {stats.get('rollbacks', 0)} rollbacks"
+        if request.speculative_retrieval
+        else ""
+    )
+    print(
+        f"{len(answer.token_ids)} tokens, {len(answer.retrievals)} retrievals ({request.retriever}{spec}), "
+        f"retrieval {stats['retrieval_s']:.2f} s, generation {stats['generation_s']:.2f} s, {stats['wall_s']:.2f} s",
+        file=err,
+    )
     return payload
 
 

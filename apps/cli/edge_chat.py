@@ -47,14 +47,18 @@ class StyledWriter:
         self.out.flush()
 
 
-def run_chat(args: argparse.Namespace, model: Any, config: Any, stdin: TextIO | None = None, stdout: TextIO | None = None) -> int:
+def run_chat(
+    args: argparse.Namespace, model: Any, config: Any, stdin: TextIO | None = None, stdout: TextIO | None = None
+) -> int:
     from specdraft import GenerationConfig
     from specdraft.edge import EdgeConnection, EdgeRefused, TransportConfig
     from specdraft.edge.client import EdgeClient
 
     stdin, stdout = stdin or sys.stdin, stdout or sys.stdout
     if not model.has_chat_template:
-        raise ValueError(f"the draft model {args.draft_model} has no chat template (and so neither has the server's model)")
+        raise ValueError(
+            f"the draft model {args.draft_model} has no chat template (and so neither has the server's model)"
+        )
     messages: list[dict[str, str]] = [{"role": "system", "content": args.system}] if args.system else []
     generation = GenerationConfig(max_new_tokens=args.max_new_tokens, temperature=args.temperature, seed=args.seed)
     prompting = stdin.isatty()
@@ -80,10 +84,26 @@ def run_chat(args: argparse.Namespace, model: Any, config: Any, stdin: TextIO | 
             result = run.result()
             messages.append({"role": "assistant", "content": result.text})
             if args.json:
-                print(json.dumps({"text": result.text, "token_ids": result.token_ids, "prompt_token_ids": result.prompt_token_ids,
-                                  "verified": result.verified, "finish_reason": result.finish_reason, "stats": result.stats.to_dict()}), file=stdout, flush=True)
+                print(
+                    json.dumps(
+                        {
+                            "text": result.text,
+                            "token_ids": result.token_ids,
+                            "prompt_token_ids": result.prompt_token_ids,
+                            "verified": result.verified,
+                            "finish_reason": result.finish_reason,
+                            "stats": result.stats.to_dict(),
+                        }
+                    ),
+                    file=stdout,
+                    flush=True,
+                )
             else:
                 writer.end()
                 stats = result.stats
-                print(f"[{stats.generated_tokens} tokens, {stats.round_trips} round trips, {stats.target_forward_passes} server passes, "
-                      f"{stats.unverified_tokens} unverified]", file=sys.stderr, flush=True)
+                print(
+                    f"[{stats.generated_tokens} tokens, {stats.round_trips} round trips, {stats.target_forward_passes} server passes, "
+                    f"{stats.unverified_tokens} unverified]",
+                    file=sys.stderr,
+                    flush=True,
+                )

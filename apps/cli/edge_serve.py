@@ -23,18 +23,42 @@ def build_serve_parser(add_client_args: Callable[[argparse.ArgumentParser], None
         prog="specdraft edge serve",
         description="Serve an OpenAI-compatible API on this machine (POST /v1/chat/completions, POST /v1/completions, "
         "GET /v1/models, GET /healthz) and a demo page (GET /demo/): the local model drafts, the verify server's model "
-        "verifies. Answers carry a speculation object (round_trips, server_forward_passes, unverified_tokens).")
+        "verifies. Answers carry a speculation object (round_trips, server_forward_passes, unverified_tokens).",
+    )
     add_client_args(parser)
-    parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default: %(default)s; others need --api-key-file)")
+    parser.add_argument(
+        "--host", default="127.0.0.1", help="address to listen on (default: %(default)s; others need --api-key-file)"
+    )
     parser.add_argument("--port", type=int, default=DEFAULT_PORT, help="port (default: %(default)s)")
-    parser.add_argument("--api-key-file", default=None, metavar="FILE", help="API keys this endpoint asks its own clients for (one a line); needed to listen on a non-loopback --host")
-    parser.add_argument("--max-tokens-limit", type=int, default=defaults.max_tokens_limit, help="the largest max_tokens a request may ask for (default: %(default)s)")
-    parser.add_argument("--default-max-tokens", type=int, default=defaults.default_max_tokens, help="max_tokens of a request that sends none (default: %(default)s)")
-    parser.add_argument("--threads", type=int, default=8, help="waitress threads (generations run one at a time) (default: %(default)s)")
+    parser.add_argument(
+        "--api-key-file",
+        default=None,
+        metavar="FILE",
+        help="API keys this endpoint asks its own clients for (one a line); needed to listen on a non-loopback --host",
+    )
+    parser.add_argument(
+        "--max-tokens-limit",
+        type=int,
+        default=defaults.max_tokens_limit,
+        help="the largest max_tokens a request may ask for (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--default-max-tokens",
+        type=int,
+        default=defaults.default_max_tokens,
+        help="max_tokens of a request that sends none (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--threads", type=int, default=8, help="waitress threads (generations run one at a time) (default: %(default)s)"
+    )
     return parser
 
 
-def run_edge_serve(args: argparse.Namespace, load_draft_model: Callable[[argparse.Namespace], Any], client_config: Callable[[argparse.Namespace], Any]) -> int:
+def run_edge_serve(
+    args: argparse.Namespace,
+    load_draft_model: Callable[[argparse.Namespace], Any],
+    client_config: Callable[[argparse.Namespace], Any],
+) -> int:
     from waitress import serve
 
     from specdraft.apps.edge_local import EdgeLocalConfig, create_app
@@ -42,11 +66,20 @@ def run_edge_serve(args: argparse.Namespace, load_draft_model: Callable[[argpars
     from specdraft.edge import EdgeRefused
 
     if args.api_key_file is None and not is_loopback(args.host):
-        raise ValueError(f"refusing to listen on {args.host} without API keys: other machines could use your server key; "
-                         "give --api-key-file FILE, or listen on 127.0.0.1")
-    config = EdgeLocalConfig(server=args.server, key=args.key, draft_model=args.draft_model, timeout_s=args.timeout,
-                             client=client_config(args), max_tokens_limit=args.max_tokens_limit,
-                             default_max_tokens=args.default_max_tokens, api_key_file=args.api_key_file)
+        raise ValueError(
+            f"refusing to listen on {args.host} without API keys: other machines could use your server key; "
+            "give --api-key-file FILE, or listen on 127.0.0.1"
+        )
+    config = EdgeLocalConfig(
+        server=args.server,
+        key=args.key,
+        draft_model=args.draft_model,
+        timeout_s=args.timeout,
+        client=client_config(args),
+        max_tokens_limit=args.max_tokens_limit,
+        default_max_tokens=args.default_max_tokens,
+        api_key_file=args.api_key_file,
+    )
     print(f"loading {args.draft_model} ...", file=sys.stderr)
     model = load_draft_model(args)
     app = create_app(config, model)
@@ -56,11 +89,20 @@ def run_edge_serve(args: argparse.Namespace, load_draft_model: Callable[[argpars
     except EdgeRefused as error:
         raise ValueError(f"the verify server {args.server} refused: {error.message}") from None
     if info is None:
-        print(f"warning: the verify server {args.server} does not answer; answers are unverified until it does", file=sys.stderr)
+        print(
+            f"warning: the verify server {args.server} does not answer; answers are unverified until it does",
+            file=sys.stderr,
+        )
     elif info["tokenizer"] != model.tokenizer.fingerprint():
-        raise ValueError(f"the draft model {args.draft_model} does not share the server model {info['model']!r}'s tokenizer")
+        raise ValueError(
+            f"the draft model {args.draft_model} does not share the server model {info['model']!r}'s tokenizer"
+        )
     url = f"http://{args.host}:{args.port}"
-    print(f"specdraft edge serving {runner.model_name()} (verified by {args.server}, drafted by {args.draft_model}) on {url}\n"
-          f"  APIs: POST /v1/chat/completions, /v1/completions; GET /v1/models, /healthz\n  demo: {url}/demo/", file=sys.stderr, flush=True)
+    print(
+        f"specdraft edge serving {runner.model_name()} (verified by {args.server}, drafted by {args.draft_model}) on {url}\n"
+        f"  APIs: POST /v1/chat/completions, /v1/completions; GET /v1/models, /healthz\n  demo: {url}/demo/",
+        file=sys.stderr,
+        flush=True,
+    )
     serve(app, host=args.host, port=args.port, threads=args.threads)
     return 0

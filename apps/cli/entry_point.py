@@ -23,8 +23,17 @@ Models: a registry name (smollm2-135m, qwen2.5-coder-0.5b, qwen2.5-coder-1.5b, g
 def _add_drafter_args(parser: argparse.ArgumentParser, default: str) -> None:
     from specdraft.drafters import DraftModelConfig
 
-    parser.add_argument("--drafter", default=default, help="none (plain decoding), prompt-lookup, documents (the passages in the prompt: for RAG chains that put their retrieved documents in it), or model:NAME (a draft model sharing the tokenizer) (default: %(default)s)")
-    parser.add_argument("--tree-width", type=int, default=DraftModelConfig().tree_width, help="for model:NAME under greedy decoding: candidates per draft depth (1 = chain) (default: %(default)s)")
+    parser.add_argument(
+        "--drafter",
+        default=default,
+        help="none (plain decoding), prompt-lookup, documents (the passages in the prompt: for RAG chains that put their retrieved documents in it), or model:NAME (a draft model sharing the tokenizer) (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--tree-width",
+        type=int,
+        default=DraftModelConfig().tree_width,
+        help="for model:NAME under greedy decoding: candidates per draft depth (1 = chain) (default: %(default)s)",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -36,22 +45,52 @@ def build_parser() -> argparse.ArgumentParser:
 
     generation, service = GenerationConfig(), ServiceConfig()
 
-    parser = argparse.ArgumentParser(prog="specdraft", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="specdraft", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    gen = sub.add_parser("generate", help="generate a completion for one prompt", description="Generate text for PROMPT and print it (or one JSON object with --json).")
+    gen = sub.add_parser(
+        "generate",
+        help="generate a completion for one prompt",
+        description="Generate text for PROMPT and print it (or one JSON object with --json).",
+    )
     gen.add_argument("prompt", metavar="PROMPT", help="the prompt text, or - to read it from standard input")
     add_model_args(gen, DEFAULT_MODEL)
     _add_drafter_args(gen, service.drafter)  # the drafter a completion request of the service gets by default
-    gen.add_argument("--max-new-tokens", type=int, default=generation.max_new_tokens, help="most tokens to generate (default: %(default)s)")
-    gen.add_argument("--temperature", type=float, default=generation.temperature, help="0 = greedy (default); > 0 samples")
-    gen.add_argument("--top-p", type=float, default=generation.top_p, help="nucleus sampling mass (default: %(default)s)")
-    gen.add_argument("--top-k", type=int, default=generation.top_k, help="sample among the k likeliest tokens; 0 = all (default)")
+    gen.add_argument(
+        "--max-new-tokens",
+        type=int,
+        default=generation.max_new_tokens,
+        help="most tokens to generate (default: %(default)s)",
+    )
+    gen.add_argument(
+        "--temperature", type=float, default=generation.temperature, help="0 = greedy (default); > 0 samples"
+    )
+    gen.add_argument(
+        "--top-p", type=float, default=generation.top_p, help="nucleus sampling mass (default: %(default)s)"
+    )
+    gen.add_argument(
+        "--top-k", type=int, default=generation.top_k, help="sample among the k likeliest tokens; 0 = all (default)"
+    )
     gen.add_argument("--seed", type=int, default=generation.seed, help="seed for reproducible sampling")
-    gen.add_argument("--stop", action="append", default=list(generation.stop), help="stop string (repeatable); not included in the output")
+    gen.add_argument(
+        "--stop",
+        action="append",
+        default=list(generation.stop),
+        help="stop string (repeatable); not included in the output",
+    )
     gen.add_argument("--chat", action="store_true", help="wrap PROMPT in the model's chat template as a user message")
-    gen.add_argument("--json", action="store_true", help='print {"text", "token_ids", "prompt_token_ids", "stats", ...} instead of the text')
-    gen.add_argument("--json-schema", metavar="FILE", help='constrain the answer to the JSON schema in FILE (JSON written as {"key": "value", "n": 1}; the answer ends when the object is complete, or at --max-new-tokens with finish_reason "length")')
+    gen.add_argument(
+        "--json",
+        action="store_true",
+        help='print {"text", "token_ids", "prompt_token_ids", "stats", ...} instead of the text',
+    )
+    gen.add_argument(
+        "--json-schema",
+        metavar="FILE",
+        help='constrain the answer to the JSON schema in FILE (JSON written as {"key": "value", "n": 1}; the answer ends when the object is complete, or at --max-new-tokens with finish_reason "length")',
+    )
 
     correct = sub.add_parser(
         "correct",
@@ -61,29 +100,81 @@ def build_parser() -> argparse.ArgumentParser:
         "exactly what plain decoding gives (--no-speculation), only faster.",
     )
     source = correct.add_mutually_exclusive_group()
-    source.add_argument("text", nargs="?", metavar="TEXT", help="the text to correct; - or nothing reads standard input")
+    source.add_argument(
+        "text", nargs="?", metavar="TEXT", help="the text to correct; - or nothing reads standard input"
+    )
     source.add_argument("--file", metavar="PATH", help="read the text from a UTF-8 file")
     add_model_args(correct, service.grammar_model)  # a model whose answers are corrections (see copydraft.corrector)
-    correct.add_argument("--no-speculation", action="store_true", help="decode plainly (the same output, slower; for comparison)")
-    correct.add_argument("--json", action="store_true", help='print {"corrected", "edits", "token_ids", "stats", "quality"} instead of the text ("quality": whether the answer is a correction, see copydraft.answer_check)')
+    correct.add_argument(
+        "--no-speculation", action="store_true", help="decode plainly (the same output, slower; for comparison)"
+    )
+    correct.add_argument(
+        "--json",
+        action="store_true",
+        help='print {"corrected", "edits", "token_ids", "stats", "quality"} instead of the text ("quality": whether the answer is a correction, see copydraft.answer_check)',
+    )
 
-    serve = sub.add_parser("serve", help="start the HTTP service (OpenAI-compatible completions, grammar correction, health, demos)", description="Serve the target model over HTTP: GET /healthz, POST /v1/completions, POST /v1/chat/completions, POST /v1/grammar/correct, POST /v1/rag/documents, POST /v1/rag/query, and the demo pages GET /demo/grammar and GET /demo/rag.")
+    serve = sub.add_parser(
+        "serve",
+        help="start the HTTP service (OpenAI-compatible completions, grammar correction, health, demos)",
+        description="Serve the target model over HTTP: GET /healthz, POST /v1/completions, POST /v1/chat/completions, POST /v1/grammar/correct, POST /v1/rag/documents, POST /v1/rag/query, and the demo pages GET /demo/grammar and GET /demo/rag.",
+    )
     add_model_args(serve, DEFAULT_MODEL)
     _add_drafter_args(serve, service.drafter)
     # --host and --port are Flask's app.run arguments, not ServiceConfig's; --index-root, --datastore and
     # --embedding-model default to None, which leaves ServiceConfig's own default in place (see _serve).
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default: %(default)s)")
     serve.add_argument("--port", type=int, default=8000, help="port (default: %(default)s)")
-    serve.add_argument("--grammar-model", default=service.grammar_model, metavar="NAME", help="the model POST /v1/grammar/correct and the grammar demo use when a request names none; loaded on the first correction (default: %(default)s)")
-    serve.add_argument("--extra-model", action="append", default=list(service.extra_models), metavar="NAME", help="another model requests may name: as a drafter (model:NAME) or for grammar correction (repeatable)")
-    serve.add_argument("--model-alias", action="append", default=list(service.model_aliases), metavar="NAME", help="another model name completion requests may send and the served model answers (an OpenAI client's default, e.g. gpt-3.5-turbo) (repeatable)")
-    serve.add_argument("--serve-any-model-name", action="store_true", help="answer completion requests whatever model name they send, with the served model (default: a 400 naming the served model)")
+    serve.add_argument(
+        "--grammar-model",
+        default=service.grammar_model,
+        metavar="NAME",
+        help="the model POST /v1/grammar/correct and the grammar demo use when a request names none; loaded on the first correction (default: %(default)s)",
+    )
+    serve.add_argument(
+        "--extra-model",
+        action="append",
+        default=list(service.extra_models),
+        metavar="NAME",
+        help="another model requests may name: as a drafter (model:NAME) or for grammar correction (repeatable)",
+    )
+    serve.add_argument(
+        "--model-alias",
+        action="append",
+        default=list(service.model_aliases),
+        metavar="NAME",
+        help="another model name completion requests may send and the served model answers (an OpenAI client's default, e.g. gpt-3.5-turbo) (repeatable)",
+    )
+    serve.add_argument(
+        "--serve-any-model-name",
+        action="store_true",
+        help="answer completion requests whatever model name they send, with the served model (default: a 400 naming the served model)",
+    )
     serve.add_argument("--lazy", action="store_true", help="load the model on the first request instead of at start-up")
-    serve.add_argument("--index-root", default=None, metavar="DIR", help="folder of the RAG API's named document indexes (default: $SPECDRAFT_INDEX_ROOT or ~/.local/share/specdraft/indexes)")
-    serve.add_argument("--datastore", default=None, metavar="DIR", help="a REST datastore built with `specdraft datastore build` for this model, for the RAG drafters datastore and reference+datastore")
-    serve.add_argument("--embedding-model", default=None, metavar="MODEL", help="sentence-transformers model embedding the RAG documents (default: the packaged all-MiniLM-L6-v2)")
+    serve.add_argument(
+        "--index-root",
+        default=None,
+        metavar="DIR",
+        help="folder of the RAG API's named document indexes (default: $SPECDRAFT_INDEX_ROOT or ~/.local/share/specdraft/indexes)",
+    )
+    serve.add_argument(
+        "--datastore",
+        default=None,
+        metavar="DIR",
+        help="a REST datastore built with `specdraft datastore build` for this model, for the RAG drafters datastore and reference+datastore",
+    )
+    serve.add_argument(
+        "--embedding-model",
+        default=None,
+        metavar="MODEL",
+        help="sentence-transformers model embedding the RAG documents (default: the packaged all-MiniLM-L6-v2)",
+    )
     add_access_args(serve)
-    serve.add_argument("--edge", action="store_true", help="also serve the edge verify API (/v1/edge/...: laptops draft with `specdraft edge`, this server verifies); needs --api-key-file")
+    serve.add_argument(
+        "--edge",
+        action="store_true",
+        help="also serve the edge verify API (/v1/edge/...: laptops draft with `specdraft edge`, this server verifies); needs --api-key-file",
+    )
     from .edge import add_edge_parser
 
     add_edge_parser(sub)
@@ -173,10 +264,20 @@ def _serve(args: argparse.Namespace) -> int:
         f"  demos: http://{args.host}:{args.port}/demo/grammar  http://{args.host}:{args.port}/demo/rag\n"
         f"  grammar corrections by {config.grammar_model} (loaded on the first one)\n"
         f"  APIs: POST /v1/completions, /v1/chat/completions, /v1/grammar/correct, /v1/rag/documents, /v1/rag/query; GET /healthz\n"
-        f"  RAG indexes in {config.index_root}" + (f", datastore {config.datastore}" if config.datastore else "") + "\n"
-        + (f"  API keys required ({args.api_key_file})" if config.api_key_file else "  no API keys: answering this machine only (loopback); --api-key-file FILE to serve others")
+        f"  RAG indexes in {config.index_root}"
+        + (f", datastore {config.datastore}" if config.datastore else "")
+        + "\n"
+        + (
+            f"  API keys required ({args.api_key_file})"
+            if config.api_key_file
+            else "  no API keys: answering this machine only (loopback); --api-key-file FILE to serve others"
+        )
         + f"\n  limits: {config.limits.max_concurrent} generations at once, {config.limits.max_queue} queued, {config.limits.request_timeout_s:g} s each"
-        + (f"\n  verify batching: up to {config.batch_verify.max_batch} requests per pass, window {config.batch_verify.window_ms:g} ms" if config.batch_verify else ""),
+        + (
+            f"\n  verify batching: up to {config.batch_verify.max_batch} requests per pass, window {config.batch_verify.window_ms:g} ms"
+            if config.batch_verify
+            else ""
+        ),
         file=sys.stderr,
     )
     serve(app, config, args.host, args.port)

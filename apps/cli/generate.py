@@ -30,7 +30,9 @@ def json_schema_constraint(path: str) -> Constraint:
         with open(path, encoding="utf-8") as file:
             text = file.read()
     except (OSError, UnicodeDecodeError) as error:
-        raise ValueError(f"cannot read the JSON schema file {path}: {getattr(error, 'strerror', None) or error}") from None
+        raise ValueError(
+            f"cannot read the JSON schema file {path}: {getattr(error, 'strerror', None) or error}"
+        ) from None
     try:
         schema = json.loads(text)
     except json.JSONDecodeError as error:
@@ -54,7 +56,9 @@ def run_generate(request: GenerateRequest, pool: ModelPool, as_json: bool, out=N
     request.drafter.prepare(pool, model)
     prompt_ids = prompt_ids_for(model, request.prompt, request.chat)
     if len(prompt_ids) >= model.max_length:
-        raise ValueError(f"the prompt has {len(prompt_ids)} tokens; {request.model} accepts at most {model.max_length - 1}")
+        raise ValueError(
+            f"the prompt has {len(prompt_ids)} tokens; {request.model} accepts at most {model.max_length - 1}"
+        )
     drafter = request.drafter.build(pool, model, request.config.sampling, request.config.seed, [request.prompt])
     stream = SpeculativeGenerator(model).stream(prompt_ids, drafter, request.config)
     for piece in stream:

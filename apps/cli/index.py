@@ -31,19 +31,45 @@ def add_index_parser(subparsers: Any) -> None:
     index = subparsers.add_parser(
         "index",
         help="build or extend a document index for retrieval (FAISS + sentence-transformers)",
-        description="Build a document index from a JSONL file (one {\"id\", \"text\", \"metadata\"?} object a line), or add "
+        description='Build a document index from a JSONL file (one {"id", "text", "metadata"?} object a line), or add '
         "documents to an existing one. Documents are cut into overlapping chunks of words, embedded and stored in FAISS; "
         "the folder is replaced atomically, so an interrupted command leaves the previous index intact.",
     )
     actions = index.add_subparsers(dest="index_command", required=True, metavar="ACTION")
 
-    build = actions.add_parser("build", help="build a new index from a JSONL file of documents", description="Build a new document index in DIR from FILE.jsonl.")
-    build.add_argument("--docs", required=True, type=Path, metavar="FILE.jsonl", help="documents, one JSON object a line")
+    build = actions.add_parser(
+        "build",
+        help="build a new index from a JSONL file of documents",
+        description="Build a new document index in DIR from FILE.jsonl.",
+    )
+    build.add_argument(
+        "--docs", required=True, type=Path, metavar="FILE.jsonl", help="documents, one JSON object a line"
+    )
     build.add_argument("--out", required=True, type=Path, metavar="DIR", help="the index folder to write")
-    build.add_argument("--kind", choices=KINDS, default=defaults.kind, help="flat (exact), ivf or hnsw (default: %(default)s)")
-    build.add_argument("--chunk-words", type=int, default=defaults.chunk_words, metavar="N", help="words per chunk, at most (default: %(default)s)")
-    build.add_argument("--chunk-overlap", type=int, default=defaults.chunk_overlap, metavar="N", help="words a chunk repeats from the previous one, at most (default: %(default)s)")
-    build.add_argument("--nlist", type=int, default=defaults.nlist, metavar="N", help="IVF lists (--kind ivf; needs 39 chunks per list to train) (default: %(default)s)")
+    build.add_argument(
+        "--kind", choices=KINDS, default=defaults.kind, help="flat (exact), ivf or hnsw (default: %(default)s)"
+    )
+    build.add_argument(
+        "--chunk-words",
+        type=int,
+        default=defaults.chunk_words,
+        metavar="N",
+        help="words per chunk, at most (default: %(default)s)",
+    )
+    build.add_argument(
+        "--chunk-overlap",
+        type=int,
+        default=defaults.chunk_overlap,
+        metavar="N",
+        help="words a chunk repeats from the previous one, at most (default: %(default)s)",
+    )
+    build.add_argument(
+        "--nlist",
+        type=int,
+        default=defaults.nlist,
+        metavar="N",
+        help="IVF lists (--kind ivf; needs 39 chunks per list to train) (default: %(default)s)",
+    )
     build.add_argument(
         "--embedding-model",
         default=EmbedderConfig().model,
@@ -52,7 +78,11 @@ def add_index_parser(subparsers: Any) -> None:
     )
     build.add_argument("--overwrite", action="store_true", help="replace an index already in DIR")
 
-    add = actions.add_parser("add", help="add the documents of a JSONL file to an existing index", description="Add the documents in FILE.jsonl to the index in DIR (ids must be new).")
+    add = actions.add_parser(
+        "add",
+        help="add the documents of a JSONL file to an existing index",
+        description="Add the documents in FILE.jsonl to the index in DIR (ids must be new).",
+    )
     add.add_argument("--index", required=True, type=Path, metavar="DIR", help="the index folder")
     add.add_argument("--docs", required=True, type=Path, metavar="FILE.jsonl", help="documents, one JSON object a line")
 
@@ -73,7 +103,9 @@ def read_documents(path: Path) -> tuple[list[Any], list[int]]:
         except ValueError as error:
             raise DocumentFileError(f"{path} line {number}: bad JSON ({error})") from None
         if not isinstance(document, dict):
-            raise DocumentFileError(f"{path} line {number}: expected a JSON object with id and text, got {type(document).__name__}")
+            raise DocumentFileError(
+                f"{path} line {number}: expected a JSON object with id and text, got {type(document).__name__}"
+            )
         documents.append(document)
         numbers.append(number)
     if not documents:
@@ -112,8 +144,12 @@ def _build(args: argparse.Namespace, err: TextIO) -> int:
         if not (out / "manifest.json").is_file():
             raise ValueError(f"{out} exists and is not an empty folder or a document index: not writing there")
         if not args.overwrite:
-            raise ValueError(f"{out} already holds an index: use `specdraft index add --index {out}`, or --overwrite to replace it")
-    config = IndexConfig(kind=args.kind, chunk_words=args.chunk_words, chunk_overlap=args.chunk_overlap, nlist=args.nlist)
+            raise ValueError(
+                f"{out} already holds an index: use `specdraft index add --index {out}`, or --overwrite to replace it"
+            )
+    config = IndexConfig(
+        kind=args.kind, chunk_words=args.chunk_words, chunk_overlap=args.chunk_overlap, nlist=args.nlist
+    )
     embedder = Embedder(EmbedderConfig(model=args.embedding_model))
     documents, numbers = read_documents(args.docs)
     index = DocumentIndex.create(config, embedder)

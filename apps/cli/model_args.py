@@ -12,15 +12,57 @@ def add_model_args(parser: argparse.ArgumentParser, default_model: str) -> None:
     from specdraft.model_config import BACKENDS, DTYPES, ModelConfig
 
     defaults = ModelConfig()
-    parser.add_argument("--model", default=default_model, help="target model: registry name, checkpoint folder, .gguf file or hub id (default: %(default)s)")
-    parser.add_argument("--backend", default=defaults.backend, choices=BACKENDS, help="transformers (exact float32 reference, CPU or CUDA) or llama-cpp (the GGUF file as it is: fast on a CPU); auto = llama-cpp for a .gguf path, else transformers; fast-path = transformers with --fast-path; engine = verify on a serving engine at --engine-url (greedy only; --model is loaded here for its tokenizer) (default: %(default)s)")
-    parser.add_argument("--device", default=defaults.device, help="transformers: auto (CUDA if available), cpu or cuda[:N] (default: %(default)s)")
-    parser.add_argument("--dtype", default=defaults.dtype, choices=DTYPES, help="transformers weights dtype; auto = float32, which keeps the output identical to plain decoding on GPUs too (bfloat16/float16 may flip near-ties)")
-    parser.add_argument("--engine-url", default=None, metavar="URL", help="--backend engine: the serving engine's address, for example http://gpu-box:8000")
-    parser.add_argument("--engine-api", default=EngineConfig.api, choices=ENGINE_APIS, help="--backend engine: the engine's request dialect (default: %(default)s)")
-    parser.add_argument("--context", type=int, default=defaults.context, metavar="TOKENS", help="llama-cpp: context size in tokens (default: 0 = min(the model's, 4096))")
-    parser.add_argument("--fast-path", action="store_true", help="transformers: static KV caches and verify passes bucketed by width, captured as CUDA graphs on a GPU (eager on a CPU); same output (see docs/backends.md, GPU fast path)")
-    parser.add_argument("--no-prefix-cache", action="store_true", help="do not keep the KV cache of recent prompts (by default a request starts from the longest prefix an earlier one computed: a chat's next turn, a fixed instruction; the output is the same either way)")
+    parser.add_argument(
+        "--model",
+        default=default_model,
+        help="target model: registry name, checkpoint folder, .gguf file or hub id (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--backend",
+        default=defaults.backend,
+        choices=BACKENDS,
+        help="transformers (exact float32 reference, CPU or CUDA) or llama-cpp (the GGUF file as it is: fast on a CPU); auto = llama-cpp for a .gguf path, else transformers; fast-path = transformers with --fast-path; engine = verify on a serving engine at --engine-url (greedy only; --model is loaded here for its tokenizer) (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--device",
+        default=defaults.device,
+        help="transformers: auto (CUDA if available), cpu or cuda[:N] (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--dtype",
+        default=defaults.dtype,
+        choices=DTYPES,
+        help="transformers weights dtype; auto = float32, which keeps the output identical to plain decoding on GPUs too (bfloat16/float16 may flip near-ties)",
+    )
+    parser.add_argument(
+        "--engine-url",
+        default=None,
+        metavar="URL",
+        help="--backend engine: the serving engine's address, for example http://gpu-box:8000",
+    )
+    parser.add_argument(
+        "--engine-api",
+        default=EngineConfig.api,
+        choices=ENGINE_APIS,
+        help="--backend engine: the engine's request dialect (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--context",
+        type=int,
+        default=defaults.context,
+        metavar="TOKENS",
+        help="llama-cpp: context size in tokens (default: 0 = min(the model's, 4096))",
+    )
+    parser.add_argument(
+        "--fast-path",
+        action="store_true",
+        help="transformers: static KV caches and verify passes bucketed by width, captured as CUDA graphs on a GPU (eager on a CPU); same output (see docs/backends.md, GPU fast path)",
+    )
+    parser.add_argument(
+        "--no-prefix-cache",
+        action="store_true",
+        help="do not keep the KV cache of recent prompts (by default a request starts from the longest prefix an earlier one computed: a chat's next turn, a fixed instruction; the output is the same either way)",
+    )
 
 
 def model_pool(args: argparse.Namespace):
@@ -37,5 +79,12 @@ def model_pool(args: argparse.Namespace):
             raise SystemExit("--backend engine needs --engine-url URL")
         engine = EngineConfig(args.engine_url, args.engine_api)
     prefix_cache = PrefixCacheConfig(enabled=False) if args.no_prefix_cache else None
-    return ModelPool(args.device, args.dtype, args.backend, args.context, engine=engine, fast_path=args.fast_path,
-                     prefix_cache=prefix_cache)
+    return ModelPool(
+        args.device,
+        args.dtype,
+        args.backend,
+        args.context,
+        engine=engine,
+        fast_path=args.fast_path,
+        prefix_cache=prefix_cache,
+    )

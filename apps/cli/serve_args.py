@@ -17,18 +17,77 @@ _BATCH = VerifyBatchConfig()
 
 def add_access_args(parser: argparse.ArgumentParser) -> None:
     access = parser.add_argument_group("access (see docs/deployment.md: Keys, access and limits)")
-    access.add_argument("--api-key-file", metavar="FILE", default=None, help="API keys, one per line, each followed by its scope 'read' (default) or 'write' (adding documents needs write). Without keys the server listens on loopback only and refuses other --host values")
-    access.add_argument("--allowed-origin", action="append", default=[], metavar="ORIGIN", help="another origin (scheme://host[:port]) whose web pages may send requests to this server (repeatable; the server's own pages always may)")
-    access.add_argument("--allowed-host", action="append", default=[], metavar="NAME", help="another Host name accepted without keys, e.g. a local reverse proxy's (repeatable; default: localhost, 127.0.0.1, [::1])")
+    access.add_argument(
+        "--api-key-file",
+        metavar="FILE",
+        default=None,
+        help="API keys, one per line, each followed by its scope 'read' (default) or 'write' (adding documents needs write). Without keys the server listens on loopback only and refuses other --host values",
+    )
+    access.add_argument(
+        "--allowed-origin",
+        action="append",
+        default=[],
+        metavar="ORIGIN",
+        help="another origin (scheme://host[:port]) whose web pages may send requests to this server (repeatable; the server's own pages always may)",
+    )
+    access.add_argument(
+        "--allowed-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="another Host name accepted without keys, e.g. a local reverse proxy's (repeatable; default: localhost, 127.0.0.1, [::1])",
+    )
     limits = parser.add_argument_group("limits")
-    limits.add_argument("--max-concurrent", type=int, default=None, metavar="N", help=f"generations running at once (default: {_LIMITS.max_concurrent}; with --batch-verify: --batch-max)")
-    limits.add_argument("--max-queue", type=int, default=_LIMITS.max_queue, metavar="N", help="requests waiting for a place; more get 429 with Retry-After (default: %(default)s)")
-    limits.add_argument("--queue-timeout", type=float, default=_LIMITS.queue_timeout_s, metavar="S", help="seconds a request waits for a place before a 429 (default: %(default)s)")
-    limits.add_argument("--request-timeout", type=float, default=_LIMITS.request_timeout_s, metavar="S", help="seconds a generation may run; then it ends with what it has (default: %(default)s)")
-    batching = parser.add_argument_group("verify batching (opt-in; see docs/deployment.md: Batching verify passes across requests)")
-    batching.add_argument("--batch-verify", action="store_true", help="transformers: verify concurrent requests' drafts in one padded forward pass (float32 may round differently from a lone pass: see docs/deployment.md)")
-    batching.add_argument("--batch-window-ms", type=float, default=_BATCH.window_ms, metavar="MS", help="with --batch-verify: how long a pass waits for other requests' passes (default: %(default)s)")
-    batching.add_argument("--batch-max", type=int, default=_BATCH.max_batch, metavar="N", help="with --batch-verify: most requests in one pass (default: %(default)s)")
+    limits.add_argument(
+        "--max-concurrent",
+        type=int,
+        default=None,
+        metavar="N",
+        help=f"generations running at once (default: {_LIMITS.max_concurrent}; with --batch-verify: --batch-max)",
+    )
+    limits.add_argument(
+        "--max-queue",
+        type=int,
+        default=_LIMITS.max_queue,
+        metavar="N",
+        help="requests waiting for a place; more get 429 with Retry-After (default: %(default)s)",
+    )
+    limits.add_argument(
+        "--queue-timeout",
+        type=float,
+        default=_LIMITS.queue_timeout_s,
+        metavar="S",
+        help="seconds a request waits for a place before a 429 (default: %(default)s)",
+    )
+    limits.add_argument(
+        "--request-timeout",
+        type=float,
+        default=_LIMITS.request_timeout_s,
+        metavar="S",
+        help="seconds a generation may run; then it ends with what it has (default: %(default)s)",
+    )
+    batching = parser.add_argument_group(
+        "verify batching (opt-in; see docs/deployment.md: Batching verify passes across requests)"
+    )
+    batching.add_argument(
+        "--batch-verify",
+        action="store_true",
+        help="transformers: verify concurrent requests' drafts in one padded forward pass (float32 may round differently from a lone pass: see docs/deployment.md)",
+    )
+    batching.add_argument(
+        "--batch-window-ms",
+        type=float,
+        default=_BATCH.window_ms,
+        metavar="MS",
+        help="with --batch-verify: how long a pass waits for other requests' passes (default: %(default)s)",
+    )
+    batching.add_argument(
+        "--batch-max",
+        type=int,
+        default=_BATCH.max_batch,
+        metavar="N",
+        help="with --batch-verify: most requests in one pass (default: %(default)s)",
+    )
 
 
 def access_config(args: argparse.Namespace) -> dict[str, Any]:

@@ -31,7 +31,13 @@ from flask import Blueprint, Response, current_app, jsonify, request, stream_wit
 from specdraft.apps.service.config import ServiceConfig
 from specdraft.apps.service.errors import error_body
 from specdraft.apps.service.sse import DONE_EVENT, event
-from specdraft.apps.service.validation import CompletionRequest, RequestError, check_context_length, parse_completion_request, parse_json_body
+from specdraft.apps.service.validation import (
+    CompletionRequest,
+    RequestError,
+    check_context_length,
+    parse_completion_request,
+    parse_json_body,
+)
 from specdraft.edge import EdgeRefused
 from specdraft.edge.client import EdgeResult
 
@@ -70,33 +76,49 @@ def _complete(chat: bool) -> Response:
     except EdgeRefused as error:
         return _refused(error)
     if req.stream:
-        return Response(stream_with_context(answer.stream(first, updates)), mimetype="text/event-stream",
-                        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+        return Response(
+            stream_with_context(answer.stream(first, updates)),
+            mimetype="text/event-stream",
+            headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+        )
     items = [first, *updates]
     return jsonify(answer.whole(items[-1]))
 
 
 def _service_config(runner: EdgeRunner) -> ServiceConfig:
     config = runner.config
-    return ServiceConfig(model=runner.model_name(), serve_any_model_name=True, drafter="none",
-                         max_tokens_limit=config.max_tokens_limit, default_max_tokens=config.default_max_tokens)
+    return ServiceConfig(
+        model=runner.model_name(),
+        serve_any_model_name=True,
+        drafter="none",
+        max_tokens_limit=config.max_tokens_limit,
+        default_max_tokens=config.default_max_tokens,
+    )
 
 
 def _check_supported(req: CompletionRequest) -> None:
     if req.n != 1:
         raise RequestError("n > 1 is not supported by the edge endpoint; send one request per choice", "n")
     if req.generation.logprobs is not None:
-        raise RequestError("logprobs are not supported by the edge endpoint (the server sends back token ids only)", "logprobs")
+        raise RequestError(
+            "logprobs are not supported by the edge endpoint (the server sends back token ids only)", "logprobs"
+        )
     if req.prediction is not None:
         raise RequestError("prediction is not supported by the edge endpoint (the local model drafts)", "prediction")
     if req.prompts is not None and len(req.prompts) != 1:
         raise RequestError("the edge endpoint takes one prompt per request", "prompt")
     if req.response_format is not None and req.response_format.get("type") != "text":
-        raise RequestError("structured outputs are not supported by the edge endpoint (the verify server sends back "
-                           "token ids only, no logits to constrain)", "response_format")
+        raise RequestError(
+            "structured outputs are not supported by the edge endpoint (the verify server sends back "
+            "token ids only, no logits to constrain)",
+            "response_format",
+        )
     if req.tools is not None:
-        raise RequestError("tools are not supported by the edge endpoint (the verify server sends back token ids only, "
-                           "no logits to constrain a call)", "tools")
+        raise RequestError(
+            "tools are not supported by the edge endpoint (the verify server sends back token ids only, "
+            "no logits to constrain a call)",
+            "tools",
+        )
 
 
 def _prompt_ids(runner: EdgeRunner, req: CompletionRequest) -> tuple[list[int], str]:
@@ -110,7 +132,9 @@ def _prompt_ids(runner: EdgeRunner, req: CompletionRequest) -> tuple[list[int], 
         return runner.encode(prompt), "prompt"
     bad = [t for t in prompt if t >= runner.vocab_size]
     if bad:
-        raise RequestError(f"prompt holds token id {bad[0]}, outside the vocabulary of {runner.vocab_size} tokens", "prompt")
+        raise RequestError(
+            f"prompt holds token id {bad[0]}, outside the vocabulary of {runner.vocab_size} tokens", "prompt"
+        )
     return list(prompt), "prompt"
 
 
@@ -133,8 +157,12 @@ class _Answer:
     def whole(self, result: EdgeResult) -> dict[str, Any]:
         content = {"message": {"role": "assistant", "content": result.text}} if self.chat else {"text": result.text}
         choice = {"index": 0, **content, "logprobs": None, "finish_reason": result.finish_reason}
-        return {**self._head("chat.completion" if self.chat else "text_completion"), "choices": [choice],
-                "usage": self._usage(result), "speculation": speculation(result)}
+        return {
+            **self._head("chat.completion" if self.chat else "text_completion"),
+            "choices": [choice],
+            "usage": self._usage(result),
+            "speculation": speculation(result),
+        }
 
     def stream(self, first: Update | EdgeResult, rest: Iterator[Update | EdgeResult]) -> Iterator[str]:
         obj = "chat.completion.chunk" if self.chat else "text_completion"
@@ -143,18 +171,39 @@ class _Answer:
         try:
             while True:
                 if isinstance(item, EdgeResult):
-                    choice = {"index": 0, **self._delta("", not started), "logprobs": None, "finish_reason": item.finish_reason}
-                    yield event({**self._head(obj), "choices": [choice], "usage": self._usage(item), "speculation": speculation(item)})
+                    choice = {
+                        "index": 0,
+                        **self._delta("", not started),
+                        "logprobs": None,
+                        "finish_reason": item.finish_reason,
+                    }
+                    yield event(
+                        {
+                            **self._head(obj),
+                            "choices": [choice],
+                            "usage": self._usage(item),
+                            "speculation": speculation(item),
+                        }
+                    )
                     break
                 choice = {"index": 0, **self._delta(item.text, not started), "logprobs": None, "finish_reason": None}
                 started = True
-                yield event({**self._head(obj), "choices": [choice], "unverified": not item.verified,
-                             "source": "verified" if item.verified else "unverified", "drafted": item.drafted,
-                             "round_trip_ms": None if item.round_trip_ms is None else round(item.round_trip_ms, 2),
-                             "round_trips": item.round_trips})
+                yield event(
+                    {
+                        **self._head(obj),
+                        "choices": [choice],
+                        "unverified": not item.verified,
+                        "source": "verified" if item.verified else "unverified",
+                        "drafted": item.drafted,
+                        "round_trip_ms": None if item.round_trip_ms is None else round(item.round_trip_ms, 2),
+                        "round_trips": item.round_trips,
+                    }
+                )
                 item = next(rest)
         except EdgeRefused as error:  # after the answer started (a later reconnection refused): end it with the error
-            yield event(error_body(f"the verify server refused the session ({error.status}): {error.message}", "upstream_error"))
+            yield event(
+                error_body(f"the verify server refused the session ({error.status}): {error.message}", "upstream_error")
+            )
         yield DONE_EVENT
 
     def _delta(self, text: str, first: bool) -> dict[str, Any]:

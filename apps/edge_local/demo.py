@@ -21,6 +21,11 @@ EXAMPLE_QUESTION = "Explain in two sentences why the sky is blue."
 @bp.get("/")
 def page() -> str:
     runner = current_runner()
-    return render_template("edge.html", example=EXAMPLE_QUESTION, server=runner.config.server,
-                           draft_model=runner.config.draft_model, max_tokens=min(128, runner.config.max_tokens_limit),
-                           api_url=url_for("edge_completions.chat_completions"))
+    return render_template(
+        "edge.html",
+        example=EXAMPLE_QUESTION,
+        server=runner.config.server,
+        draft_model=runner.config.draft_model,
+        max_tokens=min(128, runner.config.max_tokens_limit),
+        api_url=url_for("edge_completions.chat_completions"),
+    )

@@ -26,11 +26,20 @@ def healthz() -> Response:
         reachable = runner.server_info() is not None
     except EdgeRefused:
         reachable = False
-    return jsonify({"status": "ok", "model": runner.model_name(), "draft_model": runner.config.draft_model,
-                    "server": runner.config.server, "server_reachable": reachable})
+    return jsonify(
+        {
+            "status": "ok",
+            "model": runner.model_name(),
+            "draft_model": runner.config.draft_model,
+            "server": runner.config.server,
+            "server_reachable": reachable,
+        }
+    )
 
 
 @bp.get("/v1/models")
 def models() -> Response:
     name = current_runner().model_name()
-    return jsonify({"object": "list", "data": [{"id": name, "object": "model", "created": STARTED, "owned_by": "specdraft-edge"}]})
+    return jsonify(
+        {"object": "list", "data": [{"id": name, "object": "model", "created": STARTED, "owned_by": "specdraft-edge"}]}
+    )

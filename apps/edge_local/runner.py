@@ -70,7 +70,9 @@ class Generation:
 
     def __init__(self, runner: "EdgeRunner", prompt_ids: Sequence[int], generation: GenerationConfig) -> None:
         self.runner = runner
-        self.connection = TimedConnection(runner.config.server, runner.config.key, TransportConfig(timeout_s=runner.config.timeout_s))
+        self.connection = TimedConnection(
+            runner.config.server, runner.config.key, TransportConfig(timeout_s=runner.config.timeout_s)
+        )
         self.client = EdgeClient(self.connection, runner.draft_model, runner.config.client)
         self.run = self.client.stream(list(prompt_ids), generation)
         self._result: EdgeResult | None = None
@@ -80,8 +82,13 @@ class Generation:
         (a wrong key, another tokenizer): generating locally would not help then."""
         try:
             for piece in self.run.steps():
-                yield Update(piece.text, piece.source != "unverified", self._drafted(),
-                             self.connection.last_ms, self.run.stats.round_trips)
+                yield Update(
+                    piece.text,
+                    piece.source != "unverified",
+                    self._drafted(),
+                    self.connection.last_ms,
+                    self.run.stats.round_trips,
+                )
             self._result = self.run.result()
         finally:
             self.connection.close()
@@ -99,7 +106,7 @@ class Generation:
             return ""
         tokenizer = self.runner.draft_model.tokenizer
         before = self.run.out[-DRAFT_CONTEXT:]
-        return tokenizer.decode(before + ahead)[len(tokenizer.decode(before)):]
+        return tokenizer.decode(before + ahead)[len(tokenizer.decode(before)) :]
 
 
 class EdgeRunner:
@@ -117,7 +124,9 @@ class EdgeRunner:
             if time.monotonic() < self._ask_again_at:
                 return None
             try:
-                with EdgeConnection(self.config.server, self.config.key, TransportConfig(timeout_s=self.config.timeout_s)) as connection:
+                with EdgeConnection(
+                    self.config.server, self.config.key, TransportConfig(timeout_s=self.config.timeout_s)
+                ) as connection:
                     self._info = connection.request("GET", "/v1/edge/info")
             except ServerUnavailable:
                 self._ask_again_at = time.monotonic() + INFO_RETRY_S  # requests meanwhile do not wait for it

@@ -21,14 +21,16 @@ from . import completions, demo, grammar, health, metrics, openapi, rag
 from .access import AccessPolicy, install_access_control
 from .api_keys import KeyRing
 from .config import ServiceConfig
-from .limits import GenerationGate
 from .errors import register_error_handlers
+from .limits import GenerationGate
 from .state import EXTENSION, ServiceState, current_state
 
 __all__ = ["ServiceConfig", "ServiceState", "create_app", "current_state"]
 
 
-def create_app(config: ServiceConfig | None = None, pool: ModelPool | None = None, embedder: TextEmbedder | None = None) -> Flask:
+def create_app(
+    config: ServiceConfig | None = None, pool: ModelPool | None = None, embedder: TextEmbedder | None = None
+) -> Flask:
     """The service for ``config`` (default: ``ServiceConfig()``).
 
     ``pool`` supplies the models; by default a new ``ModelPool`` on ``config``'s backend, device,

@@ -67,7 +67,11 @@ def _check_request() -> None:
     elif not request.path.startswith(OPEN_PREFIXES) and request.path != "/":
         g.principal = _authenticate(policy.keys)
         if request.endpoint in WRITE_ENDPOINTS and not g.principal.may(WRITE):
-            raise AccessDenied(403, f"this API key may only read; {request.method} {request.path} needs a key with write scope", "insufficient_scope")
+            raise AccessDenied(
+                403,
+                f"this API key may only read; {request.method} {request.path} needs a key with write scope",
+                "insufficient_scope",
+            )
     if request.method in BODY_METHODS and request.routing_exception is None:  # unknown routes: their 404/405
         _check_cross_site(policy)
 
@@ -86,22 +90,41 @@ def _check_host(policy: AccessPolicy) -> None:
 def _authenticate(keys: KeyRing) -> Principal:
     scheme, _, key = request.headers.get("Authorization", "").partition(" ")
     if scheme.lower() != "bearer" or not key.strip():
-        raise AccessDenied(401, "this server needs an API key: send the header 'Authorization: Bearer KEY'", "invalid_api_key", {"WWW-Authenticate": "Bearer"})
+        raise AccessDenied(
+            401,
+            "this server needs an API key: send the header 'Authorization: Bearer KEY'",
+            "invalid_api_key",
+            {"WWW-Authenticate": "Bearer"},
+        )
     principal = keys.check(key.strip())
     if principal is None:
-        raise AccessDenied(401, "the API key is not valid for this server", "invalid_api_key", {"WWW-Authenticate": "Bearer"})
+        raise AccessDenied(
+            401, "the API key is not valid for this server", "invalid_api_key", {"WWW-Authenticate": "Bearer"}
+        )
     return principal
 
 
 def _check_cross_site(policy: AccessPolicy) -> None:
     origin = request.headers.get("Origin")
     if origin is not None and not _same_origin(origin) and origin.rstrip("/") not in policy.allowed_origins:
-        raise AccessDenied(403, f"requests from pages of another origin ({origin}) may not send bodies to this server", "cross_site_request")
+        raise AccessDenied(
+            403,
+            f"requests from pages of another origin ({origin}) may not send bodies to this server",
+            "cross_site_request",
+        )
     if request.headers.get("Sec-Fetch-Site") == "cross-site" and origin is None:
-        raise AccessDenied(403, "the browser marked this request as cross-site; it may not send a body to this server", "cross_site_request")
+        raise AccessDenied(
+            403,
+            "the browser marked this request as cross-site; it may not send a body to this server",
+            "cross_site_request",
+        )
     if request.mimetype != "application/json":
         got = request.mimetype or "none"
-        raise AccessDenied(415, f"the request body must be sent as Content-Type: application/json (got {got})", "unsupported_media_type")
+        raise AccessDenied(
+            415,
+            f"the request body must be sent as Content-Type: application/json (got {got})",
+            "unsupported_media_type",
+        )
 
 
 def _same_origin(origin: str) -> bool:

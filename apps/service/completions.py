@@ -53,21 +53,18 @@ from specdraft.copydraft.editor import COPY_SPECULATION
 from specdraft.retrieval.prompt_passages import prompt_texts
 
 from . import metrics, openai_usage
-from .limits import RequestGuard, current_guard, drain, generating
-from .errors import INTERNAL_ERROR_MESSAGE, SERVER_ERROR, error_body
-from .openai_logprobs import LogprobWriter
 from .answer_format import CHAT, TEXT, Format
-from .sse import DONE_EVENT, event
-from .state import ServiceState, current_state
+from .errors import INTERNAL_ERROR_MESSAGE, SERVER_ERROR, error_body
+from .limits import RequestGuard, current_guard, drain, generating
+from .openai_logprobs import LogprobWriter
 from .protocol.chat import ChatMessage, Prompt
 from .protocol.errors import RequestError, parse_json_body
+from .sse import DONE_EVENT, event
+from .state import ServiceState, current_state
 from .structured_output import OutputPlan, plan_output
 from .validation import CompletionRequest, check_context_length, parse_completion_request
 
 bp = Blueprint("completions", __name__, url_prefix="/v1")
-
-
-
 
 
 @bp.post("/completions")
@@ -94,13 +91,21 @@ def _complete(fmt: Format) -> Response:
     prediction_ids = None if req.prediction is None else model.tokenizer.encode(req.prediction)
     choices = [
         _Choice(i * req.n + j, text, ids, replace(req.choice_generation(j), constraint=plan.constraint))
-        for i, (text, ids) in enumerate(prompts) for j in range(req.n)
+        for i, (text, ids) in enumerate(prompts)
+        for j in range(req.n)
     ]
     reply = _Reply(
-        fmt, f"{fmt.id_prefix}{uuid.uuid4().hex}", int(time.time()), state.config.model,
-        "prediction" if prediction_ids is not None else str(req.drafter), prediction_ids,
-        prompt_tokens=sum(len(ids) for _, ids in prompts), choices=len(choices), plan=plan,
-        tokenizer=None if req.generation.logprobs is None else model.tokenizer, include_usage=req.include_usage,
+        fmt,
+        f"{fmt.id_prefix}{uuid.uuid4().hex}",
+        int(time.time()),
+        state.config.model,
+        "prediction" if prediction_ids is not None else str(req.drafter),
+        prediction_ids,
+        prompt_tokens=sum(len(ids) for _, ids in prompts),
+        choices=len(choices),
+        plan=plan,
+        tokenizer=None if req.generation.logprobs is None else model.tokenizer,
+        include_usage=req.include_usage,
     )
     streams = (_start(state, model, req, choice, prediction_ids, reply.drafter) for choice in choices)
     first = next(streams)  # now: a drafter or logprobs the server cannot give is a 400 before the answer starts
@@ -120,8 +125,14 @@ class _Choice:
     generation: GenerationConfig  # the request's, with this choice's seed
 
 
-def _start(state: ServiceState, model: Model, req: CompletionRequest, choice: _Choice,
-           prediction_ids: list[int] | None, drafter_name: str) -> tuple[int, GenerationStream]:
+def _start(
+    state: ServiceState,
+    model: Model,
+    req: CompletionRequest,
+    choice: _Choice,
+    prediction_ids: list[int] | None,
+    drafter_name: str,
+) -> tuple[int, GenerationStream]:
     """One choice's drafter and generation stream: the one place both are built."""
     generation = choice.generation
     if prediction_ids is not None:  # predicted output: draft from it (the request's drafter is not used)
@@ -133,7 +144,9 @@ def _start(state: ServiceState, model: Model, req: CompletionRequest, choice: _C
     try:
         stream = SpeculativeGenerator(model, speculation).stream(choice.prompt_ids, drafter, generation)
     except LogprobsUnavailableError:
-        raise RequestError("logprobs are not available on this backend (its verification returns no logits)", "logprobs") from None
+        raise RequestError(
+            "logprobs are not available on this backend (its verification returns no logits)", "logprobs"
+        ) from None
     except SamplingUnavailableError as error:
         raise RequestError(str(error), "temperature") from None
     except GrammarUnavailableError as error:
@@ -143,10 +156,14 @@ def _start(state: ServiceState, model: Model, req: CompletionRequest, choice: _C
 
 def _constrained_by(req: CompletionRequest) -> str:
     """The request field that asked for a constraint: tool_choice (required or a function) or response_format."""
-    return "tool_choice" if req.tools is not None and req.tools.choice not in (None, "none", "auto") else "response_format"
+    return (
+        "tool_choice" if req.tools is not None and req.tools.choice not in (None, "none", "auto") else "response_format"
+    )
 
 
-def _results(streams: Iterable[tuple[int, GenerationStream]], guard: RequestGuard) -> list[tuple[int, GenerationResult]]:
+def _results(
+    streams: Iterable[tuple[int, GenerationStream]], guard: RequestGuard
+) -> list[tuple[int, GenerationResult]]:
     """Each choice's result, in turn (the one place a non-streamed answer is drained). A time limit
     or a client gone ends the choice under way and starts no other."""
     results = []
@@ -157,7 +174,9 @@ def _results(streams: Iterable[tuple[int, GenerationStream]], guard: RequestGuar
     return results
 
 
-def _prompts(model: Model, req: CompletionRequest, served: str, param: str, plan: OutputPlan) -> list[tuple[str | None, list[int]]]:
+def _prompts(
+    model: Model, req: CompletionRequest, served: str, param: str, plan: OutputPlan
+) -> list[tuple[str | None, list[int]]]:
     """Each prompt's text (None: chat or token ids) and token ids, each checked against the context;
     the chat template gets the plan's tools."""
     if req.messages is not None:
@@ -170,7 +189,9 @@ def _prompts(model: Model, req: CompletionRequest, served: str, param: str, plan
     return prompts
 
 
-def _chat_ids(model: Model, messages: Sequence[ChatMessage], served: str, tools: list[dict[str, Any]] | None) -> list[int]:
+def _chat_ids(
+    model: Model, messages: Sequence[ChatMessage], served: str, tools: list[dict[str, Any]] | None
+) -> list[int]:
     if not model.has_chat_template:
         raise RequestError(f"model {served!r} has no chat template; send a prompt to /v1/completions", "messages")
     try:
@@ -183,7 +204,9 @@ def _token_ids(model: Model, prompt: Prompt) -> list[int]:
     vocabulary = model.tokenizer.vocab_size
     for token in prompt:
         if token >= vocabulary:
-            raise RequestError(f"prompt holds token id {token}, outside the model's vocabulary of {vocabulary} tokens", "prompt")
+            raise RequestError(
+                f"prompt holds token id {token}, outside the model's vocabulary of {vocabulary} tokens", "prompt"
+            )
     return list(prompt)  # type: ignore[arg-type]
 
 
@@ -207,14 +230,25 @@ class _Reply:
     def response(self, results: list[tuple[int, GenerationResult]], guard: RequestGuard) -> dict[str, Any]:
         choices = [self._choice(index, result) for index, result in results]
         done = [result for _, result in results]
-        return {**self._head(self.fmt.object), "choices": choices, "usage": self._usage(done), **self._speculation(done, guard)}
+        return {
+            **self._head(self.fmt.object),
+            "choices": choices,
+            "usage": self._usage(done),
+            **self._speculation(done, guard),
+        }
 
     def _choice(self, index: int, result: GenerationResult) -> dict[str, Any]:
         fields, calls = self.fmt.choice(result.text, self.plan)
-        return {"index": index, **fields, "logprobs": self._logprobs(self._writer(), result.logprobs),
-                "finish_reason": self.plan.finish_reason(result.finish_reason, calls)}
+        return {
+            "index": index,
+            **fields,
+            "logprobs": self._logprobs(self._writer(), result.logprobs),
+            "finish_reason": self.plan.finish_reason(result.finish_reason, calls),
+        }
 
-    def events(self, streams: Iterable[tuple[int, GenerationStream]], guard: RequestGuard, logger: logging.Logger) -> Iterator[str]:
+    def events(
+        self, streams: Iterable[tuple[int, GenerationStream]], guard: RequestGuard, logger: logging.Logger
+    ) -> Iterator[str]:
         """Server-sent events, the choices one after the other: one chunk per text piece (with the
         logprobs of the tokens accepted since the last chunk), a final chunk with ``finish_reason``
         and the choice's ``speculation`` and ``spec_decode_metrics``; the last choice's also carries the whole answer's
@@ -257,7 +291,9 @@ class _Reply:
     def _head(self, object_: str) -> dict[str, Any]:
         return {"id": self.id, "object": object_, "created": self.created, "model": self.model}
 
-    def _chunk(self, index: int, content: dict[str, Any], finish_reason: str | None, logprobs: dict[str, Any] | None) -> dict[str, Any]:
+    def _chunk(
+        self, index: int, content: dict[str, Any], finish_reason: str | None, logprobs: dict[str, Any] | None
+    ) -> dict[str, Any]:
         choice = {"index": index, **content, "logprobs": logprobs, "finish_reason": finish_reason}
         return {**self._head(self.fmt.chunk_object), "choices": [choice]}
 
@@ -277,5 +313,9 @@ class _Reply:
         """``speculation`` (the drafter and ``Stats.to_dict()``) and ``spec_decode_metrics`` (vLLM's
         names, ``openai_usage``) of the choices in ``results``."""
         stats = Stats.merged([result.stats for result in results])
-        speculation = {"drafter": self.drafter, **stats.to_dict(), **({"time_limit_reached": True} if guard.timed_out else {})}
+        speculation = {
+            "drafter": self.drafter,
+            **stats.to_dict(),
+            **({"time_limit_reached": True} if guard.timed_out else {}),
+        }
         return {"speculation": speculation, "spec_decode_metrics": openai_usage.spec_decode_metrics(stats)}

@@ -12,12 +12,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from specdraft import DEFAULT_MODEL, GenerationConfig, ModelConfig, SpeculationConfig
+from specdraft.apps.model_pool import DrafterSpec
+from specdraft.backends.transformers.verify_batch_config import VerifyBatchConfig
 from specdraft.copydraft.corrector import DEFAULT_GRAMMAR_MODEL
 from specdraft.copydraft.editor import COPY_SPECULATION
-from specdraft.apps.model_pool import DrafterSpec
 from specdraft.retrieval.embedder import DEFAULT_EMBEDDER
 from specdraft.retrieval.pipeline import DRAFTERS, RAG_SPECULATION
-from specdraft.backends.transformers.verify_batch_config import VerifyBatchConfig
 
 from .edge_sessions import EdgeConfig
 from .limits import LimitConfig
@@ -120,7 +120,9 @@ class ServiceConfig:
         if self.max_rag_documents < 1:
             raise ValueError(f"max_rag_documents must be >= 1, got {self.max_rag_documents}")
         if self.batch_verify is not None and self.model_config.resolved_backend != "transformers":
-            raise ValueError(f"verify batching (--batch-verify) is for the transformers backend, not {self.model_config.resolved_backend}")
+            raise ValueError(
+                f"verify batching (--batch-verify) is for the transformers backend, not {self.model_config.resolved_backend}"
+            )
         if self.edge and self.api_key_file is None:
             raise ValueError("the edge verify server needs API keys: give api_key_file (--api-key-file FILE)")
 

@@ -65,13 +65,17 @@ def _store() -> EdgeSessionStore:
 def _owner() -> str:
     principal = getattr(g, "principal", None)
     if principal is None:  # serve --edge refuses to start without keys; never serve sessions keyless
-        raise EdgeError(401, "edge sessions need an API key: start the server with --api-key-file", None, "invalid_api_key")
+        raise EdgeError(
+            401, "edge sessions need an API key: start the server with --api-key-file", None, "invalid_api_key"
+        )
     return principal.key_id
 
 
 @bp.errorhandler(EdgeError)
 def _edge_error(error: EdgeError) -> tuple[Response, int]:
-    body = {"error": {"message": error.message, "type": "invalid_request_error", "param": error.param, "code": error.code}}
+    body = {
+        "error": {"message": error.message, "type": "invalid_request_error", "param": error.param, "code": error.code}
+    }
     return jsonify(body), error.status
 
 
@@ -95,8 +99,13 @@ def _check_context(session: EdgeSession, expected: int | None) -> None:
     any ``previous`` commit) is refused when the session holds another length: a retried call whose
     first attempt was applied (its answer lost) cannot then be applied twice."""
     if expected is not None and expected != session.context_length:
-        raise EdgeError(409, f"the session holds {session.context_length} tokens, not {expected}: the client's view is out of date "
-                        "(a retried call already applied?); open a new session from the whole context", "context_length", "context_mismatch")
+        raise EdgeError(
+            409,
+            f"the session holds {session.context_length} tokens, not {expected}: the client's view is out of date "
+            "(a retried call already applied?); open a new session from the whole context",
+            "context_length",
+            "context_mismatch",
+        )
 
 
 @bp.get("/info")
@@ -104,15 +113,25 @@ def info() -> Response:
     _owner()
     model = current_state().target()
     config = _store().config
-    return jsonify({
-        "object": "edge.info", "model": current_state().config.model, "backend": model.backend, "exact": model.exact,
-        "tokenizer": model.tokenizer.fingerprint(), "vocab_size": model.vocab_size, "tokenizer_vocab_size": model.tokenizer.vocab_size,
-        "max_length": model.max_length if not config.max_length else min(model.max_length, config.max_length),
-        "eos_token_ids": sorted(model.eos_token_ids), "has_chat_template": model.has_chat_template,
-        "max_draft_nodes": config.max_draft_nodes, "max_branches": _branches_limit(model),
-        "max_sessions_per_key": config.max_sessions_per_key, "idle_timeout_s": config.idle_timeout_s,
-        "draft_probs_max_entries": config.max_draft_prob_entries,
-    })
+    return jsonify(
+        {
+            "object": "edge.info",
+            "model": current_state().config.model,
+            "backend": model.backend,
+            "exact": model.exact,
+            "tokenizer": model.tokenizer.fingerprint(),
+            "vocab_size": model.vocab_size,
+            "tokenizer_vocab_size": model.tokenizer.vocab_size,
+            "max_length": model.max_length if not config.max_length else min(model.max_length, config.max_length),
+            "eos_token_ids": sorted(model.eos_token_ids),
+            "has_chat_template": model.has_chat_template,
+            "max_draft_nodes": config.max_draft_nodes,
+            "max_branches": _branches_limit(model),
+            "max_sessions_per_key": config.max_sessions_per_key,
+            "idle_timeout_s": config.idle_timeout_s,
+            "draft_probs_max_entries": config.max_draft_prob_entries,
+        }
+    )
 
 
 def _branches_limit(model) -> int:
@@ -121,7 +140,9 @@ def _branches_limit(model) -> int:
     if cached is None:
         probe = model.new_target()
         try:
-            cached = current_app.extensions[STORE + ".branches"] = min(_store().config.max_branches, int(probe.max_branches))
+            cached = current_app.extensions[STORE + ".branches"] = min(
+                _store().config.max_branches, int(probe.max_branches)
+            )
         finally:
             probe.close()
     return cached
@@ -134,13 +155,21 @@ def open_session() -> tuple[Response, int]:
     body = _body(OpenSessionBody)
     model = current_state().target()
     if body.tokenizer != model.tokenizer.fingerprint():
-        raise EdgeError(409, f"the client's tokenizer differs from the served model's ({current_state().config.model}): "
-                        "draft with a model that shares its tokenizer", "tokenizer", "tokenizer_mismatch")
+        raise EdgeError(
+            409,
+            f"the client's tokenizer differs from the served model's ({current_state().config.model}): "
+            "draft with a model that shares its tokenizer",
+            "tokenizer",
+            "tokenizer_mismatch",
+        )
     sampling, seed = body.sampling_params(), body.seed
     from_messages = body.messages is not None
     if body.messages is not None:
         if not model.has_chat_template:
-            raise RequestError(f"the served model {current_state().config.model} has no chat template; send prompt token ids", "messages")
+            raise RequestError(
+                f"the served model {current_state().config.model} has no chat template; send prompt token ids",
+                "messages",
+            )
         try:
             prompt = list(model.encode_chat([m.chat_message().to_dict() for m in body.messages]))
         except TemplateError as error:
@@ -151,14 +180,27 @@ def open_session() -> tuple[Response, int]:
     vocabulary = model.tokenizer.vocab_size
     for i, token in enumerate(prompt):
         if not 0 <= token < vocabulary:
-            raise EdgeError(400, f"prompt[{i}] is token id {token}, outside the model's vocabulary of {vocabulary} tokens", "prompt", "invalid_token")
+            raise EdgeError(
+                400,
+                f"prompt[{i}] is token id {token}, outside the model's vocabulary of {vocabulary} tokens",
+                "prompt",
+                "invalid_token",
+            )
     session = _store().open(model, owner, prompt, sampling, seed)
     answer = {
-        "id": session.id, "object": "edge.session", "model": current_state().config.model,
-        "prompt_tokens": len(prompt), "context_length": session.context_length, "max_length": session.max_length,
-        "eos_token_ids": sorted(model.eos_token_ids), "seed": session.seed, "forward_passes": session.forward_passes,
-        "max_draft_nodes": _store().config.max_draft_nodes, "max_branches": _branches_limit(model),
-        "idle_timeout_s": _store().config.idle_timeout_s, "draft_probs_max_entries": _store().config.max_draft_prob_entries,
+        "id": session.id,
+        "object": "edge.session",
+        "model": current_state().config.model,
+        "prompt_tokens": len(prompt),
+        "context_length": session.context_length,
+        "max_length": session.max_length,
+        "eos_token_ids": sorted(model.eos_token_ids),
+        "seed": session.seed,
+        "forward_passes": session.forward_passes,
+        "max_draft_nodes": _store().config.max_draft_nodes,
+        "max_branches": _branches_limit(model),
+        "idle_timeout_s": _store().config.idle_timeout_s,
+        "draft_probs_max_entries": _store().config.max_draft_prob_entries,
     }
     if from_messages:
         answer["prompt_token_ids"] = prompt
@@ -169,7 +211,9 @@ def _draft(body: VerifyBody, model) -> Draft:
     tokens, parents = body.tokens, body.parents
     probs = None
     if body.draft_probs is not None:
-        rows = draft_probs(body.draft_probs, tokens, parents, model.tokenizer.vocab_size, _store().config.max_draft_prob_entries)
+        rows = draft_probs(
+            body.draft_probs, tokens, parents, model.tokenizer.vocab_size, _store().config.max_draft_prob_entries
+        )
         probs = DraftRows(rows, model.vocab_size)
     try:
         return Draft(tuple(tokens), tuple(parents), probs)
@@ -177,12 +221,16 @@ def _draft(body: VerifyBody, model) -> Draft:
         raise RequestError(f"the draft is not a valid tree: {error}", "parents") from None
 
 
-def draft_probs(value: Any, tokens: list[int], parents: list[int], vocabulary: int, limit: int) -> list[tuple[list[int], list[float]]]:
+def draft_probs(
+    value: Any, tokens: list[int], parents: list[int], vocabulary: int, limit: int
+) -> list[tuple[list[int], list[float]]]:
     """The verify call's ``draft_probs`` validated (``RequestError`` otherwise): one (tokens,
     probabilities) per node, at most ``limit`` tokens each, renormalised to sum to 1."""
     param = "draft_probs"
     if not isinstance(value, list) or len(value) != len(tokens):
-        raise RequestError(f"draft_probs must be a list with one entry per token ({len(tokens)}), got {describe(value)}", param)
+        raise RequestError(
+            f"draft_probs must be a list with one entry per token ({len(tokens)}), got {describe(value)}", param
+        )
     rows: list[tuple[list[int], list[float]]] = []
     for i, entry in enumerate(value):
         where = f"draft_probs[{i}]"
@@ -198,19 +246,28 @@ def draft_probs(value: Any, tokens: list[int], parents: list[int], vocabulary: i
             raise RequestError(f"{where} lists {len(ids)} tokens; this server takes at most {limit}", param)
         if len(set(ids)) != len(ids) or not all(0 <= t < vocabulary for t in ids):
             raise RequestError(f"{where}.tokens must be distinct token ids below {vocabulary}", param)
-        if not all(not isinstance(p, bool) and isinstance(p, (int, float)) and math.isfinite(p) and 0 < p <= 1 for p in probs):
+        if not all(
+            not isinstance(p, bool) and isinstance(p, (int, float)) and math.isfinite(p) and 0 < p <= 1 for p in probs
+        ):
             raise RequestError(f"{where}.probs must be numbers in (0, 1]", param)
         total = math.fsum(probs)
         if abs(total - 1.0) > 1e-4:
-            raise RequestError(f"{where}.probs sum to {total:.6g}, not 1: send the whole distribution the token was drawn from", param)
+            raise RequestError(
+                f"{where}.probs sum to {total:.6g}, not 1: send the whole distribution the token was drawn from", param
+            )
         if tokens[i] not in ids:
-            raise RequestError(f"{where} gives token {tokens[i]} (node {i}) no probability: it was not drawn from it", param)
+            raise RequestError(
+                f"{where} gives token {tokens[i]} (node {i}) no probability: it was not drawn from it", param
+            )
         rows.append((ids, [float(p) / total for p in probs]))
     first: dict[int, int] = {}
     for i, parent in enumerate(parents):
         j = first.setdefault(parent, i)
         if rows[j] != rows[i]:
-            raise RequestError(f"draft_probs[{i}] differs from draft_probs[{j}]: siblings must be draws from the same distribution", param)
+            raise RequestError(
+                f"draft_probs[{i}] differs from draft_probs[{j}]: siblings must be draws from the same distribution",
+                param,
+            )
     return rows
 
 
@@ -223,12 +280,20 @@ def verify(session_id: str) -> Response:
     previous = None if body.previous is None else (body.previous.path, body.previous.next_token)
     with session.lock:
         _check_context(_locked(session), body.context_length)
-        outcome = session.verify(draft, body.commit is not False, previous, _store().config, _branches_limit(session.model))
-        return jsonify({
-            "accepted_path": outcome.path, "accepted_tokens": [draft.tokens[i] for i in outcome.path],
-            "next_token": outcome.next_token, "choices": outcome.choices, "committed": outcome.committed,
-            "context_length": session.context_length, "forward_passes": session.forward_passes,
-        })
+        outcome = session.verify(
+            draft, body.commit is not False, previous, _store().config, _branches_limit(session.model)
+        )
+        return jsonify(
+            {
+                "accepted_path": outcome.path,
+                "accepted_tokens": [draft.tokens[i] for i in outcome.path],
+                "next_token": outcome.next_token,
+                "choices": outcome.choices,
+                "committed": outcome.committed,
+                "context_length": session.context_length,
+                "forward_passes": session.forward_passes,
+            }
+        )
 
 
 @bp.post("/sessions/<session_id>/commit")

@@ -80,7 +80,9 @@ def _merge_repeats(draft: Draft) -> tuple[Draft, list[int]]:
     return draft.deterministic(), list(draft.merged_nodes)
 
 
-def sampled_acceptance(draft: Draft, node_of: Sequence[int], logits, sampling: SamplingParams, seed: int, position: int) -> Acceptance:
+def sampled_acceptance(
+    draft: Draft, node_of: Sequence[int], logits, sampling: SamplingParams, seed: int, position: int
+) -> Acceptance:
     """Speculative sampling over ``draft`` (nodes carrying ``q``) given the target's ``logits`` for
     the merged tree (``_merge_repeats``: row ``1 + node_of[i]`` predicts after node ``i``), warped
     by the session's ``sampling``, uniforms keyed by (``seed``, position) from ``position``."""
@@ -126,35 +128,81 @@ class EdgeSession:
         vocabulary = self.model.tokenizer.vocab_size
         for i, token in enumerate(tokens):
             if not 0 <= token < vocabulary:
-                raise EdgeError(400, f"{param}[{i}] is token id {token}, outside the model's vocabulary of {vocabulary} tokens", param, "invalid_token")
+                raise EdgeError(
+                    400,
+                    f"{param}[{i}] is token id {token}, outside the model's vocabulary of {vocabulary} tokens",
+                    param,
+                    "invalid_token",
+                )
 
     def check_path(self, draft: Draft, path: Sequence[int], param: str) -> None:
         """``path`` must run from the first level down the verified ``draft``, parent to child."""
         parent = ROOT
         for i, node in enumerate(path):
             if not 0 <= node < len(draft) or draft.parents[node] != parent:
-                raise EdgeError(400, f"{param}[{i}] = {node} does not continue the path below node {parent} of the verified draft", param, "invalid_path")
+                raise EdgeError(
+                    400,
+                    f"{param}[{i}] = {node} does not continue the path below node {parent} of the verified draft",
+                    param,
+                    "invalid_path",
+                )
             parent = node
 
     def check_room(self, draft: Draft, extra: int, config: EdgeConfig, branches_limit: int) -> None:
         if len(draft) > config.max_draft_nodes:
-            raise EdgeError(400, f"the draft has {len(draft)} nodes; this server verifies at most {config.max_draft_nodes}", "tokens", "draft_too_large")
+            raise EdgeError(
+                400,
+                f"the draft has {len(draft)} nodes; this server verifies at most {config.max_draft_nodes}",
+                "tokens",
+                "draft_too_large",
+            )
         if len(draft.leaves) > branches_limit:
-            raise EdgeError(400, f"the draft has {len(draft.leaves)} branches; this server verifies at most {branches_limit}", "parents", "draft_too_large")
+            raise EdgeError(
+                400,
+                f"the draft has {len(draft.leaves)} branches; this server verifies at most {branches_limit}",
+                "parents",
+                "draft_too_large",
+            )
         room = self.max_length - (self.context_length + extra) - 1
         if len(draft) > max(room, 0) or room < 0:
-            raise EdgeError(400, f"the context holds {self.context_length + extra} of {self.max_length} tokens: a draft of {len(draft)} nodes does not fit "
-                            f"(at most {max(room, 0)})", "tokens", "context_length_exceeded")
+            raise EdgeError(
+                400,
+                f"the context holds {self.context_length + extra} of {self.max_length} tokens: a draft of {len(draft)} nodes does not fit "
+                f"(at most {max(room, 0)})",
+                "tokens",
+                "context_length_exceeded",
+            )
 
     # --- calls ------------------------------------------------------------------------------------
-    def verify(self, draft: Draft, commit: bool, previous: tuple[list[int], int] | None,
-               config: EdgeConfig, branches_limit: int) -> VerifyOutcome:
+    def verify(
+        self,
+        draft: Draft,
+        commit: bool,
+        previous: tuple[list[int], int] | None,
+        config: EdgeConfig,
+        branches_limit: int,
+    ) -> VerifyOutcome:
         if previous is None and self.pending is not None:
-            raise EdgeError(409, "this session awaits the commit of its last verification: send it as previous (or POST .../commit)", "previous", "commit_pending")
+            raise EdgeError(
+                409,
+                "this session awaits the commit of its last verification: send it as previous (or POST .../commit)",
+                "previous",
+                "commit_pending",
+            )
         if previous is not None and self.pending is None:
-            raise EdgeError(409, "previous commits a verification, but this session has none waiting", "previous", "no_commit_pending")
+            raise EdgeError(
+                409,
+                "previous commits a verification, but this session has none waiting",
+                "previous",
+                "no_commit_pending",
+            )
         if draft.probs is not None and not commit:
-            raise EdgeError(400, "draft_probs need commit: true (the server accepts by rejection sampling and commits itself)", "commit", "invalid_request")
+            raise EdgeError(
+                400,
+                "draft_probs need commit: true (the server accepts by rejection sampling and commits itself)",
+                "commit",
+                "invalid_request",
+            )
         self.check_tokens(draft.tokens, "tokens")
         extra = 0
         if previous is not None:
@@ -195,10 +243,20 @@ class EdgeSession:
 
     def append(self, tokens: list[int], config: EdgeConfig) -> None:
         if self.pending is not None:
-            raise EdgeError(409, "this session awaits the commit of its last verification; commit before appending", None, "commit_pending")
+            raise EdgeError(
+                409,
+                "this session awaits the commit of its last verification; commit before appending",
+                None,
+                "commit_pending",
+            )
         self.check_tokens(tokens, "tokens")
         if self.context_length + len(tokens) > self.max_length:
-            raise EdgeError(400, f"the context holds {self.context_length} of {self.max_length} tokens: {len(tokens)} more do not fit", "tokens", "context_length_exceeded")
+            raise EdgeError(
+                400,
+                f"the context holds {self.context_length} of {self.max_length} tokens: {len(tokens)} more do not fit",
+                "tokens",
+                "context_length_exceeded",
+            )
         chain = Draft.chain(tokens[:-1])  # one pass over the pending token and all but the last
         self.target.verify(chain)
         self.target.commit(list(range(len(chain))), tokens[-1])
@@ -224,19 +282,40 @@ class EdgeSessionStore:
         with self._lock:
             return len(self._sessions)
 
-    def open(self, model: Model, owner: str, prompt: list[int], sampling: SamplingParams, seed: int | None) -> EdgeSession:
+    def open(
+        self, model: Model, owner: str, prompt: list[int], sampling: SamplingParams, seed: int | None
+    ) -> EdgeSession:
         """A new session of ``owner`` holding ``prompt`` (prefilled: one forward pass)."""
         self.sweep()
         max_length = model.max_length if not self.config.max_length else min(model.max_length, self.config.max_length)
         if len(prompt) >= max_length:
-            raise EdgeError(400, f"the prompt holds {len(prompt)} tokens; a session holds at most {max_length} (prompt and answer)", "prompt", "context_length_exceeded")
+            raise EdgeError(
+                400,
+                f"the prompt holds {len(prompt)} tokens; a session holds at most {max_length} (prompt and answer)",
+                "prompt",
+                "context_length_exceeded",
+            )
         with self._lock:
             held = sum(1 for s in self._sessions.values() if s.owner == owner)
             if held >= self.config.max_sessions_per_key:
-                raise EdgeError(429, f"this API key holds {held} open edge sessions, the most it may; close one (DELETE) first", None, "too_many_sessions")
+                raise EdgeError(
+                    429,
+                    f"this API key holds {held} open edge sessions, the most it may; close one (DELETE) first",
+                    None,
+                    "too_many_sessions",
+                )
             seed = secrets.randbits(62) if seed is None else seed
-            session = EdgeSession("edge-" + secrets.token_hex(12), owner, model, model.new_target(TokenChooser(sampling, seed)),
-                                  list(prompt), max_length, seed, self._clock(), sampling=sampling)
+            session = EdgeSession(
+                "edge-" + secrets.token_hex(12),
+                owner,
+                model,
+                model.new_target(TokenChooser(sampling, seed)),
+                list(prompt),
+                max_length,
+                seed,
+                self._clock(),
+                sampling=sampling,
+            )
             self._sessions[session.id] = session  # counted at once, so concurrent opens keep the limit
         try:
             with session.lock:
@@ -252,7 +331,12 @@ class EdgeSessionStore:
         with self._lock:
             session = self._sessions.get(session_id)
         if session is None:
-            raise EdgeError(404, f"no open edge session {session_id!r} (closed, timed out after {self.config.idle_timeout_s:g} s idle, or never opened)", None, "session_not_found")
+            raise EdgeError(
+                404,
+                f"no open edge session {session_id!r} (closed, timed out after {self.config.idle_timeout_s:g} s idle, or never opened)",
+                None,
+                "session_not_found",
+            )
         if session.owner != owner:
             raise EdgeError(403, "this edge session belongs to another API key", None, "session_forbidden")
         session.last_used = self._clock()
@@ -269,7 +353,11 @@ class EdgeSessionStore:
         """Close sessions idle longer than ``idle_timeout_s`` (a session in use is never idle)."""
         now = self._clock()
         with self._lock:
-            idle = [s for s in self._sessions.values() if now - s.last_used > self.config.idle_timeout_s and not s.lock.locked()]
+            idle = [
+                s
+                for s in self._sessions.values()
+                if now - s.last_used > self.config.idle_timeout_s and not s.lock.locked()
+            ]
             for session in idle:
                 del self._sessions[session.id]
         for session in idle:

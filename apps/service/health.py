@@ -24,4 +24,11 @@ def models() -> Response:
     """OpenAI's model list: the served model, then each of its aliases (answered by the same model)."""
     state = current_state()
     names = (state.config.model, *state.config.model_aliases)
-    return jsonify({"object": "list", "data": [{"id": name, "object": "model", "created": state.started, "owned_by": "specdraft"} for name in names]})
+    return jsonify(
+        {
+            "object": "list",
+            "data": [
+                {"id": name, "object": "model", "created": state.started, "owned_by": "specdraft"} for name in names
+            ],
+        }
+    )

@@ -79,15 +79,23 @@ class GenerationGate:
             if self.running >= self.config.max_concurrent:
                 if self.waiting >= self.config.max_queue:
                     self.rejected += 1
-                    raise Overloaded(f"the server is busy: {self.running} generations running and {self.waiting} waiting (the most it queues); retry later", self._retry_after())
+                    raise Overloaded(
+                        f"the server is busy: {self.running} generations running and {self.waiting} waiting (the most it queues); retry later",
+                        self._retry_after(),
+                    )
                 self.waiting += 1
                 try:
-                    admitted = self._cond.wait_for(lambda: self.running < self.config.max_concurrent, self.config.queue_timeout_s)
+                    admitted = self._cond.wait_for(
+                        lambda: self.running < self.config.max_concurrent, self.config.queue_timeout_s
+                    )
                 finally:
                     self.waiting -= 1
                 if not admitted:
                     self.rejected += 1
-                    raise Overloaded(f"the server is busy: no generation place freed within {self.config.queue_timeout_s:g} s; retry later", self._retry_after())
+                    raise Overloaded(
+                        f"the server is busy: no generation place freed within {self.config.queue_timeout_s:g} s; retry later",
+                        self._retry_after(),
+                    )
             self.running += 1
             return time.monotonic()
 
@@ -111,7 +119,9 @@ def generating(view: Callable[..., Response]) -> Callable[..., Response]:
         try:
             entered = gate.enter()
         except Overloaded as error:
-            body = {"error": {"message": error.message, "type": "rate_limit_exceeded", "param": None, "code": "server_busy"}}
+            body = {
+                "error": {"message": error.message, "type": "rate_limit_exceeded", "param": None, "code": "server_busy"}
+            }
             return make_response(jsonify(body), 429, {"Retry-After": str(error.retry_after_s)})
         released = threading.Event()
 
@@ -120,7 +130,9 @@ def generating(view: Callable[..., Response]) -> Callable[..., Response]:
                 released.set()
                 gate.leave(entered)
 
-        request.environ["specdraft.guard"] = RequestGuard.start(current_app.extensions["specdraft.gate"].config, request.environ)
+        request.environ["specdraft.guard"] = RequestGuard.start(
+            current_app.extensions["specdraft.gate"].config, request.environ
+        )
         try:
             response = make_response(view(*args, **kwargs))
         except BaseException:

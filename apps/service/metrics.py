@@ -82,37 +82,57 @@ class ServiceMetrics:
     def __init__(self) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
         r = self.registry
-        self.requests = Counter("specdraft_requests", "HTTP requests answered", ("route", "method", "status"), registry=r)
+        self.requests = Counter(
+            "specdraft_requests", "HTTP requests answered", ("route", "method", "status"), registry=r
+        )
         self.latency = Histogram(
-            "specdraft_request_duration_seconds", "Time from a request's start until its response is closed",
-            ("route",), buckets=LATENCY_BUCKETS, registry=r,
+            "specdraft_request_duration_seconds",
+            "Time from a request's start until its response is closed",
+            ("route",),
+            buckets=LATENCY_BUCKETS,
+            registry=r,
         )
         self.ttft = Histogram(
-            "specdraft_time_to_first_token_seconds", "Time from a request's start until its first generated text",
-            ("route",), buckets=TTFT_BUCKETS, registry=r,
+            "specdraft_time_to_first_token_seconds",
+            "Time from a request's start until its first generated text",
+            ("route",),
+            buckets=TTFT_BUCKETS,
+            registry=r,
         )
         self.generations = Counter("specdraft_generations", "Generations finished", ("route", "drafter"), registry=r)
         self.stats = {
-            name: Counter(f"specdraft_{name}", f"Sum of Stats.{name} over finished generations", ("route", "drafter"), registry=r)
+            name: Counter(
+                f"specdraft_{name}", f"Sum of Stats.{name} over finished generations", ("route", "drafter"), registry=r
+            )
             for name in STATS_COUNTERS
         }
-        self.rejected = Counter("specdraft_rejected_requests", "Requests refused for load (429)", ("route", "reason"), registry=r)
+        self.rejected = Counter(
+            "specdraft_rejected_requests", "Requests refused for load (429)", ("route", "reason"), registry=r
+        )
         self._queued: Callable[[], float] = _zero
         self._in_flight: Callable[[], float] = _zero
-        Gauge("specdraft_queued_requests", "Requests waiting for a generation slot", registry=r).set_function(lambda: self._queued())
-        Gauge("specdraft_generations_in_flight", "Generations running now", registry=r).set_function(lambda: self._in_flight())
+        Gauge("specdraft_queued_requests", "Requests waiting for a generation slot", registry=r).set_function(
+            lambda: self._queued()
+        )
+        Gauge("specdraft_generations_in_flight", "Generations running now", registry=r).set_function(
+            lambda: self._in_flight()
+        )
         self.prefix_cache: PrefixCache | None = None  # the served model's, set at each scrape
         self.batcher: Any = None  # the served model's VerifyBatcher, set at each scrape
         for fact in BATCHER_GAUGES:
-            Gauge(f"specdraft_verify_batcher_{fact}", f"The served model's verify batcher: {fact}", registry=r).set_function(
-                lambda fact=fact: 0.0 if self.batcher is None else float(self.batcher.stats()[fact])
-            )
+            Gauge(
+                f"specdraft_verify_batcher_{fact}", f"The served model's verify batcher: {fact}", registry=r
+            ).set_function(lambda fact=fact: 0.0 if self.batcher is None else float(self.batcher.stats()[fact]))
         for fact in PREFIX_CACHE_GAUGES:
-            Gauge(f"specdraft_prefix_cache_{fact}", f"The served model's prefix cache: {fact}", registry=r).set_function(
+            Gauge(
+                f"specdraft_prefix_cache_{fact}", f"The served model's prefix cache: {fact}", registry=r
+            ).set_function(
                 lambda fact=fact: 0.0 if self.prefix_cache is None else float(self.prefix_cache.stats()[fact])
             )
 
-    def set_load_readers(self, queued: Callable[[], float] | None = None, in_flight: Callable[[], float] | None = None) -> None:
+    def set_load_readers(
+        self, queued: Callable[[], float] | None = None, in_flight: Callable[[], float] | None = None
+    ) -> None:
         """Read the queue length and the generations in flight from these callables at each scrape."""
         if queued is not None:
             self._queued = queued
@@ -154,7 +174,9 @@ def current_metrics() -> ServiceMetrics:
     return current_app.extensions[EXTENSION]
 
 
-def set_load_readers(app: Flask, queued: Callable[[], float] | None = None, in_flight: Callable[[], float] | None = None) -> None:
+def set_load_readers(
+    app: Flask, queued: Callable[[], float] | None = None, in_flight: Callable[[], float] | None = None
+) -> None:
     """Plug the concurrency limiter's queue length and in-flight count into ``app``'s gauges."""
     app.extensions[EXTENSION].set_load_readers(queued, in_flight)
 
@@ -176,7 +198,9 @@ def observe(stream: S, drafter: str) -> S:
 
 
 class _Observed:
-    def __init__(self, stream: Any, drafter: str, metrics: ServiceMetrics, route: str, start: float, timed: bool) -> None:
+    def __init__(
+        self, stream: Any, drafter: str, metrics: ServiceMetrics, route: str, start: float, timed: bool
+    ) -> None:
         self._stream = stream
         self._drafter, self._metrics, self._route, self._start = drafter, metrics, route, start
         self._first_seen, self._recorded = not timed, False

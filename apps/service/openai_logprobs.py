@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from specdraft import TokenLogprob, Tokenizer
+from specdraft import Tokenizer, TokenLogprob
 
 FLOOR = -9999.0  # what OpenAI reports for a token the model gives no chance
 
@@ -31,7 +31,12 @@ class LogprobWriter:
     def __call__(self, entries: Sequence[TokenLogprob]) -> dict[str, Any]:
         """The ``logprobs`` object of a choice (or a streamed chunk) holding ``entries``."""
         if self.chat:
-            return {"content": [{**self._token(e.token, e.logprob), "top_logprobs": [self._token(t, lp) for t, lp in e.top]} for e in entries]}
+            return {
+                "content": [
+                    {**self._token(e.token, e.logprob), "top_logprobs": [self._token(t, lp) for t, lp in e.top]}
+                    for e in entries
+                ]
+            }
         offsets = []
         for entry in entries:
             offsets.append(self.offset)

@@ -71,9 +71,12 @@ def usage(prompt_tokens: int, results: list[GenerationResult], prediction_ids: S
     """OpenAI's ``usage`` of the choices in ``results`` (``prompt_tokens``: every prompt once, however
     many choices it has); ``completion_tokens_details`` only with a prediction."""
     completion = sum(len(result.token_ids) for result in results)
-    answer: dict[str, Any] = {"prompt_tokens": prompt_tokens, "completion_tokens": completion,
-                              "total_tokens": prompt_tokens + completion,
-                              "prompt_tokens_details": {"cached_tokens": cached_tokens(results)}}
+    answer: dict[str, Any] = {
+        "prompt_tokens": prompt_tokens,
+        "completion_tokens": completion,
+        "total_tokens": prompt_tokens + completion,
+        "prompt_tokens_details": {"cached_tokens": cached_tokens(results)},
+    }
     if prediction_ids is not None:
         accepted = sum(prediction_overlap(prediction_ids, result.token_ids) for result in results)
         answer["completion_tokens_details"] = {

@@ -94,16 +94,62 @@ def document(config: ServiceConfig) -> dict[str, Any]:
         **{name: event(json_schema(model, config)) for name, model in EVENTS.items()},
     }
     paths = {
-        "/healthz": {"get": _get("health", "Whether the server is up and its model loaded", _json("Health"), secured=False)},
+        "/healthz": {
+            "get": _get("health", "Whether the server is up and its model loaded", _json("Health"), secured=False)
+        },
         "/v1/models": {"get": _get("models", "OpenAI's model list: the one served model", _json("Models"))},
-        "/v1/completions": {"post": _post("completions", "OpenAI-compatible text completion", "CompletionRequest", _json("Completion", stream=True), GENERATING)},
-        "/v1/chat/completions": {"post": _post("chat", "OpenAI-compatible chat completion", "ChatCompletionRequest", _json("ChatCompletion", stream=True), GENERATING)},
-        "/v1/grammar/correct": {"post": _post("grammar", "Correct a text's grammar (drafted from the text itself)", "GrammarRequest", _json("Grammar"), GENERATING)},
-        "/v1/rag/documents": {"post": _post("rag", "Add documents to an index (created when missing); needs a write key", "DocumentsRequest", _json("DocumentsAdded"), (409,))},
-        "/v1/rag/query": {"post": _post("rag", "Answer a question from an index's passages", "QueryRequest", _json("Answer", stream=True), (404, 409, *GENERATING))},
+        "/v1/completions": {
+            "post": _post(
+                "completions",
+                "OpenAI-compatible text completion",
+                "CompletionRequest",
+                _json("Completion", stream=True),
+                GENERATING,
+            )
+        },
+        "/v1/chat/completions": {
+            "post": _post(
+                "chat",
+                "OpenAI-compatible chat completion",
+                "ChatCompletionRequest",
+                _json("ChatCompletion", stream=True),
+                GENERATING,
+            )
+        },
+        "/v1/grammar/correct": {
+            "post": _post(
+                "grammar",
+                "Correct a text's grammar (drafted from the text itself)",
+                "GrammarRequest",
+                _json("Grammar"),
+                GENERATING,
+            )
+        },
+        "/v1/rag/documents": {
+            "post": _post(
+                "rag",
+                "Add documents to an index (created when missing); needs a write key",
+                "DocumentsRequest",
+                _json("DocumentsAdded"),
+                (409,),
+            )
+        },
+        "/v1/rag/query": {
+            "post": _post(
+                "rag",
+                "Answer a question from an index's passages",
+                "QueryRequest",
+                _json("Answer", stream=True),
+                (404, 409, *GENERATING),
+            )
+        },
         "/v1/rag/indexes": {"get": _get("rag", "The indexes this server holds", _json("Indexes"))},
-        "/metrics": {"get": _get("metrics", "Prometheus metrics (text format 0.0.4)", _content("text/plain", {"type": "string"}))},
-        "/openapi.json": {"get": _get("docs", "This document", _content("application/json", {"type": "object"}), secured=False)},
+        "/metrics": {
+            "get": _get("metrics", "Prometheus metrics (text format 0.0.4)", _content("text/plain", {"type": "string"}))
+        },
+        "/openapi.json": {
+            "get": _get("docs", "This document", _content("application/json", {"type": "object"}), secured=False)
+        },
         "/demo/grammar": {"get": _get("demo", "The grammar correction page", _html(), secured=False)},
         "/demo/rag": {"get": _get("demo", "The questions-over-your-documents page", _html(), secured=False)},
         "/static/{filename}": {"get": _static()},
@@ -119,7 +165,13 @@ def document(config: ServiceConfig) -> dict[str, Any]:
         "paths": paths,
         "components": {
             "schemas": components,
-            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer", "description": "a key from --api-key-file (read or write scope)"}},
+            "securitySchemes": {
+                "bearer": {
+                    "type": "http",
+                    "scheme": "bearer",
+                    "description": "a key from --api-key-file (read or write scope)",
+                }
+            },
             "responses": {str(status): _error(status) for status in ERRORS},
         },
     }
@@ -153,7 +205,10 @@ def _operation(tag: str, summary: str, ok: dict[str, Any], errors: tuple[int, ..
 
 
 def _error(status: int) -> dict[str, Any]:
-    response: dict[str, Any] = {"description": ERRORS[status], "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
+    response: dict[str, Any] = {
+        "description": ERRORS[status],
+        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}},
+    }
     if status in HEADERS:
         response["headers"] = HEADERS[status]
     return response
@@ -178,14 +233,25 @@ def _html() -> dict[str, Any]:
 
 def _static() -> dict[str, Any]:
     parameter = {"name": "filename", "in": "path", "required": True, "schema": {"type": "string"}}
-    ok = {"description": "a file of the demo pages", "content": {t: {"schema": {"type": "string"}} for t in ("text/css", "text/javascript")}}
-    return {**_operation("demo", "Scripts and styles of the demo pages", ok, (404, 405, 421), secured=False), "parameters": [parameter]}
+    ok = {
+        "description": "a file of the demo pages",
+        "content": {t: {"schema": {"type": "string"}} for t in ("text/css", "text/javascript")},
+    }
+    return {
+        **_operation("demo", "Scripts and styles of the demo pages", ok, (404, 405, 421), secured=False),
+        "parameters": [parameter],
+    }
 
 
 def event(payload: Schema) -> Schema:
     """One ``data:`` event of a stream (as OpenAPI 3.1 reads an event stream's schema): a JSON
     ``payload``, or the closing ``[DONE]``."""
-    data = {"anyOf": [{"const": "[DONE]"}, {"type": "string", "contentMediaType": "application/json", "contentSchema": payload}]}
+    data = {
+        "anyOf": [
+            {"const": "[DONE]"},
+            {"type": "string", "contentMediaType": "application/json", "contentSchema": payload},
+        ]
+    }
     return {"type": "object", "properties": {"data": data}, "required": ["data"]}
 
 

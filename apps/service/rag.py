@@ -38,12 +38,18 @@ from typing import Any, Iterator
 
 from flask import Blueprint, Response, current_app, jsonify, request
 
-from specdraft.retrieval.index import CorruptIndexError, DocumentIndex, EmbedderMismatchError, IndexNotFoundError, InvalidDocumentError
+from specdraft.retrieval.index import (
+    CorruptIndexError,
+    DocumentIndex,
+    EmbedderMismatchError,
+    IndexNotFoundError,
+    InvalidDocumentError,
+)
 from specdraft.retrieval.pipeline import RAGConfig, RAGPipeline, RAGStream, passage_dict
 
 from . import metrics
-from .limits import RequestGuard, current_guard, drain, generating
 from .errors import INTERNAL_ERROR_MESSAGE, SERVER_ERROR, error_body
+from .limits import RequestGuard, current_guard, drain, generating
 from .protocol.errors import RequestError, parse_json_body
 from .protocol.rag import QueryRequest, parse_documents_request, parse_query_request
 from .sse import DONE_EVENT, event
@@ -98,18 +104,26 @@ def _iterative(state: ServiceState, req: QueryRequest) -> Response:
     retrievers = current_app.extensions.setdefault("specdraft_iterative_retrievers", IterativeRetrievers())
     try:
         retriever, collection = retrievers.get(index, req.retriever)
-        stream = iterative_rag(state.target(), retriever, collection, req.max_tokens, req.speculative_retrieval,
-                               retrievers.schedulers).stream(req.question)
+        stream = iterative_rag(
+            state.target(), retriever, collection, req.max_tokens, req.speculative_retrieval, retrievers.schedulers
+        ).stream(req.question)
     except NeedsLocalModel as error:  # this server verifies on a serving engine
         raise RequestError(str(error), "iterative") from None
     except ValueError as error:  # an empty index, a question that does not fit the context
         raise RequestError(str(error), "question") from None
-    about = {"index": req.index, "model": state.config.model, "retriever": req.retriever,
-             "speculative_retrieval": req.speculative_retrieval}
+    about = {
+        "index": req.index,
+        "model": state.config.model,
+        "retriever": req.retriever,
+        "speculative_retrieval": req.speculative_retrieval,
+    }
     guard = current_guard()
     if req.stream:
-        return Response(_iterative_events(stream, collection, about, guard, current_app.logger),
-                        mimetype="text/event-stream", headers={"Cache-Control": "no-cache"})
+        return Response(
+            _iterative_events(stream, collection, about, guard, current_app.logger),
+            mimetype="text/event-stream",
+            headers={"Cache-Control": "no-cache"},
+        )
     try:
         answer = drain(stream, guard)
     except RetrieverError as error:
@@ -117,7 +131,9 @@ def _iterative(state: ServiceState, req: QueryRequest) -> Response:
     return jsonify({**answer.to_dict(), **about, **_limit_reached(guard)})
 
 
-def _iterative_events(stream: Any, collection: Any, about: dict[str, Any], guard: RequestGuard, logger: logging.Logger) -> Iterator[str]:
+def _iterative_events(
+    stream: Any, collection: Any, about: dict[str, Any], guard: RequestGuard, logger: logging.Logger
+) -> Iterator[str]:
     """The streamed iterative answer (module docstring); runs after the request handler has returned."""
     from specdraft.apps.iterative_rag import event_dict
     from specdraft.retrieval.iterative import RetrieverError
@@ -144,7 +160,13 @@ def _iterative_events(stream: Any, collection: Any, about: dict[str, Any], guard
 @bp.get("/indexes")
 def indexes() -> Response:
     state = current_state()
-    return jsonify({"indexes": state.indexes().names(), "embedding_model": state.config.embedding_model, "datastore": state.config.datastore})
+    return jsonify(
+        {
+            "indexes": state.indexes().names(),
+            "embedding_model": state.config.embedding_model,
+            "datastore": state.config.datastore,
+        }
+    )
 
 
 def _index(state: ServiceState, name: str) -> DocumentIndex:
@@ -153,7 +175,9 @@ def _index(state: ServiceState, name: str) -> DocumentIndex:
         return store.get(name)
     except IndexNotFoundError:
         known = ", ".join(store.names()) or "none yet"
-        raise IndexUnavailable(f"no index named {name!r} (indexes: {known}); add documents with POST /v1/rag/documents", 404) from None
+        raise IndexUnavailable(
+            f"no index named {name!r} (indexes: {known}); add documents with POST /v1/rag/documents", 404
+        ) from None
     except (EmbedderMismatchError, CorruptIndexError) as error:
         raise IndexUnavailable(_unusable(name, error), 409) from None
 

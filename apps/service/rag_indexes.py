@@ -123,7 +123,9 @@ class IndexStore:
         """The indexes on disk, sorted."""
         if not self.root.is_dir():
             return []
-        return sorted(p.name for p in self.root.iterdir() if self.valid_name(p.name) and (p / "manifest.json").is_file())
+        return sorted(
+            p.name for p in self.root.iterdir() if self.valid_name(p.name) and (p / "manifest.json").is_file()
+        )
 
     def get(self, name: str) -> DocumentIndex:
         """The index ``name``; IndexNotFoundError when there is none, EmbedderMismatchError or

@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Sequence
 from flask import current_app
 
 from specdraft import Drafter, Model, SamplingParams, SpeculationConfig
-from specdraft.copydraft import CorrectorConfig, EditorConfig, GrammarCorrector
 from specdraft.apps.model_pool import DrafterSpec, ModelPool
+from specdraft.copydraft import CorrectorConfig, EditorConfig, GrammarCorrector
 from specdraft.models import ChecksumMismatchError, ModelNotInstalledError
 from specdraft.retrieval.datastore import Datastore
 from specdraft.retrieval.embedder import Embedder, EmbedderConfig, TextEmbedder
@@ -122,7 +122,9 @@ class ServiceState:
         drafter over the prompt's passages; ``speculation`` for the others."""
         return self.config.rag_speculation if spec.kind == DOCUMENTS else self.config.speculation
 
-    def drafter(self, spec: DrafterSpec, sampling: SamplingParams, seed: int | None, prompt_texts: Sequence[str] = ()) -> Drafter | None:
+    def drafter(
+        self, spec: DrafterSpec, sampling: SamplingParams, seed: int | None, prompt_texts: Sequence[str] = ()
+    ) -> Drafter | None:
         """A fresh drafter for one request (None: plain decoding); ``prompt_texts`` are the request's
         texts the ``documents`` drafter drafts from (``retrieval.prompt_passages.prompt_texts``).
 

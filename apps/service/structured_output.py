@@ -29,7 +29,14 @@ from typing import Any, Mapping
 
 from specdraft import Tokenizer
 from specdraft.constrained import Constraint, ConstraintError, ConstraintLimits, from_response_format
-from specdraft.tool_calls import ToolChoice, ToolError, ToolSpec, tags_are_tokens, tool_call_constraint, tools_from_openai
+from specdraft.tool_calls import (
+    ToolChoice,
+    ToolError,
+    ToolSpec,
+    tags_are_tokens,
+    tool_call_constraint,
+    tools_from_openai,
+)
 
 from .protocol.errors import RequestError
 
@@ -76,8 +83,12 @@ class OutputPlan:
         return "stop" if self.choice.mode == "function" else "tool_calls"
 
 
-def plan_output(response_format: Mapping[str, Any] | None, tools: ToolRequest | None, tokenizer: Tokenizer,
-                limits: ConstraintLimits = ConstraintLimits()) -> OutputPlan:
+def plan_output(
+    response_format: Mapping[str, Any] | None,
+    tools: ToolRequest | None,
+    tokenizer: Tokenizer,
+    limits: ConstraintLimits = ConstraintLimits(),
+) -> OutputPlan:
     """The request's ``OutputPlan`` (module docstring); ``RequestError`` naming the field for a tool, a
     tool choice or a schema that cannot be used."""
     tools = tools or ToolRequest()
@@ -98,7 +109,9 @@ def plan_output(response_format: Mapping[str, Any] | None, tools: ToolRequest | 
         if choice.mode == "auto":
             raise RequestError(
                 "response_format constrains the answer to JSON, which leaves tool calls in auto mode no room: "
-                'send tool_choice "none" (JSON only), "required" or a function (calls only)', "response_format")
+                'send tool_choice "none" (JSON only), "required" or a function (calls only)',
+                "response_format",
+            )
         where = "response_format.json_schema.schema" if constraint.kind == "json_schema" else "response_format"
         _check(constraint, limits, where, where)
     return OutputPlan(constraint, specs, choice, tools.parallel)
@@ -114,4 +127,6 @@ def _check(constraint: Constraint, limits: ConstraintLimits, what: str, param: s
 def _place(message: str, default: str) -> str:
     """The field a ``ToolError``'s message starts with (``tools[1].function.name ...``)."""
     match = _PLACE.match(message)
-    return match.group(0) if match and match.group(0).split("[")[0].split(".")[0] in ("tools", "tool_choice") else default
+    return (
+        match.group(0) if match and match.group(0).split("[")[0].split(".")[0] in ("tools", "tool_choice") else default
+    )

@@ -75,7 +75,12 @@ def parse_completion_request(body: Mapping[str, Any], chat: bool, config: Servic
     ``config``'s model names, ``max_tokens`` limit and defaults."""
     if chat:
         chat_body = ChatCompletionBody.parse(body, config)
-        req, prompts, messages, logprobs = chat_body, None, tuple(m.chat_message() for m in chat_body.messages), chat_body.alternatives
+        req, prompts, messages, logprobs = (
+            chat_body,
+            None,
+            tuple(m.chat_message() for m in chat_body.messages),
+            chat_body.alternatives,
+        )
     else:
         text_body = TextCompletionBody.parse(body, config)
         req, prompts, messages, logprobs = text_body, prompts_of(text_body.prompt), None, text_body.logprobs
@@ -95,8 +100,11 @@ def parse_completion_request(body: Mapping[str, Any], chat: bool, config: Servic
     stream = req.stream is True
     tools = None
     if chat and (chat_body.tools or chat_body.tool_choice is not None):
-        tools = ToolRequest(tuple(tool.to_dict() for tool in chat_body.tool_list), _tool_choice(chat_body),
-                            chat_body.parallel_tool_calls is not False)
+        tools = ToolRequest(
+            tuple(tool.to_dict() for tool in chat_body.tool_list),
+            _tool_choice(chat_body),
+            chat_body.parallel_tool_calls is not False,
+        )
     return CompletionRequest(
         prompts=prompts,
         messages=messages,

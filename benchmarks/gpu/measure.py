@@ -28,7 +28,13 @@ from typing import Callable
 import torch
 
 from specdraft import Drafter, SpeculationConfig, TransformersModel
-from specdraft.apps.bench.methods import BenchCase, Method, SpecdraftMethod, transformers_plain, transformers_prompt_lookup
+from specdraft.apps.bench.methods import (
+    BenchCase,
+    Method,
+    SpecdraftMethod,
+    transformers_plain,
+    transformers_prompt_lookup,
+)
 from specdraft.apps.bench.runner import BenchResult, run_benchmark
 from specdraft.backends.fast_path import FastPathModel
 
@@ -61,10 +67,32 @@ class Budget:
     draft_dtype: str
 
 
-FULL = Budget(cases=4, new_tokens=128, grammar_tokens=192, draft_cases=2, draft_tokens=64, context=512,
-              widths=(1, 2, 4, 8, 16, 32, 64), reps=20, warmup=3, tree_tokens=64, draft_dtype="bfloat16")
-TINY = Budget(cases=1, new_tokens=6, grammar_tokens=6, draft_cases=1, draft_tokens=4, context=24,
-              widths=(1, 4, 16), reps=2, warmup=1, tree_tokens=6, draft_dtype="float32")
+FULL = Budget(
+    cases=4,
+    new_tokens=128,
+    grammar_tokens=192,
+    draft_cases=2,
+    draft_tokens=64,
+    context=512,
+    widths=(1, 2, 4, 8, 16, 32, 64),
+    reps=20,
+    warmup=3,
+    tree_tokens=64,
+    draft_dtype="bfloat16",
+)
+TINY = Budget(
+    cases=1,
+    new_tokens=6,
+    grammar_tokens=6,
+    draft_cases=1,
+    draft_tokens=4,
+    context=24,
+    widths=(1, 4, 16),
+    reps=2,
+    warmup=1,
+    tree_tokens=6,
+    draft_dtype="float32",
+)
 
 
 def load_gguf(path: Path, device: str, name: str) -> TransformersModel:
@@ -87,8 +115,11 @@ def pass_cost(eager: TransformersModel, fast: FastPathModel, budget: Budget) -> 
     eager_ms = session_pass_ms(eager, budget.context, budget.widths, budget.reps, budget.warmup, eager_rows)
     fast_ms = session_pass_ms(fast, budget.context, budget.widths, budget.reps, budget.warmup, fast_rows)
     return {
-        "context": budget.context, "reps": budget.reps, "fast_graphs": fast.uses_graphs,
-        "eager_ms": eager_ms, "fast_ms": fast_ms,
+        "context": budget.context,
+        "reps": budget.reps,
+        "fast_graphs": fast.uses_graphs,
+        "eager_ms": eager_ms,
+        "fast_ms": fast_ms,
         "eager_over_fast": {w: round(eager_ms[w] / fast_ms[w], 2) for w in budget.widths},
         "max_abs_logit_diff": {w: float((eager_rows[w] - fast_rows[w]).abs().max()) for w in budget.widths},
         "same_argmax": all(torch.equal(eager_rows[w].argmax(-1), fast_rows[w].argmax(-1)) for w in budget.widths),
@@ -154,7 +185,9 @@ class FixedIndex:
 
         item_id, passages = self.items[question]
         doc_ids = [item_id] + [f"{item_id}-other-{j}" for j in range(1, len(passages))]
-        return [Hit(j, Chunk(f"{doc}#0", doc, text), 1.0 - 0.1 * j) for j, (doc, text) in enumerate(zip(doc_ids, passages))][:top_k]
+        return [
+            Hit(j, Chunk(f"{doc}#0", doc, text), 1.0 - 0.1 * j) for j, (doc, text) in enumerate(zip(doc_ids, passages))
+        ][:top_k]
 
 
 def _retrieval_drafters(target: TransformersModel, config) -> dict[str, tuple[DrafterMaker, SpeculationConfig]]:
@@ -196,7 +229,10 @@ def chat_task(target: TransformersModel, budget: Budget) -> Task:
         cases.append(case)
         texts[case.prompt_ids] = prompt_texts(None, turns)  # by prompt: the runner's warm-up renames a case
     drafters = _retrieval_drafters(target, config)
-    drafters["documents"] = (lambda case: documents_drafter(target.tokenizer, texts[case.prompt_ids]), config.speculation)
+    drafters["documents"] = (
+        lambda case: documents_drafter(target.tokenizer, texts[case.prompt_ids]),
+        config.speculation,
+    )
     return Task("chat", cases, drafters)
 
 
@@ -206,11 +242,13 @@ def draft_model_task(target: TransformersModel, chat: Task, budget: Budget) -> T
     import copy
 
     from specdraft import ModelConfig
-    from specdraft.drafters import DraftModelDrafter
     from specdraft.backends.transformers.model import resolved_dtype
+    from specdraft.drafters import DraftModelDrafter
 
     dtype = resolved_dtype(ModelConfig(dtype=budget.draft_dtype))
-    draft = TransformersModel(copy.deepcopy(target.hf_model).to(dtype), target.hf_tokenizer, name=f"{target.name}-{budget.draft_dtype}")
+    draft = TransformersModel(
+        copy.deepcopy(target.hf_model).to(dtype), target.hf_tokenizer, name=f"{target.name}-{budget.draft_dtype}"
+    )
     cases = [BenchCase(case.id, case.prompt_ids, budget.draft_tokens) for case in chat.cases[: budget.draft_cases]]
     drafter = (lambda case: DraftModelDrafter(draft, target.vocab_size), SpeculationConfig())
     return Task("draft-model", cases, {f"draft-model-{budget.draft_dtype}": drafter}, peer=False)
@@ -238,7 +276,9 @@ def exactness(result: BenchResult) -> dict:
     """Per method: ``same_path`` (share of cases identical to ``<path>:plain``) and ``generate``
     (share identical to transformers' plain ``generate``); ``lossless``: both are 1 for every
     specdraft method (the peer's own prompt lookup is reported, not judged)."""
-    plain = {(path_of(m.method), m.prompt_id): m.token_ids for m in result.measurements if m.method.endswith(f":{PLAIN}")}
+    plain = {
+        (path_of(m.method), m.prompt_id): m.token_ids for m in result.measurements if m.method.endswith(f":{PLAIN}")
+    }
     rows: dict[str, dict] = {}
     for m in result.measurements:
         row = rows.setdefault(m.method, {"cases": 0, "same_path": 0, "generate": 0})
@@ -248,7 +288,9 @@ def exactness(result: BenchResult) -> dict:
     for row in rows.values():
         row["same_path"] = row["same_path"] / row["cases"]
         row["generate"] = row["generate"] / row["cases"]
-    lossless = all(row["same_path"] == 1 and row["generate"] == 1 for method, row in rows.items() if path_of(method) in PATHS)
+    lossless = all(
+        row["same_path"] == 1 and row["generate"] == 1 for method, row in rows.items() if path_of(method) in PATHS
+    )
     return {"methods": rows, "lossless": lossless}
 
 
@@ -261,17 +303,19 @@ def speedups(result: BenchResult) -> list[dict]:
     rows = []
     for s in result.summaries:
         base = by_name[f"{path_of(s.method)}:{PLAIN}"]
-        rows.append({
-            "method": s.method,
-            "wall_s": s.wall_s,
-            "tokens_per_s": s.tokens_per_s,
-            "vs_plain_same_path": round(base.wall_s / s.wall_s, 3) if s.wall_s else 0.0,
-            "vs_eager_plain": s.speedup,
-            "vs_transformers_prompt_lookup": round(peer.wall_s / s.wall_s, 3) if peer and s.wall_s else None,
-            "decode_vs_eager_plain": s.decode_speedup,
-            "passes_per_token": s.forward_passes_per_token,
-            "mean_accepted": s.mean_accepted_tokens,
-        })
+        rows.append(
+            {
+                "method": s.method,
+                "wall_s": s.wall_s,
+                "tokens_per_s": s.tokens_per_s,
+                "vs_plain_same_path": round(base.wall_s / s.wall_s, 3) if s.wall_s else 0.0,
+                "vs_eager_plain": s.speedup,
+                "vs_transformers_prompt_lookup": round(peer.wall_s / s.wall_s, 3) if peer and s.wall_s else None,
+                "decode_vs_eager_plain": s.decode_speedup,
+                "passes_per_token": s.forward_passes_per_token,
+                "mean_accepted": s.mean_accepted_tokens,
+            }
+        )
     return rows
 
 

@@ -99,29 +99,44 @@ RAG_ITEMS = (
 CONVERSATIONS = (
     (
         {"role": "user", "content": "Write a Python function that returns the squares of a list of numbers."},
-        {"role": "assistant", "content": "Here is a simple function:\n\n```python\ndef squares(numbers):\n    result = []\n"
-                                         "    for number in numbers:\n        result.append(number * number)\n    return result\n```\n\n"
-                                         "It loops over the list and appends the square of each number."},
-        {"role": "user", "content": "Rename the function to square_all and add a docstring. Show the whole function again."},
+        {
+            "role": "assistant",
+            "content": "Here is a simple function:\n\n```python\ndef squares(numbers):\n    result = []\n"
+            "    for number in numbers:\n        result.append(number * number)\n    return result\n```\n\n"
+            "It loops over the list and appends the square of each number.",
+        },
+        {
+            "role": "user",
+            "content": "Rename the function to square_all and add a docstring. Show the whole function again.",
+        },
     ),
     (
         {"role": "user", "content": "Give me a short packing list for a weekend hiking trip."},
-        {"role": "assistant", "content": "1. Backpack\n2. Water bottle\n3. Rain jacket\n4. Warm sweater\n5. Map and compass\n"
-                                         "6. First aid kit\n7. Snacks and sandwiches\n8. Sunscreen\n9. Head torch"},
+        {
+            "role": "assistant",
+            "content": "1. Backpack\n2. Water bottle\n3. Rain jacket\n4. Warm sweater\n5. Map and compass\n"
+            "6. First aid kit\n7. Snacks and sandwiches\n8. Sunscreen\n9. Head torch",
+        },
         {"role": "user", "content": "Repeat the list, but add a tent and a sleeping bag at the end."},
     ),
     (
         {"role": "user", "content": "Write a two-sentence description of a quiet seaside village."},
-        {"role": "assistant", "content": "The village sits at the end of a narrow road, where small white houses face a harbour "
-                                         "full of fishing boats. In the evening the only sounds are the waves and the gulls "
-                                         "circling over the old stone pier."},
+        {
+            "role": "assistant",
+            "content": "The village sits at the end of a narrow road, where small white houses face a harbour "
+            "full of fishing boats. In the evening the only sounds are the waves and the gulls "
+            "circling over the old stone pier.",
+        },
         {"role": "user", "content": "Now repeat the description, but set it in winter."},
     ),
     (
         {"role": "user", "content": "Explain in three steps how to make a cup of tea."},
-        {"role": "assistant", "content": "1. Boil fresh water in a kettle.\n2. Pour the hot water over a tea bag in a cup and "
-                                         "let it steep for three to five minutes.\n3. Remove the tea bag and add milk or sugar "
-                                         "if you like."},
+        {
+            "role": "assistant",
+            "content": "1. Boil fresh water in a kettle.\n2. Pour the hot water over a tea bag in a cup and "
+            "let it steep for three to five minutes.\n3. Remove the tea bag and add milk or sugar "
+            "if you like.",
+        },
         {"role": "user", "content": "Write the same steps again for green tea, which needs cooler water."},
     ),
 )

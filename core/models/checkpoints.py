@@ -66,9 +66,7 @@ def _convert_gguf(gguf_file: Path, target: Path, label: str) -> None:
                 del model.config.quantization_config
             model.save_pretrained(str(tmp), safe_serialization=True)
             tokenizer.save_pretrained(str(tmp))
-            (tmp / _SOURCE_FILE).write_text(
-                json.dumps({"gguf_file": str(gguf_file), "label": label}, indent=2) + "\n"
-            )
+            (tmp / _SOURCE_FILE).write_text(json.dumps({"gguf_file": str(gguf_file), "label": label}, indent=2) + "\n")
         progress(f"converted {label} in {time.perf_counter() - started:.0f} s")
 
 

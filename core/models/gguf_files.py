@@ -58,9 +58,7 @@ def _verify(model: PackagedModel, path: Path) -> None:
     otherwise. The caller decides what to do with a bad file."""
     size = path.stat().st_size
     if model.size_bytes is not None and size != model.size_bytes:
-        raise ChecksumMismatchError(
-            f"{path} ({model.name}) has {size:,} bytes, expected {model.size_bytes:,}"
-        )
+        raise ChecksumMismatchError(f"{path} ({model.name}) has {size:,} bytes, expected {model.size_bytes:,}")
     progress(f"verifying sha256 of {model.name} ({size / 1e6:.0f} MB)")
     actual = sha256_file(path)
     if actual != model.sha256:

@@ -39,7 +39,9 @@ def tags_are_tokens(tokenizer: Tokenizer) -> bool:
     return all(len(tokenizer.encode(tag)) == 1 for tag in (TOOL_CALL_OPEN, TOOL_CALL_CLOSE))
 
 
-def tool_call_constraint(tools: Sequence[ToolSpec], choice: ToolChoice, parallel: bool = True, *, tag_tokens: bool = True) -> Constraint:
+def tool_call_constraint(
+    tools: Sequence[ToolSpec], choice: ToolChoice, parallel: bool = True, *, tag_tokens: bool = True
+) -> Constraint:
     """The constraint for ``choice``: "required" -> one call of any of ``tools`` (one or more, a newline
     between them and optionally after the last, when ``parallel``); "function" -> exactly one call of
     that function. ``tag_tokens``:
@@ -56,7 +58,9 @@ def tool_call_constraint(tools: Sequence[ToolSpec], choice: ToolChoice, parallel
         chosen = list(tools)
         if not chosen:
             raise ToolError('tool_choice is "required" but the request gives no tools')
-    open_tag, close_tag = (TOOL_CALL_OPEN, TOOL_CALL_CLOSE) if tag_tokens else (_text(TOOL_CALL_OPEN), _text(TOOL_CALL_CLOSE))
+    open_tag, close_tag = (
+        (TOOL_CALL_OPEN, TOOL_CALL_CLOSE) if tag_tokens else (_text(TOOL_CALL_OPEN), _text(TOOL_CALL_CLOSE))
+    )
     head, tail = _text('\n{"name": '), _text("}\n")
     options = " | ".join(f"fn_{i}" for i in range(len(chosen)))
     lines = [

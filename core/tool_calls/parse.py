@@ -8,8 +8,8 @@ the model wrote them, and the content (the text outside the calls, stripped; Non
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from collections.abc import Collection
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from .stream import ContentDelta, ToolCallDelta, ToolCallStream, new_call_id
@@ -37,7 +37,9 @@ class ParsedReply:
     calls: list[ToolCall] = field(default_factory=list)
 
 
-def parse_tool_calls(text: str, new_id: Callable[[], str] = new_call_id, tool_names: Collection[str] | None = None) -> ParsedReply:
+def parse_tool_calls(
+    text: str, new_id: Callable[[], str] = new_call_id, tool_names: Collection[str] | None = None
+) -> ParsedReply:
     """The content and calls of the reply ``text`` (module docstring); ``new_id`` makes call ids;
     ``tool_names`` (the request's tools) also reads a reply of untagged calls (``ToolCallStream``)."""
     stream = ToolCallStream(new_id, tool_names)

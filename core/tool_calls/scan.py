@@ -30,7 +30,7 @@ def scan_parts(text: str, parts: tuple[str | None, ...]) -> tuple[str | None, in
                 return NO_MATCH
             i = end
             continue
-        chunk = text[i: i + len(part)]
+        chunk = text[i : i + len(part)]
         if not part.startswith(chunk):
             return NO_MATCH
         if len(chunk) < len(part):

@@ -124,9 +124,15 @@ class ToolChoice:
             if choice == "required" and not tools:
                 raise ToolError('tool_choice is "required" but the request gives no tools')
             return cls(choice)
-        if not isinstance(choice, Mapping) or choice.get("type") != "function" or not isinstance(choice.get("function"), Mapping):
-            raise ToolError('tool_choice must be "none", "auto", "required" or {"type": "function", "function": {"name": ...}}, '
-                            f"got {choice!r}")
+        if (
+            not isinstance(choice, Mapping)
+            or choice.get("type") != "function"
+            or not isinstance(choice.get("function"), Mapping)
+        ):
+            raise ToolError(
+                'tool_choice must be "none", "auto", "required" or {"type": "function", "function": {"name": ...}}, '
+                f"got {choice!r}"
+            )
         name = choice["function"].get("name")
         names = [tool.name for tool in tools]
         if name not in names:
@@ -147,7 +153,15 @@ def _check_parameters(parameters: Any, where: str) -> None:
 
 
 def _kind(value: Any) -> str:
-    names = {dict: "an object", list: "a list", str: "a string", bool: "a boolean", int: "a number", float: "a number", type(None): "null"}
+    names = {
+        dict: "an object",
+        list: "a list",
+        str: "a string",
+        bool: "a boolean",
+        int: "a number",
+        float: "a number",
+        type(None): "null",
+    }
     for kind, noun in names.items():
         if isinstance(value, kind):  # bool before int: True is an int too
             return noun

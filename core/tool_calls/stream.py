@@ -68,7 +68,12 @@ class ToolCallDelta:
         """The delta as a chat-completion chunk's ``delta.tool_calls[]`` entry."""
         if self.id is None:
             return {"index": self.index, "function": {"arguments": self.arguments}}
-        return {"index": self.index, "id": self.id, "type": "function", "function": {"name": self.name, "arguments": self.arguments}}
+        return {
+            "index": self.index,
+            "id": self.id,
+            "type": "function",
+            "function": {"name": self.name, "arguments": self.arguments},
+        }
 
 
 Event = Union[ContentDelta, ToolCallDelta]
@@ -81,7 +86,9 @@ class ToolCallStream:
     def __init__(self, new_id: Callable[[], str] = new_call_id, tool_names: Collection[str] | None = None) -> None:
         self._new_id = new_id
         self._untagged = None if tool_names is None else UntaggedCalls(tool_names)
-        self._mode = "content" if tool_names is None else "untagged"  # untagged | content | header | opaque | arguments | tail
+        self._mode = (
+            "content" if tool_names is None else "untagged"
+        )  # untagged | content | header | opaque | arguments | tail
         self._buffer = ""  # text not yet decided
         self._calls = 0
         self._brackets = JsonBrackets()  # the arguments' nesting
@@ -127,10 +134,10 @@ class ToolCallStream:
             if start < 0:
                 keep = _partial_suffix(buffer, TOOL_CALL_OPEN)
                 self._content(buffer[: len(buffer) - keep])
-                self._buffer = buffer[len(buffer) - keep:]
+                self._buffer = buffer[len(buffer) - keep :]
                 return False
             self._content(buffer[:start])
-            self._buffer, self._mode = buffer[start + len(TOOL_CALL_OPEN):], "header"
+            self._buffer, self._mode = buffer[start + len(TOOL_CALL_OPEN) :], "header"
             return True
         if mode == "header":
             found = scan_parts(buffer, _HEADER)
@@ -159,7 +166,7 @@ class ToolCallStream:
             if found is NEED_MORE:
                 return False
             if found is not NO_MATCH:
-                self._buffer = buffer[found[1]:]
+                self._buffer = buffer[found[1] :]
             self._mode = "content"
             return True
         # opaque: wait for the block's end, then decide it whole
@@ -173,7 +180,7 @@ class ToolCallStream:
             self._emit(ToolCallDelta(self._calls, self._new_id(), call[0], ""))
             self._emit(ToolCallDelta(self._calls, None, None, call[1]))
             self._calls += 1
-        self._buffer, self._mode = buffer[end + len(TOOL_CALL_CLOSE):], "content"
+        self._buffer, self._mode = buffer[end + len(TOOL_CALL_CLOSE) :], "content"
         return True
 
     def _end_untagged(self) -> None:
@@ -205,7 +212,7 @@ class ToolCallStream:
             self._content_started = True
         text = self._held_whitespace + text
         kept = text.rstrip(_WHITESPACE)
-        self._held_whitespace = text[len(kept):]
+        self._held_whitespace = text[len(kept) :]
         if kept:
             self._emit(ContentDelta(kept))
 
@@ -213,7 +220,13 @@ class ToolCallStream:
         last = self._events[-1] if self._events else None
         if isinstance(event, ContentDelta) and isinstance(last, ContentDelta):
             self._events[-1] = ContentDelta(last.text + event.text)
-        elif isinstance(event, ToolCallDelta) and event.id is None and isinstance(last, ToolCallDelta) and last.id is None and last.index == event.index:
+        elif (
+            isinstance(event, ToolCallDelta)
+            and event.id is None
+            and isinstance(last, ToolCallDelta)
+            and last.id is None
+            and last.index == event.index
+        ):
             self._events[-1] = ToolCallDelta(event.index, None, None, last.arguments + event.arguments)
         elif not (isinstance(event, ToolCallDelta) and event.id is None and not event.arguments):
             self._events.append(event)
@@ -230,7 +243,11 @@ def _loose_call(body: str) -> tuple[str, str] | None:
         value = json.loads(body)
     except ValueError:
         return None
-    if not isinstance(value, dict) or not isinstance(value.get("name"), str) or not isinstance(value.get("arguments"), dict):
+    if (
+        not isinstance(value, dict)
+        or not isinstance(value.get("name"), str)
+        or not isinstance(value.get("arguments"), dict)
+    ):
         return None
     return value["name"], json.dumps(value["arguments"], ensure_ascii=False)
 

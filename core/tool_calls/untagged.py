@@ -66,7 +66,7 @@ class UntaggedCalls:
             if phase in ("lead", "open", "between", "closed") and char in _WHITESPACE:
                 self._pos += 1
             elif phase in ("lead", "between") and char == "`":
-                if not _FENCE.startswith(text[self._pos: self._pos + len(_FENCE)]):
+                if not _FENCE.startswith(text[self._pos : self._pos + len(_FENCE)]):
                     return False
                 if len(text) - self._pos < len(_FENCE):
                     return True
@@ -76,7 +76,7 @@ class UntaggedCalls:
                 self._phase = "language" if phase == "lead" else "closed"
                 self._fenced = True
             elif phase == "language":
-                chunk = text[self._pos: self._pos + len(_LANGUAGE)]
+                chunk = text[self._pos : self._pos + len(_LANGUAGE)]
                 if chunk and _LANGUAGE.startswith(chunk):
                     if len(chunk) < len(_LANGUAGE):
                         return True
@@ -114,7 +114,7 @@ class UntaggedCalls:
     def _close_value(self) -> bool:
         """The value just read, parsed: its calls added, or False when it is not calls."""
         try:
-            value = json.loads(self._text[self._start: self._pos])
+            value = json.loads(self._text[self._start : self._pos])
         except ValueError:
             return False
         objects = value if isinstance(value, list) else [value]

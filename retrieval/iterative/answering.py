@@ -38,8 +38,15 @@ Event = TextPiece | RetrievalRecord
 
 
 class Answering:
-    def __init__(self, model: Model, retriever: ScoringRetriever, collection: Collection, config: IterativeRAGConfig,
-                 question: str, generation: GenerationConfig) -> None:
+    def __init__(
+        self,
+        model: Model,
+        retriever: ScoringRetriever,
+        collection: Collection,
+        config: IterativeRAGConfig,
+        question: str,
+        generation: GenerationConfig,
+    ) -> None:
         if not isinstance(question, str) or not question.strip():
             raise ValueError("the question must be a non-empty string")
         self.started = time.perf_counter()
@@ -79,14 +86,18 @@ class Answering:
         retriever when it raises or answers out of shape). Safe to call from a worker thread."""
         start = time.perf_counter()
         try:
-            results = call_with_timeout(lambda: self.queries.search(list(queries), k), self.config.retrieval_timeout_s, self.retriever.name)
+            results = call_with_timeout(
+                lambda: self.queries.search(list(queries), k), self.config.retrieval_timeout_s, self.retriever.name
+            )
         except RetrieverError:
             raise
         except Exception as error:
             raise RetrieverError(self.retriever.name, error) from error
         seconds = time.perf_counter() - start
         if len(results) != len(queries) or any(not hits for hits in results):
-            raise RetrieverError(self.retriever.name, f"{len(queries)} queries gave {len(results)} result lists (or an empty one)")
+            raise RetrieverError(
+                self.retriever.name, f"{len(queries)} queries gave {len(results)} result lists (or an empty one)"
+            )
         return results, seconds
 
     def count_search(self, queries: int, seconds: float) -> None:
@@ -97,8 +108,17 @@ class Answering:
     def top_docs(self, hits: list[Hit]) -> tuple[int, ...]:
         return tuple(hit.doc for hit in hits[: self.config.docs_in_prompt])
 
-    def record(self, stride: int, query: str, docs: tuple[int, ...], source: str, status: str, seconds: float,
-               start: int, guessed: tuple[int, ...] = ()) -> RetrievalRecord:
+    def record(
+        self,
+        stride: int,
+        query: str,
+        docs: tuple[int, ...],
+        source: str,
+        status: str,
+        seconds: float,
+        start: int,
+        guessed: tuple[int, ...] = (),
+    ) -> RetrievalRecord:
         ids = tuple(str(self.collection.ids[d]) for d in docs)
         return RetrievalRecord(stride, query, docs, source, status, seconds, ids, start, guessed)  # type: ignore[arg-type]
 

@@ -45,7 +45,9 @@ class IterativeRAGConfig:
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
         timeout = self.retrieval_timeout_s
-        if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0):
+        if timeout is not None and (
+            isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0
+        ):
             raise ValueError(f"retrieval_timeout_s must be a number > 0 or None, got {timeout!r}")
 
 

@@ -73,7 +73,9 @@ class _DenseRetriever:
     name = "dense"
     exact = True
 
-    def __init__(self, collection: Collection, embedder: TextEmbedder, vectors: np.ndarray | None, config: DenseConfig) -> None:
+    def __init__(
+        self, collection: Collection, embedder: TextEmbedder, vectors: np.ndarray | None, config: DenseConfig
+    ) -> None:
         self.collection = collection
         self.embedder = embedder
         self.config = config
@@ -121,7 +123,9 @@ class _DenseRetriever:
             return []
         vectors = np.ascontiguousarray(np.stack([np.asarray(v, dtype=np.float32).reshape(-1) for v in prepared]))
         if vectors.shape[1] != self.vectors.shape[1]:
-            raise ValueError(f"query vectors have {vectors.shape[1]} dimensions, the document vectors {self.vectors.shape[1]}")
+            raise ValueError(
+                f"query vectors have {vectors.shape[1]} dimensions, the document vectors {self.vectors.shape[1]}"
+            )
         wanted = min(max(self.config.candidates, k), len(self.collection))
         _, found = self.index.search(vectors, wanted)  # [nq, wanted], -1 where HNSW found fewer
         return [self._ranked(found[i][found[i] >= 0], vectors[i], k) for i in range(len(vectors))]
@@ -143,7 +147,9 @@ class _DenseRetriever:
 
     def _all_scores(self, query: np.ndarray) -> np.ndarray:
         n = len(self.collection)
-        return np.concatenate([_dot64(self.vectors[i : i + _EXHAUSTIVE_BLOCK], query) for i in range(0, n, _EXHAUSTIVE_BLOCK)])
+        return np.concatenate(
+            [_dot64(self.vectors[i : i + _EXHAUSTIVE_BLOCK], query) for i in range(0, n, _EXHAUSTIVE_BLOCK)]
+        )
 
 
 class DenseFlatRetriever(_DenseRetriever):
@@ -152,8 +158,13 @@ class DenseFlatRetriever(_DenseRetriever):
     name = "dense"
     exact = True
 
-    def __init__(self, collection: Collection, embedder: TextEmbedder, vectors: np.ndarray | None = None,
-                 config: DenseConfig = DenseConfig()) -> None:
+    def __init__(
+        self,
+        collection: Collection,
+        embedder: TextEmbedder,
+        vectors: np.ndarray | None = None,
+        config: DenseConfig = DenseConfig(),
+    ) -> None:
         super().__init__(collection, embedder, vectors, config)
         self.index = self.faiss.IndexFlatIP(self.vectors.shape[1])
         self.index.add(self.vectors)
@@ -166,16 +177,24 @@ class DenseHNSWRetriever(_DenseRetriever):
     name = "hnsw"
     exact = False
 
-    def __init__(self, collection: Collection, embedder: TextEmbedder, vectors: np.ndarray | None = None,
-                 config: DenseHNSWConfig = DenseHNSWConfig(), index: Any = None) -> None:
+    def __init__(
+        self,
+        collection: Collection,
+        embedder: TextEmbedder,
+        vectors: np.ndarray | None = None,
+        config: DenseHNSWConfig = DenseHNSWConfig(),
+        index: Any = None,
+    ) -> None:
         super().__init__(collection, embedder, vectors, config.dense)
         self.hnsw_config = config
         if index is None:
             index = new_hnsw(self.faiss, self.vectors.shape[1], config.graph)
             index.add(self.vectors)
         elif index.ntotal != len(collection) or index.d != self.vectors.shape[1]:
-            raise ValueError(f"the HNSW index holds {index.ntotal} vectors of {index.d} dimensions; expected "
-                             f"{len(collection)} of {self.vectors.shape[1]}")
+            raise ValueError(
+                f"the HNSW index holds {index.ntotal} vectors of {index.d} dimensions; expected "
+                f"{len(collection)} of {self.vectors.shape[1]}"
+            )
         index.hnsw.efSearch = max(config.graph.ef_search, config.dense.candidates)
         self.index = index
 

@@ -24,7 +24,7 @@ def make_retriever(
     hnsw: DenseHNSWConfig = DenseHNSWConfig(),
     bm25: BM25Config = BM25Config(),
 ) -> PreparedRetriever:
-    """"dense" (exact FAISS flat), "hnsw" (FAISS HNSW) or "bm25" (bm25s) over ``collection``.
+    """ "dense" (exact FAISS flat), "hnsw" (FAISS HNSW) or "bm25" (bm25s) over ``collection``.
     The dense kinds need ``embedder`` (``vectors``: the documents' precomputed unit vectors, else
     they are embedded now). ValueError for another kind or a dense kind without an embedder."""
     if kind not in RETRIEVER_KINDS:

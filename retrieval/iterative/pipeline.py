@@ -37,11 +37,11 @@ from typing import TYPE_CHECKING, Iterator
 from specdraft import GenerationConfig, Model
 from specdraft.session import SessionsUnavailableError
 
+from ..retriever import Collection, ScoringRetriever
 from .answering import Answering, Event
 from .config import IterativeRAGConfig, SpeculativeRetrievalConfig
 from .plain import answer_plainly
 from .records import IterativeAnswer
-from ..retriever import Collection, ScoringRetriever
 
 if TYPE_CHECKING:
     from .os3 import OS3Scheduler
@@ -97,15 +97,23 @@ def keeps_a_session(model: Model) -> bool:
 
 
 class IterativeRAG:
-    def __init__(self, model: Model, retriever: ScoringRetriever, collection: Collection,
-                 config: IterativeRAGConfig = IterativeRAGConfig(),
-                 speculative: SpeculativeRetrievalConfig | None = None, scheduler: "OS3Scheduler | None" = None) -> None:
+    def __init__(
+        self,
+        model: Model,
+        retriever: ScoringRetriever,
+        collection: Collection,
+        config: IterativeRAGConfig = IterativeRAGConfig(),
+        speculative: SpeculativeRetrievalConfig | None = None,
+        scheduler: "OS3Scheduler | None" = None,
+    ) -> None:
         """``NeedsLocalModel`` (a ValueError) for a model with no session of its own here (``keeps_a_session``)."""
         if not keeps_a_session(model):
-            raise NeedsLocalModel(f"iterative RAG needs a model that runs here (transformers or llama-cpp): it cuts the "
-                                  f"answer's KV cache back when documents change; {getattr(model, 'name', model)!r} on the "
-                                  f"{getattr(model, 'backend', 'given')} backend has no session of its own (a serving "
-                                  f"engine keeps it)")
+            raise NeedsLocalModel(
+                f"iterative RAG needs a model that runs here (transformers or llama-cpp): it cuts the "
+                f"answer's KV cache back when documents change; {getattr(model, 'name', model)!r} on the "
+                f"{getattr(model, 'backend', 'given')} backend has no session of its own (a serving "
+                f"engine keeps it)"
+            )
         self.model = model
         self.retriever = retriever
         self.collection = collection

@@ -48,7 +48,9 @@ class SpeculativeCache:
         except Exception as error:
             raise RetrieverError(self.retriever.name, error) from error
         if scores.shape != (len(self._docs),):
-            raise RetrieverError(self.retriever.name, f"score gave shape {scores.shape} for {len(self._docs)} documents")
+            raise RetrieverError(
+                self.retriever.name, f"score gave shape {scores.shape} for {len(self._docs)} documents"
+            )
         best = tuple(doc for doc, _ in rank(np.array(self._docs), scores, n))
         seconds = time.perf_counter() - start
         self.seconds += seconds

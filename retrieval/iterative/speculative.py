@@ -51,8 +51,14 @@ __all__ = ["answer_speculatively", "os3_config"]
 
 def os3_config(config: SpeculativeRetrievalConfig) -> OS3Config:
     """The OS^3 scheduler's configuration for ``config``."""
-    return OS3Config(max_strides=config.max_strides, window=config.os3_window, prior=config.prior_acceptance,
-                     asynchronous=config.async_verify, enabled=config.os3, allow_plain=config.allow_plain)
+    return OS3Config(
+        max_strides=config.max_strides,
+        window=config.os3_window,
+        prior=config.prior_acceptance,
+        asynchronous=config.async_verify,
+        enabled=config.os3,
+        allow_plain=config.allow_plain,
+    )
 
 
 @dataclass
@@ -69,8 +75,9 @@ class _Guess:
     ended: str | None  # the answer ended in this stride (if its guess holds)
 
 
-def answer_speculatively(state: Answering, config: SpeculativeRetrievalConfig,
-                         scheduler: OS3Scheduler | None = None) -> Iterator[Event]:
+def answer_speculatively(
+    state: Answering, config: SpeculativeRetrievalConfig, scheduler: OS3Scheduler | None = None
+) -> Iterator[Event]:
     """Yield confirmed records and text, as plain iterative RAG would (see the module docstring).
     ``scheduler``: an OS^3 scheduler shared with other answers, so its estimates carry over (None:
     a fresh one from ``config``); only the speed depends on it."""
@@ -82,7 +89,9 @@ def answer_speculatively(state: Answering, config: SpeculativeRetrievalConfig,
 
 
 class _Speculation:
-    def __init__(self, state: Answering, config: SpeculativeRetrievalConfig, scheduler: OS3Scheduler | None = None) -> None:
+    def __init__(
+        self, state: Answering, config: SpeculativeRetrievalConfig, scheduler: OS3Scheduler | None = None
+    ) -> None:
         self.state = state
         self.config = config
         self.k = max(state.config.docs_in_prompt, config.prefetch_k)
@@ -93,9 +102,20 @@ class _Speculation:
         self.inflight: tuple[Future, list[_Guess]] | None = None
         self.end: str | None = None  # the answer, as speculated so far, has ended
         self.next_stride = 0
-        state.stats.update(speculated_strides=0, overlapped_strides=0, cache_hits=0, rollbacks=0, verifications=0, discarded_tokens=0,
-                           plain_strides=0, plain_cache_hits=0, stride_counts=[], async_verify=config.async_verify,
-                           os3=config.os3, allow_plain=config.allow_plain)
+        state.stats.update(
+            speculated_strides=0,
+            overlapped_strides=0,
+            cache_hits=0,
+            rollbacks=0,
+            verifications=0,
+            discarded_tokens=0,
+            plain_strides=0,
+            plain_cache_hits=0,
+            stride_counts=[],
+            async_verify=config.async_verify,
+            os3=config.os3,
+            allow_plain=config.allow_plain,
+        )
 
     @property
     def s(self) -> int:
@@ -106,7 +126,9 @@ class _Speculation:
         yield from self._exact_first_stride()
         while not state.finished:
             s = self.s  # 0: the next stride goes plain, once nothing is pending
-            if self.inflight is not None and (self.inflight[0].done() or self.end is not None or len(self.unverified) >= s):
+            if self.inflight is not None and (
+                self.inflight[0].done() or self.end is not None or len(self.unverified) >= s
+            ):
                 yield from self._settle(*self._collect())
             elif self.unverified and self.inflight is None and (len(self.unverified) >= s or self.end is not None):
                 self._submit()
@@ -127,7 +149,9 @@ class _Speculation:
         docs = state.top_docs(hits)
         self.end = state.generate_stride(docs)
         self.next_stride = 1
-        yield from state.confirm(state.record(0, query, docs, "retriever", "exact", seconds, 0), len(state.decoder.answer), self.end)
+        yield from state.confirm(
+            state.record(0, query, docs, "retriever", "exact", seconds, 0), len(state.decoder.answer), self.end
+        )
 
     def _search_now(self, query: str) -> tuple[list, float]:
         """The real retriever's hits for ``query``, searched now while the answer waits (counted, timed,
@@ -173,8 +197,9 @@ class _Speculation:
         reprefills = docs != state.decoder.docs
         self.end = state.generate_stride(docs)
         self.scheduler.observe_stride(time.perf_counter() - began, reprefilled=reprefills)
-        self.unverified.append(_Guess(self.next_stride, start, query, docs, checkpoint, seconds,
-                                      len(state.decoder.answer), self.end))
+        self.unverified.append(
+            _Guess(self.next_stride, start, query, docs, checkpoint, seconds, len(state.decoder.answer), self.end)
+        )
         self.next_stride += 1
         state.stats["speculated_strides"] += 1
         state.stats["overlapped_strides"] += self.inflight is not None
@@ -216,7 +241,9 @@ class _Speculation:
             true = state.top_docs(hits)
             if true == guess.docs:
                 state.stats["cache_hits"] += 1
-                record = state.record(guess.stride, guess.query, guess.docs, "cache", "confirmed", guess.seconds, guess.start)
+                record = state.record(
+                    guess.stride, guess.query, guess.docs, "cache", "confirmed", guess.seconds, guess.start
+                )
                 yield from state.confirm(record, guess.upto, guess.ended)
                 if state.finished:  # a stop string in the confirmed text
                     self.unverified = []
@@ -238,7 +265,9 @@ class _Speculation:
         self.end = state.generate_stride(true)
         self.scheduler.observe_rollback(time.perf_counter() - began)
         self.next_stride = guess.stride + 1
-        record = state.record(guess.stride, guess.query, true, "retriever", "rolled_back", seconds, guess.start, guess.docs)
+        record = state.record(
+            guess.stride, guess.query, true, "retriever", "rolled_back", seconds, guess.start, guess.docs
+        )
         yield from state.confirm(record, len(state.decoder.answer), self.end)
 
     def close(self) -> None:

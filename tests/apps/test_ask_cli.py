@@ -25,14 +25,19 @@ def index_dir(tmp_path_factory):
 
 
 def ask_json(capsys, checkpoint, index_dir, *args: str) -> dict:
-    code, out, err = ask(capsys, "--json", "--model", str(checkpoint), "--index", str(index_dir), "--max-new-tokens", "12", *args)
+    code, out, err = ask(
+        capsys, "--json", "--model", str(checkpoint), "--index", str(index_dir), "--max-new-tokens", "12", *args
+    )
     assert code == 0, err
     return json.loads(out)
 
 
 def test_json_contract_and_identical_answers(capsys, tiny_checkpoint, index_dir):
     path, _ = tiny_checkpoint
-    answers = {d: ask_json(capsys, path, index_dir, "--drafter", d, "What does the fox say?") for d in ("none", "reference", "prompt-lookup")}
+    answers = {
+        d: ask_json(capsys, path, index_dir, "--drafter", d, "What does the fox say?")
+        for d in ("none", "reference", "prompt-lookup")
+    }
     plain = answers["none"]
     assert set(plain) == {"answer", "citations", "token_ids", "stats", "passages", "spans", "model", "drafter"}
     assert plain["stats"]["wall_s"] > 0 and plain["stats"]["generated_tokens"] == len(plain["token_ids"]) == 12
@@ -50,7 +55,9 @@ def test_top_k_and_a_datastore(capsys, tiny_checkpoint, index_dir, tmp_path, tok
     store = tmp_path / "store"
     Datastore.build([tokenizer(d["text"]).input_ids for d in DOCS], "tiny", len(tokenizer)).save(store)
     plain = ask_json(capsys, path, index_dir, "--top-k", "1", "--drafter", "none", "fox")
-    combined = ask_json(capsys, path, index_dir, "--top-k", "1", "--drafter", "reference+datastore", "--datastore", str(store), "fox")
+    combined = ask_json(
+        capsys, path, index_dir, "--top-k", "1", "--drafter", "reference+datastore", "--datastore", str(store), "fox"
+    )
     assert len(plain["passages"]) == 1 and combined["token_ids"] == plain["token_ids"]
 
 

@@ -22,7 +22,18 @@ def index_dir(tmp_path_factory):
 
 
 def ask_json(capsys, checkpoint, index_dir, *args: str) -> dict:
-    code, out, err = ask(capsys, "--json", "--model", str(checkpoint), "--index", str(index_dir), "--max-new-tokens", "16", "--iterative", *args)
+    code, out, err = ask(
+        capsys,
+        "--json",
+        "--model",
+        str(checkpoint),
+        "--index",
+        str(index_dir),
+        "--max-new-tokens",
+        "16",
+        "--iterative",
+        *args,
+    )
     assert code == 0, err
     return json.loads(out)
 
@@ -31,7 +42,9 @@ def ask_json(capsys, checkpoint, index_dir, *args: str) -> dict:
 def test_speculative_retrieval_gives_the_plain_answer_and_chunks(capsys, tiny_checkpoint, index_dir, retriever):
     path, _ = tiny_checkpoint
     plain = ask_json(capsys, path, index_dir, "--retriever", retriever, "What does the fox say?")
-    fast = ask_json(capsys, path, index_dir, "--retriever", retriever, "--speculative-retrieval", "What does the fox say?")
+    fast = ask_json(
+        capsys, path, index_dir, "--retriever", retriever, "--speculative-retrieval", "What does the fox say?"
+    )
     assert plain["retriever"] == fast["retriever"] == retriever
     assert plain["speculative_retrieval"] is False and fast["speculative_retrieval"] is True
     assert fast["token_ids"] == plain["token_ids"] and fast["answer"] == plain["answer"]
@@ -43,8 +56,18 @@ def test_speculative_retrieval_gives_the_plain_answer_and_chunks(capsys, tiny_ch
 
 def test_text_output_lists_the_retrievals(capsys, tiny_checkpoint, index_dir):
     path, _ = tiny_checkpoint
-    code, out, err = ask(capsys, "--model", str(path), "--index", str(index_dir), "--max-new-tokens", "8",
-                         "--iterative", "--speculative-retrieval", "fox?")
+    code, out, err = ask(
+        capsys,
+        "--model",
+        str(path),
+        "--index",
+        str(index_dir),
+        "--max-new-tokens",
+        "8",
+        "--iterative",
+        "--speculative-retrieval",
+        "fox?",
+    )
     assert code == 0, err
     assert "Retrievals:" in out and "stride 0: [" in out
     assert "retrievals (dense" in err and "cache hits" in err
@@ -62,6 +85,12 @@ def test_json_stats_use_the_core_names_and_keep_the_old_ones_for_a_release(capsy
     other old names stay beside the new ones for one release."""
     path, _ = tiny_checkpoint
     stats = ask_json(capsys, path, index_dir, "What does the fox say?")["stats"]
-    for new, old in (("wall_s", "wall_seconds"), ("retrieval_s", "retrieval_seconds"), ("generation_s", "generation_seconds"),
-                     ("retrieval_wait_s", "retrieval_wait_seconds"), ("cache_s", "cache_seconds"), ("target_forward_passes", "model_passes")):
+    for new, old in (
+        ("wall_s", "wall_seconds"),
+        ("retrieval_s", "retrieval_seconds"),
+        ("generation_s", "generation_seconds"),
+        ("retrieval_wait_s", "retrieval_wait_seconds"),
+        ("cache_s", "cache_seconds"),
+        ("target_forward_passes", "model_passes"),
+    ):
         assert new in stats and old in stats and stats[new] == stats[old], new

@@ -27,7 +27,14 @@ def test_generate_json_contract(capsys, checkpoint):
     assert set(out) >= {"text", "token_ids", "prompt_token_ids", "stats"}
     assert out["prompt_token_ids"] == model.encode("The quick brown fox")
     assert len(out["token_ids"]) == 12
-    for key in ("verify_steps", "drafted_tokens", "accepted_tokens", "mean_accepted_tokens", "target_forward_passes", "wall_s"):
+    for key in (
+        "verify_steps",
+        "drafted_tokens",
+        "accepted_tokens",
+        "mean_accepted_tokens",
+        "target_forward_passes",
+        "wall_s",
+    ):
         assert key in out["stats"]
     assert out["stats"]["drafted_tokens"] == 0 and out["stats"]["target_forward_passes"] == 12
     expected = SpeculativeGenerator(model).generate(out["prompt_token_ids"], None, GenerationConfig(max_new_tokens=12))
@@ -37,14 +44,29 @@ def test_generate_json_contract(capsys, checkpoint):
 def test_drafters_give_identical_output(capsys, checkpoint):
     path, _ = checkpoint
     prompt = "The dog sleeps. The dog sleeps. The dog"
-    outs = [run_json(capsys, "--model", str(path), "--max-new-tokens", "16", "--drafter", d, prompt) for d in ("none", "prompt-lookup", f"model:{path}")]
+    outs = [
+        run_json(capsys, "--model", str(path), "--max-new-tokens", "16", "--drafter", d, prompt)
+        for d in ("none", "prompt-lookup", f"model:{path}")
+    ]
     assert outs[0]["token_ids"] == outs[1]["token_ids"] == outs[2]["token_ids"]
     assert outs[2]["stats"]["accepted_tokens"] == outs[2]["stats"]["drafted_tokens"]  # the same model drafting
 
 
 def test_sampling_is_reproducible_with_a_seed(capsys, checkpoint):
     path, _ = checkpoint
-    args = ["--model", str(path), "--max-new-tokens", "10", "--temperature", "1.0", "--top-p", "0.9", "--seed", "7", "hello"]
+    args = [
+        "--model",
+        str(path),
+        "--max-new-tokens",
+        "10",
+        "--temperature",
+        "1.0",
+        "--top-p",
+        "0.9",
+        "--seed",
+        "7",
+        "hello",
+    ]
     assert run_json(capsys, *args)["token_ids"] == run_json(capsys, *args)["token_ids"]
 
 
@@ -53,7 +75,9 @@ def test_plain_text_output_and_stdin(capsys, checkpoint, monkeypatch):
     monkeypatch.setattr(sys, "stdin", __import__("io").StringIO("The quick brown fox"))
     assert main(["generate", "--device", "cpu", "--model", str(path), "--max-new-tokens", "5", "-"]) == 0
     text = capsys.readouterr().out
-    expected = SpeculativeGenerator(model).generate(model.encode("The quick brown fox"), None, GenerationConfig(max_new_tokens=5))
+    expected = SpeculativeGenerator(model).generate(
+        model.encode("The quick brown fox"), None, GenerationConfig(max_new_tokens=5)
+    )
     assert text == expected.text + "\n"
 
 
@@ -72,8 +96,12 @@ def test_bad_arguments_get_a_clear_error(capsys, checkpoint, args, message):
     assert message in capsys.readouterr().err
 
 
-SCHEMA = {"type": "object", "properties": {"ok": {"type": "boolean"}, "size": {"enum": ["small", "large"]}},
-          "required": ["ok", "size"], "additionalProperties": False}
+SCHEMA = {
+    "type": "object",
+    "properties": {"ok": {"type": "boolean"}, "size": {"enum": ["small", "large"]}},
+    "required": ["ok", "size"],
+    "additionalProperties": False,
+}
 
 
 @pytest.mark.parametrize("drafter", ["none", "prompt-lookup"])
@@ -83,7 +111,18 @@ def test_json_schema_constrains_the_answer(capsys, checkpoint, tmp_path, drafter
     path, model = checkpoint
     schema_file = tmp_path / "schema.json"
     schema_file.write_text(json.dumps(SCHEMA))
-    out = run_json(capsys, "--model", str(path), "--max-new-tokens", "40", "--drafter", drafter, "--json-schema", str(schema_file), "The dog is")
+    out = run_json(
+        capsys,
+        "--model",
+        str(path),
+        "--max-new-tokens",
+        "40",
+        "--drafter",
+        drafter,
+        "--json-schema",
+        str(schema_file),
+        "The dog is",
+    )
     config = GenerationConfig(max_new_tokens=40, constraint=Constraint.json_schema(SCHEMA))
     expected = SpeculativeGenerator(model).generate(out["prompt_token_ids"], None, config)
     assert out["token_ids"] == expected.token_ids and out["text"] == expected.text
@@ -92,11 +131,17 @@ def test_json_schema_constrains_the_answer(capsys, checkpoint, tmp_path, drafter
     assert out["text"] == json.dumps(answer) and out["finish_reason"] == "stop"
 
 
-@pytest.mark.parametrize("content, message", [
-    (None, "cannot read the JSON schema file {file}: No such file or directory"),
-    ('{"type": "object",', "the JSON schema file {file} is not valid JSON: "),
-    ('{"type": "object", "properties": {"age": {"type": "integr"}}}', "the JSON schema file {file}: invalid schema at /properties/age/type"),
-])
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        (None, "cannot read the JSON schema file {file}: No such file or directory"),
+        ('{"type": "object",', "the JSON schema file {file} is not valid JSON: "),
+        (
+            '{"type": "object", "properties": {"age": {"type": "integr"}}}',
+            "the JSON schema file {file}: invalid schema at /properties/age/type",
+        ),
+    ],
+)
 def test_a_bad_json_schema_file_is_named_in_the_error(capsys, checkpoint, tmp_path, content, message):
     path, _ = checkpoint
     schema_file = tmp_path / "schema.json"
@@ -107,17 +152,23 @@ def test_a_bad_json_schema_file_is_named_in_the_error(capsys, checkpoint, tmp_pa
 
 
 def test_help_explains_the_commands():
-    out = subprocess.run([sys.executable, "-m", "specdraft.apps.cli", "--help"], capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-m", "specdraft.apps.cli", "--help"], capture_output=True, text=True, check=True
+    ).stdout
     for word in ("generate", "serve", "bench", "models"):
         assert word in out
 
 
 @pytest.mark.slow
 def test_console_script_on_the_embedded_default_model():
-    exe = __import__("shutil").which("specdraft") or str(__import__("pathlib").Path(sys.executable).parent / "specdraft")
+    exe = __import__("shutil").which("specdraft") or str(
+        __import__("pathlib").Path(sys.executable).parent / "specdraft"
+    )
     proc = subprocess.run(
         [exe, "generate", "--json", "--chat", "--max-new-tokens", "16", "Say hello."],
-        capture_output=True, text=True, timeout=600,
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)

@@ -80,7 +80,9 @@ def test_text_output_from_every_source(capsys, checkpoint, reference, monkeypatc
         (["--file", "{binary}"], "", "not UTF-8 text"),
     ],
 )
-def test_bad_input_gets_exit_code_2_and_a_clear_message(capsys, checkpoint, monkeypatch, tmp_path, args, stdin, message):
+def test_bad_input_gets_exit_code_2_and_a_clear_message(
+    capsys, checkpoint, monkeypatch, tmp_path, args, stdin, message
+):
     binary = tmp_path / "binary.bin"
     binary.write_bytes(b"\xff\xfe\x00abc")
     monkeypatch.setattr(sys, "stdin", io.StringIO(stdin))
@@ -102,7 +104,9 @@ def test_an_answer_that_fails_the_check_is_printed_and_the_reasons_told_on_stder
     code, out, err = correct(capsys, checkpoint, TEXT)
     assert code == 0
     assert out == reference.corrected + "\n"  # the model's answer, as it wrote it
-    assert f"specdraft: warning: {checkpoint[0]}'s answer is not a reliable correction: " in err  # after the loading bar
+    assert (
+        f"specdraft: warning: {checkpoint[0]}'s answer is not a reliable correction: " in err
+    )  # after the loading bar
     assert all(warning in err for warning in reference.quality.warnings)
     out = correct_json(capsys, checkpoint, TEXT)
     assert out["quality"]["ok"] is False and out["quality"]["warnings"] == list(reference.quality.warnings)

@@ -16,10 +16,27 @@ from specdraft.apps.cli.entry_point import main  # noqa: E402
 def test_edge_prints_the_servers_greedy_output_as_json(tiny_checkpoint, tmp_path, capsys):
     path, model = tiny_checkpoint
     prompt = "The quick brown fox"
-    want = SpeculativeGenerator(model).generate(model.encode(prompt), None, GenerationConfig(max_new_tokens=12, ignore_eos=True))
+    want = SpeculativeGenerator(model).generate(
+        model.encode(prompt), None, GenerationConfig(max_new_tokens=12, ignore_eos=True)
+    )
     with edge_server(model, tmp_path) as url:
-        code = main(["edge", "--server", url, "--key", KEY, "--draft-model", str(path), "--backend", "transformers",
-                     "--max-new-tokens", "12", "--json", prompt])
+        code = main(
+            [
+                "edge",
+                "--server",
+                url,
+                "--key",
+                KEY,
+                "--draft-model",
+                str(path),
+                "--backend",
+                "transformers",
+                "--max-new-tokens",
+                "12",
+                "--json",
+                prompt,
+            ]
+        )
     assert code == 0
     out = json.loads(capsys.readouterr().out)
     n = len(out["token_ids"])
@@ -32,7 +49,20 @@ def test_edge_prints_the_servers_greedy_output_as_json(tiny_checkpoint, tmp_path
 def test_a_wrong_key_is_a_clear_error(tiny_checkpoint, tmp_path, capsys):
     path, model = tiny_checkpoint
     with edge_server(model, tmp_path) as url:
-        code = main(["edge", "--server", url, "--key", "wrong-key-0123456789abcdef", "--draft-model", str(path), "--backend", "transformers", "hi"])
+        code = main(
+            [
+                "edge",
+                "--server",
+                url,
+                "--key",
+                "wrong-key-0123456789abcdef",
+                "--draft-model",
+                str(path),
+                "--backend",
+                "transformers",
+                "hi",
+            ]
+        )
     assert code == 2 and "refused" in capsys.readouterr().err
 
 

@@ -10,7 +10,10 @@ import sys
 
 import pytest
 
-sys.path[:0] = [os.path.join(os.path.dirname(__file__), "..", "edge"), os.path.join(os.path.dirname(__file__), "service")]
+sys.path[:0] = [
+    os.path.join(os.path.dirname(__file__), "..", "edge"),
+    os.path.join(os.path.dirname(__file__), "service"),
+]
 
 from chat_checkpoint import save_chat_checkpoint  # noqa: E402
 from edge_support import KEY, edge_server  # noqa: E402
@@ -27,8 +30,26 @@ def chat_checkpoint(tmp_path_factory, tokenizer):
 
 
 def chat(url, path, turns, *extra, timeout=60.0):
-    command = [sys.executable, "-m", "specdraft.apps.cli", "edge", "--server", url, "--key", KEY, "--draft-model", str(path),
-               "--backend", "transformers", "--max-new-tokens", "10", "--timeout", str(timeout), "--chat", *extra]
+    command = [
+        sys.executable,
+        "-m",
+        "specdraft.apps.cli",
+        "edge",
+        "--server",
+        url,
+        "--key",
+        KEY,
+        "--draft-model",
+        str(path),
+        "--backend",
+        "transformers",
+        "--max-new-tokens",
+        "10",
+        "--timeout",
+        str(timeout),
+        "--chat",
+        *extra,
+    ]
     return subprocess.run(command, input=turns, capture_output=True, text=True, timeout=300)
 
 
@@ -36,7 +57,11 @@ def greedy_answers(model, turns, max_new_tokens=10):
     messages, answers = [], []
     for turn in turns:
         messages.append({"role": "user", "content": turn})
-        answer = SpeculativeGenerator(model).generate(model.encode_chat(messages), None, GenerationConfig(max_new_tokens=max_new_tokens)).text
+        answer = (
+            SpeculativeGenerator(model)
+            .generate(model.encode_chat(messages), None, GenerationConfig(max_new_tokens=max_new_tokens))
+            .text
+        )
         messages.append({"role": "assistant", "content": answer})
         answers.append(answer)
     return answers

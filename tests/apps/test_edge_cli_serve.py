@@ -14,7 +14,10 @@ import urllib.request
 import openai
 import pytest
 
-sys.path[:0] = [os.path.join(os.path.dirname(__file__), "..", "edge"), os.path.join(os.path.dirname(__file__), "service")]
+sys.path[:0] = [
+    os.path.join(os.path.dirname(__file__), "..", "edge"),
+    os.path.join(os.path.dirname(__file__), "service"),
+]
 
 from chat_checkpoint import save_chat_checkpoint  # noqa: E402
 from edge_support import KEY, edge_server  # noqa: E402
@@ -33,7 +36,12 @@ def free_port() -> int:
 
 def start(command, port, wait_s=600):
     """Run ``command`` (a specdraft CLI call); return once ``/healthz`` on ``port`` answers."""
-    process = subprocess.Popen([sys.executable, "-m", "specdraft.apps.cli", *command], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "specdraft.apps.cli", *command],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     deadline = time.monotonic() + wait_s
     while True:
         try:
@@ -64,15 +72,40 @@ def chat_checkpoint(tmp_path_factory, tokenizer):
 
 def test_edge_serve_answers_the_openai_sdk_with_the_servers_greedy_output(chat_checkpoint, tmp_path):
     path, model = chat_checkpoint
-    want = SpeculativeGenerator(model).generate(model.encode_chat(QUESTION), None, GenerationConfig(max_new_tokens=12)).text
+    want = (
+        SpeculativeGenerator(model)
+        .generate(model.encode_chat(QUESTION), None, GenerationConfig(max_new_tokens=12))
+        .text
+    )
     port = free_port()
     with edge_server(model, tmp_path) as url:
-        laptop = start(["edge", "serve", "--server", url, "--key", KEY, "--draft-model", str(path), "--backend", "transformers",
-                        "--timeout", "60", "--port", str(port)], port)
+        laptop = start(
+            [
+                "edge",
+                "serve",
+                "--server",
+                url,
+                "--key",
+                KEY,
+                "--draft-model",
+                str(path),
+                "--backend",
+                "transformers",
+                "--timeout",
+                "60",
+                "--port",
+                str(port),
+            ],
+            port,
+        )
         try:
-            with openai.OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key="unused", max_retries=0, timeout=120) as client:
+            with openai.OpenAI(
+                base_url=f"http://127.0.0.1:{port}/v1", api_key="unused", max_retries=0, timeout=120
+            ) as client:
                 answer = client.chat.completions.create(model="gpt-4o-mini", messages=QUESTION, max_tokens=12)
-                streamed = list(client.chat.completions.create(model="x", messages=QUESTION, max_tokens=12, stream=True))
+                streamed = list(
+                    client.chat.completions.create(model="x", messages=QUESTION, max_tokens=12, stream=True)
+                )
         finally:
             stop(laptop)
     assert answer.choices[0].message.content == want
@@ -84,9 +117,28 @@ def test_edge_serve_answers_the_openai_sdk_with_the_servers_greedy_output(chat_c
 def test_edge_serve_stops_at_start_on_a_refused_key(chat_checkpoint, tmp_path):
     path, model = chat_checkpoint
     with edge_server(model, tmp_path) as url:
-        done = subprocess.run([sys.executable, "-m", "specdraft.apps.cli", "edge", "serve", "--server", url, "--key", "wrong-key-0123456789abcdef",
-                               "--draft-model", str(path), "--backend", "transformers", "--port", str(free_port())],
-                              capture_output=True, text=True, timeout=300)
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "specdraft.apps.cli",
+                "edge",
+                "serve",
+                "--server",
+                url,
+                "--key",
+                "wrong-key-0123456789abcdef",
+                "--draft-model",
+                str(path),
+                "--backend",
+                "transformers",
+                "--port",
+                str(free_port()),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
     assert done.returncode == 2 and "refused" in done.stderr
 
 
@@ -100,17 +152,57 @@ def test_edge_serve_with_smollm2_served_and_its_gguf_drafting(tmp_path):
     keys = tmp_path / "keys"
     keys.write_text(KEY + "\n")
     server_port, laptop_port = free_port(), free_port()
-    server = start(["serve", "--model", "smollm2-135m", "--backend", "transformers", "--dtype", "float32", "--device", "cpu",
-                    "--drafter", "none", "--edge", "--api-key-file", str(keys), "--port", str(server_port)], server_port, wait_s=900)
+    server = start(
+        [
+            "serve",
+            "--model",
+            "smollm2-135m",
+            "--backend",
+            "transformers",
+            "--dtype",
+            "float32",
+            "--device",
+            "cpu",
+            "--drafter",
+            "none",
+            "--edge",
+            "--api-key-file",
+            str(keys),
+            "--port",
+            str(server_port),
+        ],
+        server_port,
+        wait_s=900,
+    )
     try:
-        laptop = start(["edge", "serve", "--server", f"http://127.0.0.1:{server_port}", "--key", KEY, "--timeout", "300",
-                        "--port", str(laptop_port)], laptop_port, wait_s=900)
+        laptop = start(
+            [
+                "edge",
+                "serve",
+                "--server",
+                f"http://127.0.0.1:{server_port}",
+                "--key",
+                KEY,
+                "--timeout",
+                "300",
+                "--port",
+                str(laptop_port),
+            ],
+            laptop_port,
+            wait_s=900,
+        )
         try:
             messages = [{"role": "user", "content": "Write a haiku about the sea."}]
-            with openai.OpenAI(base_url=f"http://127.0.0.1:{laptop_port}/v1", api_key="unused", max_retries=0, timeout=900) as client:
+            with openai.OpenAI(
+                base_url=f"http://127.0.0.1:{laptop_port}/v1", api_key="unused", max_retries=0, timeout=900
+            ) as client:
                 answer = client.chat.completions.create(model="smollm2-135m", messages=messages, max_tokens=24)
-            with openai.OpenAI(base_url=f"http://127.0.0.1:{server_port}/v1", api_key=KEY, max_retries=0, timeout=900) as client:
-                own = client.chat.completions.create(model="smollm2-135m", messages=messages, max_tokens=24, extra_body={"drafter": "none"})
+            with openai.OpenAI(
+                base_url=f"http://127.0.0.1:{server_port}/v1", api_key=KEY, max_retries=0, timeout=900
+            ) as client:
+                own = client.chat.completions.create(
+                    model="smollm2-135m", messages=messages, max_tokens=24, extra_body={"drafter": "none"}
+                )
         finally:
             stop(laptop)
     finally:
@@ -118,5 +210,17 @@ def test_edge_serve_with_smollm2_served_and_its_gguf_drafting(tmp_path):
     assert answer.choices[0].message.content == own.choices[0].message.content
     speculation = answer.model_extra["speculation"]
     assert speculation["unverified_tokens"] == 0 and speculation["verified_per_round_trip"] > 1
-    print("edge serve, smollm2-135m float32 served, its GGUF drafting:", {k: speculation[k] for k in
-          ("generated_tokens", "round_trips", "server_forward_passes", "server_passes_per_token", "verified_per_round_trip", "tokens_per_s")})
+    print(
+        "edge serve, smollm2-135m float32 served, its GGUF drafting:",
+        {
+            k: speculation[k]
+            for k in (
+                "generated_tokens",
+                "round_trips",
+                "server_forward_passes",
+                "server_passes_per_token",
+                "verified_per_round_trip",
+                "tokens_per_s",
+            )
+        },
+    )

@@ -13,7 +13,11 @@ from specdraft.retrieval.embedder import Embedder, EmbedderConfig
 from specdraft.retrieval.index import DocumentIndex
 
 DOCS = [
-    {"id": "cats", "text": "Cats sleep most of the day. A cat purrs when it is content.", "metadata": {"topic": "pets"}},
+    {
+        "id": "cats",
+        "text": "Cats sleep most of the day. A cat purrs when it is content.",
+        "metadata": {"topic": "pets"},
+    },
     {"id": "rust", "text": "Rust programs are compiled. The borrow checker prevents data races."},
     {"id": "tea", "text": "Green tea is steeped in hot water for two minutes."},
 ]
@@ -34,7 +38,14 @@ def tiny_embedding_model(tmp_path_factory) -> Path:
     (root / "vocab.txt").write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *words]) + "\n")
     tokenizer = BertTokenizerFast(vocab_file=str(root / "vocab.txt"))
     torch.manual_seed(0)
-    config = BertConfig(vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=1, num_attention_heads=2, intermediate_size=64, max_position_embeddings=128)
+    config = BertConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=128,
+    )
     BertModel(config).save_pretrained(root / "bert")
     tokenizer.save_pretrained(root / "bert")
     transformer = models.Transformer(str(root / "bert"), max_seq_length=128)
@@ -43,7 +54,9 @@ def tiny_embedding_model(tmp_path_factory) -> Path:
 
 
 def write_jsonl(path: Path, lines: list) -> Path:
-    path.write_text("".join((line if isinstance(line, str) else json.dumps(line)) + "\n" for line in lines), encoding="utf-8")
+    path.write_text(
+        "".join((line if isinstance(line, str) else json.dumps(line)) + "\n" for line in lines), encoding="utf-8"
+    )
     return path
 
 
@@ -54,7 +67,17 @@ def run(capsys, *argv) -> tuple[int, str]:
 
 def build(capsys, tmp_path, model, docs=DOCS, *extra) -> tuple[int, str, Path]:
     out = tmp_path / "ix"
-    code, err = run(capsys, "build", "--docs", write_jsonl(tmp_path / "docs.jsonl", docs), "--out", out, "--embedding-model", model, *extra)
+    code, err = run(
+        capsys,
+        "build",
+        "--docs",
+        write_jsonl(tmp_path / "docs.jsonl", docs),
+        "--out",
+        out,
+        "--embedding-model",
+        model,
+        *extra,
+    )
     return code, err, out
 
 
@@ -145,7 +168,13 @@ def test_build_refuses_a_folder_that_is_not_an_index(capsys, tmp_path, tiny_embe
     assert (tmp_path / "ix" / "mine.txt").read_text() == "keep me"
 
 
-@pytest.mark.parametrize("extra, message", [(["--chunk-words", "0"], "chunk_words must be"), (["--chunk-words", "10", "--chunk-overlap", "10"], "must be smaller")])
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (["--chunk-words", "0"], "chunk_words must be"),
+        (["--chunk-words", "10", "--chunk-overlap", "10"], "must be smaller"),
+    ],
+)
 def test_bad_options_exit_2(capsys, tmp_path, tiny_embedding_model, extra, message):
     code, err, out = build(capsys, tmp_path, tiny_embedding_model, DOCS, *extra)
     assert code == 2 and message in err and not out.exists()
@@ -181,7 +210,9 @@ def test_build_and_add_with_the_packaged_embedder(capsys, tmp_path):
 def test_a_relative_model_path_is_recorded_absolute(capsys, tmp_path, tiny_embedding_model, monkeypatch):
     monkeypatch.chdir(tiny_embedding_model.parent)
     docs = write_jsonl(tmp_path / "docs.jsonl", DOCS)
-    code, err = run(capsys, "build", "--docs", docs, "--out", tmp_path / "ix", "--embedding-model", tiny_embedding_model.name)
+    code, err = run(
+        capsys, "build", "--docs", docs, "--out", tmp_path / "ix", "--embedding-model", tiny_embedding_model.name
+    )
     assert code == 0, err
     monkeypatch.chdir(tmp_path)
     index = DocumentIndex.load(tmp_path / "ix")  # the embedder recorded in the manifest

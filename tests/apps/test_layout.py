@@ -92,12 +92,20 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
 
 
 def crossings(graph: dict[str, set[str]], source: str | None, targets: tuple[str | None, ...]) -> list[str]:
-    return sorted(f"{a} -> {b}" for a, edges in graph.items() if deliverable(a) == source for b in edges if deliverable(b) in targets and deliverable(b) != source)
+    return sorted(
+        f"{a} -> {b}"
+        for a, edges in graph.items()
+        if deliverable(a) == source
+        for b in edges
+        if deliverable(b) in targets and deliverable(b) != source
+    )
 
 
 def test_the_graph_sees_lazy_and_relative_imports():
     graph = import_graph()
-    assert {"specdraft.apps.cli", "specdraft.apps.service", "specdraft.apps.bench", "specdraft.apps.model_pool"} <= set(graph)
+    assert {"specdraft.apps.cli", "specdraft.apps.service", "specdraft.apps.bench", "specdraft.apps.model_pool"} <= set(
+        graph
+    )
     assert "specdraft.apps.bench.suite" in graph["specdraft.apps.bench.rag_suites"]  # from .suite import ...
     assert "specdraft.apps.bench.rag_suites" in graph["specdraft.apps.bench.suites"]  # inside build()
     assert "specdraft.apps.service" in graph["specdraft.apps.cli.entry_point"]  # inside _serve()

@@ -28,5 +28,7 @@ def test_documents_builds_the_reference_drafter_over_the_prompt_passages(tiny_mo
     assert isinstance(drafter, ReferenceDrafter)
     assert drafter.index.num_sequences == 3  # "Context:", the passage, the question
     assert spec.build(pool, tiny_model, GREEDY) is None  # no texts: no passages, plain decoding
-    assert isinstance(DrafterSpec.parse("prompt-lookup").build(pool, tiny_model, GREEDY, None, ["ignored"]), PromptLookupDrafter)
+    assert isinstance(
+        DrafterSpec.parse("prompt-lookup").build(pool, tiny_model, GREEDY, None, ["ignored"]), PromptLookupDrafter
+    )
     assert DrafterSpec.parse("none").build(pool, tiny_model, GREEDY, None, ["ignored"]) is None

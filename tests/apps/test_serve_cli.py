@@ -20,7 +20,12 @@ def free_port() -> int:
 
 
 def serve(*args):
-    return subprocess.run([sys.executable, "-m", "specdraft.apps.cli", "serve", "--lazy", *args], capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "specdraft.apps.cli", "serve", "--lazy", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def test_binding_another_address_without_keys_is_refused_with_a_clear_message():
@@ -52,8 +57,25 @@ def test_serve_runs_waitress_and_requires_keys_when_given(tiny_checkpoint, tmp_p
     keys.write_text(f"{KEY} read\n")
     port = free_port()
     process = subprocess.Popen(
-        [sys.executable, "-m", "specdraft.apps.cli", "serve", "--model", str(path), "--device", "cpu", "--port", str(port), "--api-key-file", str(keys), "--index-root", str(tmp_path / "idx")],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        [
+            sys.executable,
+            "-m",
+            "specdraft.apps.cli",
+            "serve",
+            "--model",
+            str(path),
+            "--device",
+            "cpu",
+            "--port",
+            str(port),
+            "--api-key-file",
+            str(keys),
+            "--index-root",
+            str(tmp_path / "idx"),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     base = f"http://127.0.0.1:{port}"
     try:
@@ -79,5 +101,10 @@ def test_serve_runs_waitress_and_requires_keys_when_given(tiny_checkpoint, tmp_p
 
 
 def test_a_model_that_cannot_be_loaded_is_a_clear_error_not_a_traceback():
-    done = subprocess.run([sys.executable, "-m", "specdraft.apps.cli", "serve", "--model", "/nonexistent", "--port", str(free_port())], capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "specdraft.apps.cli", "serve", "--model", "/nonexistent", "--port", str(free_port())],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 2 and "specdraft: error:" in done.stderr and "Traceback" not in done.stderr

@@ -21,9 +21,14 @@ def test_batching_is_off_by_default_and_the_gate_keeps_its_default():
 
 def test_batch_verify_raises_the_gate_to_the_batch_size_unless_told_otherwise():
     config = config_of("--batch-verify")
-    assert config["batch_verify"] == VerifyBatchConfig() and config["limits"].max_concurrent == VerifyBatchConfig().max_batch
+    assert (
+        config["batch_verify"] == VerifyBatchConfig()
+        and config["limits"].max_concurrent == VerifyBatchConfig().max_batch
+    )
     config = config_of("--batch-verify", "--batch-max", "4", "--batch-window-ms", "2")
-    assert config["batch_verify"] == VerifyBatchConfig(window_ms=2, max_batch=4) and config["limits"].max_concurrent == 4
+    assert (
+        config["batch_verify"] == VerifyBatchConfig(window_ms=2, max_batch=4) and config["limits"].max_concurrent == 4
+    )
     assert config_of("--batch-verify", "--max-concurrent", "3")["limits"].max_concurrent == 3
     assert config_of("--max-concurrent", "5")["limits"].max_concurrent == 5
 
@@ -33,4 +38,3 @@ def test_bad_batch_settings_and_other_backends_are_refused():
         config_of("--batch-verify", "--batch-max", "1")
     with pytest.raises(ValueError, match="transformers backend"):
         ServiceConfig(backend="llama-cpp", batch_verify=VerifyBatchConfig())
-

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from specdraft import ModelConfig, load_model
-from specdraft.backends import BACKENDS, _LOADERS
+from specdraft.backends import _LOADERS, BACKENDS
 from specdraft.backends.engine import EngineConfig, EngineModel, EngineTarget
 from specdraft.prefix_cache import PrefixCache, PrefixCacheConfig
 from specdraft.session import SessionsUnavailableError
@@ -20,7 +20,11 @@ def test_the_config_names_the_backend_and_the_model_run_here():
     assert ModelConfig("a/b").resolved_backend == "transformers"
     assert ModelConfig("x.GGUF").resolved_backend == "llama-cpp"
     engine = ModelConfig("m.gguf", backend="engine", engine=EngineConfig("http://h:1", "llama-cpp-server"))
-    assert engine.resolved_backend == "engine" and engine.local.resolved_backend == "llama-cpp" and engine.local.engine is None
+    assert (
+        engine.resolved_backend == "engine"
+        and engine.local.resolved_backend == "llama-cpp"
+        and engine.local.engine is None
+    )
     assert ModelConfig("m", backend="engine", engine=EngineConfig("http://h:1")).local.backend == "auto"
     assert ModelConfig("m", backend="llama-cpp").local.backend == "llama-cpp"
     with pytest.raises(ValueError, match="engine backend"):

@@ -15,8 +15,14 @@ ITEMS = [
 
 
 def row(source, reference, corrected, hit_limit=False):
-    return {"source": source, "reference": reference, "corrected": corrected,
-            "quality": check_answer(source, corrected, hit_limit).to_dict(), "generated_tokens": 10, "wall_s": 0.5}
+    return {
+        "source": source,
+        "reference": reference,
+        "corrected": corrected,
+        "quality": check_answer(source, corrected, hit_limit).to_dict(),
+        "generated_tokens": 10,
+        "wall_s": 0.5,
+    }
 
 
 def test_summary_counts_drops_flags_and_scores():
@@ -61,4 +67,9 @@ def test_rows_are_the_correctors_answers(tiny_model):
         assert got["corrected"] == expected.corrected
         assert got["quality"] == expected.quality.to_dict()
         assert got["generated_tokens"] == len(expected.token_ids)
-        assert (got["id"], got["source"], got["reference"], got["errors"]) == (item.id, item.source, item.reference, ["agreement"])
+        assert (got["id"], got["source"], got["reference"], got["errors"]) == (
+            item.id,
+            item.source,
+            item.reference,
+            ["agreement"],
+        )

@@ -14,8 +14,16 @@ from specdraft.apps.bench import datasets
 from specdraft.apps.bench.runner import summarize
 
 PASSAGES = [
-    {"id": "p/fox", "text": "The quick brown fox jumps over the lazy dog. The dog sleeps all day.", "question": "What does the fox jump over?"},
-    {"id": "p/code", "text": "def add(a, b): return a + b. The function adds two numbers.", "question": "What does add do?"},
+    {
+        "id": "p/fox",
+        "text": "The quick brown fox jumps over the lazy dog. The dog sleeps all day.",
+        "question": "What does the fox jump over?",
+    },
+    {
+        "id": "p/code",
+        "text": "def add(a, b): return a + b. The function adds two numbers.",
+        "question": "What does add do?",
+    },
 ]
 CHAT_TEMPLATE = (
     "{% for m in messages %}<|{{ m['role'] }}|>{{ m['content'] }}\n{% endfor %}"

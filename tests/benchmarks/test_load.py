@@ -11,12 +11,17 @@ from benchmarks.load_client import Outcome, check_loopback
 from benchmarks.load_report import mode_summary, percentile, ratio_summary, ratios
 from benchmarks.load_requests import KINDS, MODES, PLAIN, SPECULATIVE, load_requests
 
-@pytest.mark.parametrize("url", ["http://127.0.0.1:8000", "http://localhost:8000/", "http://[::1]:9", "http://127.3.2.1"])
+
+@pytest.mark.parametrize(
+    "url", ["http://127.0.0.1:8000", "http://localhost:8000/", "http://[::1]:9", "http://127.3.2.1"]
+)
 def test_loopback_urls_are_accepted(url):
     assert check_loopback(url) == url.rstrip("/")
 
 
-@pytest.mark.parametrize("url", ["http://10.0.0.5:8000", "http://example.com", "http://0.0.0.0:8000", "ftp://127.0.0.1", "127.0.0.1:8000"])
+@pytest.mark.parametrize(
+    "url", ["http://10.0.0.5:8000", "http://example.com", "http://0.0.0.0:8000", "ftp://127.0.0.1", "127.0.0.1:8000"]
+)
 def test_other_hosts_are_refused(url):
     with pytest.raises(ValueError):
         check_loopback(url)
@@ -32,7 +37,19 @@ def test_segments_alternate_the_modes_so_drift_falls_on_both():
     assert LoadConfig(segments=3, modes=(PLAIN,)).segment_modes() == [PLAIN] * 3
 
 
-@pytest.mark.parametrize("field, value", [("clients", 0), ("clients", 65), ("duration_s", 0.0), ("duration_s", 3601.0), ("max_requests", 0), ("modes", ()), ("modes", ("fast",)), ("modes", (PLAIN, PLAIN))])
+@pytest.mark.parametrize(
+    "field, value",
+    [
+        ("clients", 0),
+        ("clients", 65),
+        ("duration_s", 0.0),
+        ("duration_s", 3601.0),
+        ("max_requests", 0),
+        ("modes", ()),
+        ("modes", ("fast",)),
+        ("modes", (PLAIN, PLAIN)),
+    ],
+)
 def test_the_load_is_bounded(field, value):
     with pytest.raises(ValueError):
         LoadConfig(**{field: value})
@@ -68,20 +85,36 @@ def test_429s_are_counted_apart_from_errors():
 
 def test_ratios_compare_the_medians_of_each_request_in_both_modes():
     def ok(request, mode, latency, wall, passes):
-        return Outcome(request, request.split("-")[0], mode, 0, 0.0, latency, 200, True, {"wall_s": wall, "target_forward_passes": passes})
+        return Outcome(
+            request,
+            request.split("-")[0],
+            mode,
+            0,
+            0.0,
+            latency,
+            200,
+            True,
+            {"wall_s": wall, "target_forward_passes": passes},
+        )
 
     outcomes = [
-        ok("chat-0", PLAIN, 4.0, 2.0, 20), ok("chat-0", PLAIN, 6.0, 2.0, 20), ok("chat-0", PLAIN, 100.0, 2.0, 20),  # median 6
+        ok("chat-0", PLAIN, 4.0, 2.0, 20),
+        ok("chat-0", PLAIN, 6.0, 2.0, 20),
+        ok("chat-0", PLAIN, 100.0, 2.0, 20),  # median 6
         ok("chat-0", SPECULATIVE, 3.0, 1.0, 10),
-        ok("rag-0", PLAIN, 2.0, 1.0, 10), ok("rag-0", SPECULATIVE, 4.0, 0.5, 11),
+        ok("rag-0", PLAIN, 2.0, 1.0, 10),
+        ok("rag-0", SPECULATIVE, 4.0, 0.5, 11),
         ok("grammar-0", SPECULATIVE, 1.0, 1.0, 5),  # only one mode: not compared
         Outcome("rag-0", "rag", PLAIN, 0, 0.0, 0.1, 429),  # not an answer
     ]
     found = ratios(outcomes)
-    assert found == {"latency": {"chat-0": 2.0, "rag-0": 0.5}, "generation": {"chat-0": 2.0, "rag-0": 2.0}, "passes": {"chat-0": 2.0, "rag-0": 0.9091}}
+    assert found == {
+        "latency": {"chat-0": 2.0, "rag-0": 0.5},
+        "generation": {"chat-0": 2.0, "rag-0": 2.0},
+        "passes": {"chat-0": 2.0, "rag-0": 0.9091},
+    }
     summary = ratio_summary(found["latency"])
     assert summary["min"] == 0.5 and summary["below_1"] == 1 and summary["median_by_kind"] == {"chat": 2.0, "rag": 0.5}
-
 
 
 def test_a_short_run_against_a_real_server_has_no_errors_but_429s_and_identical_answers(chat_checkpoint, tmp_path):
@@ -89,8 +122,18 @@ def test_a_short_run_against_a_real_server_has_no_errors_but_429s_and_identical_
     other answer is a 200 equal to the sequential one, in both modes; the files are written."""
     out = tmp_path / "load-tiny"
     argv = [
-        "--model", str(chat_checkpoint), "--clients", "3", "--minutes", "0.33", "--max-tokens", "12", "--out", str(out),
-        "--serve-arg=--max-concurrent=1", "--serve-arg=--max-queue=0",
+        "--model",
+        str(chat_checkpoint),
+        "--clients",
+        "3",
+        "--minutes",
+        "0.33",
+        "--max-tokens",
+        "12",
+        "--out",
+        str(out),
+        "--serve-arg=--max-concurrent=1",
+        "--serve-arg=--max-queue=0",
     ]
     assert main(argv) == 0
     report = json.loads((out / "load.json").read_text())

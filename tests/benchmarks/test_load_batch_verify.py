@@ -9,17 +9,33 @@ from benchmarks.load import main
 from benchmarks.load_concurrency import ConcurrencyConfig, markdown
 
 
-
 def test_a_short_comparison_runs_every_point_on_both_servers(chat_checkpoint, tmp_path):
     out = tmp_path / "concurrency-batched-tiny"
-    argv = ["--model", str(chat_checkpoint), "--concurrency", "1,3", "--limit", "4", "--max-tokens", "8", "--modes", "speculative",
-            "--compare-batch-verify", "--out", str(out)]
+    argv = [
+        "--model",
+        str(chat_checkpoint),
+        "--concurrency",
+        "1,3",
+        "--limit",
+        "4",
+        "--max-tokens",
+        "8",
+        "--modes",
+        "speculative",
+        "--compare-batch-verify",
+        "--out",
+        str(out),
+    ]
     status = main(argv)
     report = json.loads((out / "concurrency.json").read_text())
     assert report["servers"] == ["alone", "batched"] and "--batch-verify" in report["server"]
     assert report["server"].count("--max-concurrent=8") == 2  # the same gate on both servers
     runs = [(p["clients"], p["mode"], p["server"]) for p in report["points"]]
-    assert sorted(runs) == sorted((c, m, s) for c, m in ConcurrencyConfig(levels=(1, 3), modes=("speculative",)).points() for s in ("alone", "batched"))
+    assert sorted(runs) == sorted(
+        (c, m, s)
+        for c, m in ConcurrencyConfig(levels=(1, 3), modes=("speculative",)).points()
+        for s in ("alone", "batched")
+    )
     assert runs[0][2] == "alone" and runs[2][2] == "batched"  # the server order alternates from point to point
     assert report["sequential"]["same_on_every_server"] is True  # requests alone never batch: the same answers
     for point in report["points"]:

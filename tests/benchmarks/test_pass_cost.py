@@ -8,8 +8,30 @@ from benchmarks.pass_cost import main
 
 def test_it_prints_eager_and_fast_pass_costs_by_width(tmp_path, capsys):
     out = tmp_path / "pass_cost.json"
-    assert main(["--fast-path", "--arch", "tiny", "--device", "cpu", "--context", "12", "--widths", "1,3,8",
-                 "--reps", "1", "--warmup", "1", "--check-tokens", "24", "--json", str(out)]) == 0
+    assert (
+        main(
+            [
+                "--fast-path",
+                "--arch",
+                "tiny",
+                "--device",
+                "cpu",
+                "--context",
+                "12",
+                "--widths",
+                "1,3,8",
+                "--reps",
+                "1",
+                "--warmup",
+                "1",
+                "--check-tokens",
+                "24",
+                "--json",
+                str(out),
+            ]
+        )
+        == 0
+    )
     printed = capsys.readouterr().out
     assert "width  eager_ms   fast_ms  eager/fast" in printed and "eager: no CUDA" in printed
     report = json.loads(out.read_text())
@@ -22,6 +44,9 @@ def test_it_prints_eager_and_fast_pass_costs_by_width(tmp_path, capsys):
 
 
 def test_without_fast_path_it_measures_eager_only(capsys):
-    assert main(["--arch", "tiny", "--device", "cpu", "--context", "4", "--widths", "2", "--reps", "1", "--warmup", "0"]) == 0
+    assert (
+        main(["--arch", "tiny", "--device", "cpu", "--context", "4", "--widths", "2", "--reps", "1", "--warmup", "0"])
+        == 0
+    )
     printed = capsys.readouterr().out
     assert "eager only" in printed and "fast_ms" not in printed

@@ -24,8 +24,14 @@ def test_cold_and_warm_prefills_of_requests_sharing_a_prefix(tokenizer, tmp_path
     [summary] = summarize(rows)
     assert summary["requests"] == 3 and summary["identical_rate"] == 1.0
     assert summary["mean_cached_tokens"] == round(sum(r.cached_tokens for r in rows) / 3, 1)
-    result = {"model": "tiny", "backend": "transformers", "max_new_tokens": 6, "summaries": [summary], "cache": cache.stats(),
-              "environment": {"processor": "x86_64", "threads": 1, "time": "now"}}
+    result = {
+        "model": "tiny",
+        "backend": "transformers",
+        "max_new_tokens": 6,
+        "summaries": [summary],
+        "cache": cache.stats(),
+        "environment": {"processor": "x86_64", "threads": 1, "time": "now"},
+    }
     assert "| s | 3 |" in markdown(result)
     plot(result, tmp_path / "results.png")
     assert (tmp_path / "results.png").stat().st_size > 0

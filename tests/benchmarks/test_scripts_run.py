@@ -9,7 +9,9 @@ import sys
 from pathlib import Path
 
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
-SCRIPTS = sorted(path for path in BENCHMARKS.glob("*.py") if 'if __name__ == "__main__":' in path.read_text(encoding="utf-8"))
+SCRIPTS = sorted(
+    path for path in BENCHMARKS.glob("*.py") if 'if __name__ == "__main__":' in path.read_text(encoding="utf-8")
+)
 
 DRIVER = """
 import contextlib, io, json, runpy, sys
@@ -29,9 +31,18 @@ print(json.dumps(helps))
 
 
 def test_every_script_prints_its_help(tmp_path):
-    assert {path.name for path in SCRIPTS} >= {"load.py", "pass_cost.py", "prefix_bench.py", "http_rag.py", "grammar_quality.py",
-                                                "datastore_lookup.py", "load_batch_probe.py"}
-    out = subprocess.run([sys.executable, "-c", DRIVER, *map(str, SCRIPTS)], cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert {path.name for path in SCRIPTS} >= {
+        "load.py",
+        "pass_cost.py",
+        "prefix_bench.py",
+        "http_rag.py",
+        "grammar_quality.py",
+        "datastore_lookup.py",
+        "load_batch_probe.py",
+    }
+    out = subprocess.run(
+        [sys.executable, "-c", DRIVER, *map(str, SCRIPTS)], cwd=tmp_path, capture_output=True, text=True, timeout=600
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     helps = json.loads(out.stdout.strip().splitlines()[-1])
     for path in SCRIPTS:

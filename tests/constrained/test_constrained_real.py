@@ -7,8 +7,8 @@ import json
 
 import jsonschema_rs
 import pytest
-
 from oracle import LenientOracle
+
 from specdraft import GenerationConfig, ModelConfig, NoDrafter, SpeculationConfig, SpeculativeGenerator, load_model
 from specdraft.constrained import Constraint
 from specdraft.drafters import PromptLookupDrafter
@@ -21,25 +21,46 @@ DOCUMENTS = [
     "Dr. Kenji Watanabe will present the results of the Osaka flood study on 2 May at the Tokyo Forum.",
 ]
 SCHEMAS = [
-    {"type": "object", "properties": {"people": {"type": "array", "items": {"type": "string"}, "maxItems": 3},
-     "organisations": {"type": "array", "items": {"type": "string"}, "maxItems": 3}, "year": {"anyOf": [{"type": "integer"}, {"type": "null"}]}},
-     "required": ["people", "organisations", "year"], "additionalProperties": False},
-    {"type": "object", "properties": {"summary": {"type": "string", "maxLength": 80}, "place": {"type": "string"}},
-     "required": ["summary", "place"], "additionalProperties": False},
+    {
+        "type": "object",
+        "properties": {
+            "people": {"type": "array", "items": {"type": "string"}, "maxItems": 3},
+            "organisations": {"type": "array", "items": {"type": "string"}, "maxItems": 3},
+            "year": {"anyOf": [{"type": "integer"}, {"type": "null"}]},
+        },
+        "required": ["people", "organisations", "year"],
+        "additionalProperties": False,
+    },
+    {
+        "type": "object",
+        "properties": {"summary": {"type": "string", "maxLength": 80}, "place": {"type": "string"}},
+        "required": ["summary", "place"],
+        "additionalProperties": False,
+    },
 ]
 MAX_NEW = 64
 
 
 def prompt(model, document, schema):
-    return model.encode_chat([{"role": "user", "content": f"Extract the record from the text as JSON matching this schema: {json.dumps(schema)}\n\nText: {document}"}])
+    return model.encode_chat(
+        [
+            {
+                "role": "user",
+                "content": f"Extract the record from the text as JSON matching this schema: {json.dumps(schema)}\n\nText: {document}",
+            }
+        ]
+    )
 
 
 def plain(model, ids, config):
     return SpeculativeGenerator(model, SpeculationConfig(grammar_drafts=False)).generate(ids, NoDrafter(), config)
 
 
-@pytest.fixture(scope="module", params=[("qwen2.5-coder-0.5b", "llama-cpp"), ("qwen2.5-coder-0.5b", "transformers"), ("smollm2-135m", "llama-cpp")],
-                ids=lambda p: f"{p[0]}-{p[1]}")
+@pytest.fixture(
+    scope="module",
+    params=[("qwen2.5-coder-0.5b", "llama-cpp"), ("qwen2.5-coder-0.5b", "transformers"), ("smollm2-135m", "llama-cpp")],
+    ids=lambda p: f"{p[0]}-{p[1]}",
+)
 def model(request):
     name, backend = request.param
     return load_model(ModelConfig(name, backend=backend, device="cpu"))
@@ -59,7 +80,11 @@ def test_speculative_constrained_greedy_is_plain_and_valid(model):
             if reference.finish_reason == "stop":
                 assert reference.token_ids[-1] in model.eos_token_ids
                 jsonschema_rs.validate(schema, json.loads(reference.text))
-            for drafter in (NoDrafter(), PromptLookupDrafter(), LenientOracle(ids + reference.token_ids, model.vocab_size, "partly")):
+            for drafter in (
+                NoDrafter(),
+                PromptLookupDrafter(),
+                LenientOracle(ids + reference.token_ids, model.vocab_size, "partly"),
+            ):
                 result = SpeculativeGenerator(model).generate(ids, drafter, config)
                 assert result.token_ids == reference.token_ids, (schema, document, type(drafter).__name__)
                 forced += result.stats.forced_tokens
@@ -69,7 +94,9 @@ def test_speculative_constrained_greedy_is_plain_and_valid(model):
 def test_speculative_constrained_sampling_is_plain_with_the_same_seed(model):
     schema = SCHEMAS[0]
     for seed in (0, 1):
-        config = GenerationConfig(max_new_tokens=48, constraint=Constraint.json_schema(schema), temperature=0.8, seed=seed)
+        config = GenerationConfig(
+            max_new_tokens=48, constraint=Constraint.json_schema(schema), temperature=0.8, seed=seed
+        )
         ids = prompt(model, DOCUMENTS[seed], schema)
         reference = plain(model, ids, config)
         result = SpeculativeGenerator(model).generate(ids, PromptLookupDrafter(), config)
@@ -78,7 +105,12 @@ def test_speculative_constrained_sampling_is_plain_with_the_same_seed(model):
 
 def test_json_mode_answers_an_object(model):
     ids = model.encode_chat([{"role": "user", "content": "Give the capital of France as a JSON object."}])
-    result = SpeculativeGenerator(model).generate(ids, PromptLookupDrafter(), GenerationConfig(max_new_tokens=48, constraint=Constraint.json_object()))
-    assert result.token_ids == plain(model, ids, GenerationConfig(max_new_tokens=48, constraint=Constraint.json_object())).token_ids
+    result = SpeculativeGenerator(model).generate(
+        ids, PromptLookupDrafter(), GenerationConfig(max_new_tokens=48, constraint=Constraint.json_object())
+    )
+    assert (
+        result.token_ids
+        == plain(model, ids, GenerationConfig(max_new_tokens=48, constraint=Constraint.json_object())).token_ids
+    )
     if result.finish_reason == "stop":
         assert isinstance(json.loads(result.text), dict)

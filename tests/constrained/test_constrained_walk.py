@@ -37,7 +37,9 @@ def test_a_draft_the_grammar_allows_is_accepted(compiler, tokenizer):
     a, b = single(tokenizer, "a"), single(tokenizer, "b")
     grammar = compiler.grammar(Constraint.regex("ab+"))
     draft = Draft.chain([a, b])
-    accepted = follow_constrained(draft, verify(draft, logits_for(len(tokenizer), [(a, None), (b, None), (b, None)])), grammar, TokenChooser(), 0)
+    accepted = follow_constrained(
+        draft, verify(draft, logits_for(len(tokenizer), [(a, None), (b, None), (b, None)])), grammar, TokenChooser(), 0
+    )
     assert accepted.path == (0, 1) and accepted.next_token == b
 
 

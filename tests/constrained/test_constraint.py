@@ -7,7 +7,11 @@ import pytest
 
 from specdraft.constrained import Constraint, ConstraintError, ConstraintLimits, from_response_format
 
-PERSON = {"type": "object", "properties": {"name": {"type": "string"}, "age": {"type": "integer"}}, "required": ["name", "age"]}
+PERSON = {
+    "type": "object",
+    "properties": {"name": {"type": "string"}, "age": {"type": "integer"}},
+    "required": ["name", "age"],
+}
 
 
 def test_a_valid_schema_checks():
@@ -26,11 +30,17 @@ def test_a_schema_given_as_text_equals_the_dict():
     assert Constraint.json_schema(json.dumps(PERSON)) == Constraint.json_schema(PERSON)
 
 
-@pytest.mark.parametrize("schema, message", [
-    ({"type": "object", "properties": {"age": {"type": "integr"}}}, "invalid schema at /properties/age/type"),
-    ({"type": "object", "properties": {"tags": {"type": "array", "minItems": -1}}}, "invalid schema at /properties/tags/minItems"),
-    ({"type": "string", "format": "no-such-format"}, "no-such-format"),
-])
+@pytest.mark.parametrize(
+    "schema, message",
+    [
+        ({"type": "object", "properties": {"age": {"type": "integr"}}}, "invalid schema at /properties/age/type"),
+        (
+            {"type": "object", "properties": {"tags": {"type": "array", "minItems": -1}}},
+            "invalid schema at /properties/tags/minItems",
+        ),
+        ({"type": "string", "format": "no-such-format"}, "no-such-format"),
+    ],
+)
 def test_an_invalid_schema_says_where(schema, message):
     with pytest.raises(ConstraintError) as error:
         Constraint.json_schema(schema).check()
@@ -45,11 +55,17 @@ def test_an_unsupported_keyword_is_located():
         assert "/properties/a" in str(error) or "contentSchema" in str(error)
 
 
-@pytest.mark.parametrize("schema, where", [
-    ({"type": "object", "properties": {"host": {"type": "string", "format": "hostnamex"}}}, "/properties/host/format"),
-    ({"type": "object", "properties": {"a": {"$ref": "#/nope"}}}, "/properties/a/$ref"),
-    ({"type": "object", "properties": {"a": {"type": "string", "if": {"type": "string"}}}}, "/properties/a/if"),
-])
+@pytest.mark.parametrize(
+    "schema, where",
+    [
+        (
+            {"type": "object", "properties": {"host": {"type": "string", "format": "hostnamex"}}},
+            "/properties/host/format",
+        ),
+        ({"type": "object", "properties": {"a": {"$ref": "#/nope"}}}, "/properties/a/$ref"),
+        ({"type": "object", "properties": {"a": {"type": "string", "if": {"type": "string"}}}}, "/properties/a/if"),
+    ],
+)
 def test_what_llguidance_refuses_is_located(schema, where):
     with pytest.raises(ConstraintError, match=f"unsupported schema at {re.escape(where)}: "):
         Constraint.json_schema(schema).check()

@@ -8,8 +8,12 @@ from specdraft import Draft, NoDrafter
 from specdraft.constrained import Constraint, GrammarCompiler, GrammarDrafter
 from specdraft.constrained.grammar import hf_grammar_tokenizer
 
-SCHEMA = {"type": "object", "properties": {"name": {"type": "string"}, "city": {"type": "string"}},
-          "required": ["name", "city"], "additionalProperties": False}
+SCHEMA = {
+    "type": "object",
+    "properties": {"name": {"type": "string"}, "city": {"type": "string"}},
+    "required": ["name", "city"],
+    "additionalProperties": False,
+}
 
 
 @pytest.fixture(scope="module")

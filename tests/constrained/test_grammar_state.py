@@ -64,7 +64,12 @@ def test_advance_stops_at_the_first_refused_token_and_rollback_restores(compiler
 
 
 def test_forced_bytes(compiler, tokenizer):
-    schema = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"], "additionalProperties": False}
+    schema = {
+        "type": "object",
+        "properties": {"name": {"type": "string"}},
+        "required": ["name"],
+        "additionalProperties": False,
+    }
     grammar = compiler.grammar(Constraint.json_schema(schema))
     assert grammar.forced_bytes() == b'{"name": "'
     assert compiler.tokenize(b'{"name": "') and tokenizer.decode(compiler.tokenize(b'{"name": "')) == '{"name": "'

@@ -44,7 +44,10 @@ def test_a_dropped_clause_is_flagged_with_the_share_of_words():
     assert check.dropped_words == 4 and check.source_words == 10
     assert check.dropped_share == pytest.approx(0.4)
     assert check.dropped_passages == ("and she like it",)  # the clause, not "days and she like"
-    assert check.warnings == ("the answer leaves out 4 of the 10 words of the text (40%)", 'the answer leaves out "and she like it"')
+    assert check.warnings == (
+        "the answer leaves out 4 of the 10 words of the text (40%)",
+        'the answer leaves out "and she like it"',
+    )
     assert check.to_dict()["dropped_words"] == 0.4
 
 
@@ -79,7 +82,9 @@ def test_a_dropped_sentence_in_a_long_text_is_flagged_even_when_few_words_go():
 
 def test_a_few_dropped_words_in_a_long_text_pass():
     source = "We walked to the old town square and then we had a long lunch at the little cafe near the river."
-    check = check_answer(source, "We walked to the old town square and had a long lunch at the little cafe near the river.")
+    check = check_answer(
+        source, "We walked to the old town square and had a long lunch at the little cafe near the river."
+    )
     assert check.ok and check.dropped_words == 2
 
 

@@ -9,7 +9,11 @@ DOCUMENT = "  First paragraph. It has two sentences.\n\n\nSecond one,\twith a ta
 def test_split_keeps_every_character():
     chunks = chunking.split(DOCUMENT)
     assert "".join(c.lead + c.core + c.trail for c in chunks) == DOCUMENT
-    assert [c.core for c in chunks if c.core] == ["First paragraph. It has two sentences.", "Second one,\twith a tab.", "Third."]
+    assert [c.core for c in chunks if c.core] == [
+        "First paragraph. It has two sentences.",
+        "Second one,\twith a tab.",
+        "Third.",
+    ]
 
 
 def test_long_paragraphs_are_split_into_sentences():

@@ -113,7 +113,9 @@ def test_divergence_tree_covers_substitution_insertion_and_double_substitution()
     step(drafter, [])
     drafter.observe(2)  # kept 10, 11; refused 12 and said 99 (not in the source)
     draft = drafter.propose(PROMPT + [10, 11, 99], 9)
-    branches = [[draft.tokens[n] for n in draft.path_to(leaf)] for leaf in range(len(draft)) if not draft.children(leaf)]
+    branches = [
+        [draft.tokens[n] for n in draft.path_to(leaf)] for leaf in range(len(draft)) if not draft.children(leaf)
+    ]
     assert branches == [[13, 14, 15], [12, 13, 14], [14, 15]]  # from d+1, d, d+2 with d = 2
 
 
@@ -148,7 +150,11 @@ def test_copydraft_stays_in_sync_across_a_plain_first_step(tiny_model, tokenizer
     config = GenerationConfig(max_new_tokens=12, ignore_eos=True)
     plain = SpeculativeGenerator(tiny_model).generate(prompt_ids, None, config)
     assert COPY_SPECULATION.plain_first_step
-    speculation = dataclasses.replace(COPY_SPECULATION, adaptive=False)  # drafts as long as allowed, whatever passes cost
-    result = SpeculativeGenerator(tiny_model, speculation, prefix_cache=False).generate(prompt_ids, CopyDrafter(plain.token_ids), config)
+    speculation = dataclasses.replace(
+        COPY_SPECULATION, adaptive=False
+    )  # drafts as long as allowed, whatever passes cost
+    result = SpeculativeGenerator(tiny_model, speculation, prefix_cache=False).generate(
+        prompt_ids, CopyDrafter(plain.token_ids), config
+    )
     assert result.token_ids == plain.token_ids
     assert result.stats.target_forward_passes == 2  # the prefill, then one pass over the other 11 tokens

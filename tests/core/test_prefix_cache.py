@@ -10,9 +10,9 @@ import threading
 import numpy as np
 import pytest
 import torch
-
 from conftest import make_tiny_model
 from oracle import OracleDrafter
+
 from specdraft import GenerationConfig, SpeculationConfig, SpeculativeGenerator
 from specdraft.drafters import PromptLookupDrafter
 from specdraft.prefix_cache import (
@@ -108,11 +108,15 @@ def fresh(model32):
 
 
 def uncached(model, prompt, drafter=None, **config):
-    return SpeculativeGenerator(model, FIXED, prefix_cache=False).generate(prompt, drafter, GenerationConfig(max_new_tokens=N_NEW, **config))
+    return SpeculativeGenerator(model, FIXED, prefix_cache=False).generate(
+        prompt, drafter, GenerationConfig(max_new_tokens=N_NEW, **config)
+    )
 
 
 def cached(model, prompt, drafter=None, **config):
-    return SpeculativeGenerator(model, FIXED).generate(prompt, drafter, GenerationConfig(max_new_tokens=N_NEW, **config))
+    return SpeculativeGenerator(model, FIXED).generate(
+        prompt, drafter, GenerationConfig(max_new_tokens=N_NEW, **config)
+    )
 
 
 def test_greedy_output_equals_uncached_across_requests_sharing_a_prefix(fresh):
@@ -143,7 +147,11 @@ def test_drafters_stay_lossless_from_a_cached_prefix(fresh, kind):
     cached(fresh, PROMPTS[0])
     for prompt in PROMPTS[1:]:
         plain = uncached(fresh, prompt)
-        drafter = PromptLookupDrafter() if kind == "prompt-lookup" else OracleDrafter(prompt + plain.token_ids, fresh.vocab_size, kind)
+        drafter = (
+            PromptLookupDrafter()
+            if kind == "prompt-lookup"
+            else OracleDrafter(prompt + plain.token_ids, fresh.vocab_size, kind)
+        )
         result = cached(fresh, prompt, drafter)
         assert result.stats.cached_prompt_tokens >= len(SYSTEM)
         assert result.token_ids == plain.token_ids
@@ -166,7 +174,9 @@ def test_restored_logits_match_a_full_prefill(fresh):
     cold.prefill(PROMPTS[1])
     torch.testing.assert_close(warm._next_logits, cold._next_logits, rtol=0, atol=1e-4)
     entry_keys = cache.lookup(PROMPTS[1]).entry.state[0][0]
-    assert warm.session.cache.cache.layers[0].keys.untyped_storage().data_ptr() != entry_keys.untyped_storage().data_ptr()
+    assert (
+        warm.session.cache.cache.layers[0].keys.untyped_storage().data_ptr() != entry_keys.untyped_storage().data_ptr()
+    )
     warm.close(), cold.close()
 
 
@@ -189,7 +199,11 @@ def test_a_request_failing_half_way_leaves_the_cache_usable(fresh, monkeypatch):
         cached(fresh, PROMPTS[1])
     monkeypatch.undo()
     after = cache.stats()
-    assert (after["entries"], after["bytes"], after["inserts"]) == (before["entries"], before["bytes"], before["inserts"])
+    assert (after["entries"], after["bytes"], after["inserts"]) == (
+        before["entries"],
+        before["bytes"],
+        before["inserts"],
+    )
     for prompt in PROMPTS[1:]:
         assert cached(fresh, prompt).token_ids == uncached(fresh, prompt).token_ids
 
@@ -231,7 +245,9 @@ def test_concurrent_requests_through_one_cache(fresh):
 
 
 def test_the_memory_bound_holds_with_real_entries(model32):
-    per_token = sum(l.self_attn.k_proj.out_features * 2 * 4 for l in model32.hf_model.model.layers)  # float32 keys+values
+    per_token = sum(
+        l.self_attn.k_proj.out_features * 2 * 4 for l in model32.hf_model.model.layers
+    )  # float32 keys+values
     bound = per_token * 150
     cache = configure_prefix_cache(model32, PrefixCacheConfig(max_bytes=bound))
     for i in range(6):
@@ -284,7 +300,9 @@ def test_no_prefix_cache_flag_switches_every_model_off(model32, tiny_model):
     assert prefix_cache_for(model32) is not None
 
 
-def test_the_no_prefix_cache_flag_reaches_the_models_the_pool_loads_and_parsing_alone_changes_nothing(tiny_checkpoint, model32):
+def test_the_no_prefix_cache_flag_reaches_the_models_the_pool_loads_and_parsing_alone_changes_nothing(
+    tiny_checkpoint, model32
+):
     import argparse
 
     from specdraft.apps.cli.model_args import add_model_args, model_pool

@@ -12,9 +12,9 @@ import re
 import pytest
 
 from specdraft.tool_calls import (
+    TOOL_CALL_OPEN,
     ContentDelta,
     ToolCall,
-    TOOL_CALL_OPEN,
     ToolCallDelta,
     ToolCallStream,
     ToolChoice,
@@ -28,11 +28,24 @@ from specdraft.tool_calls import (
     tools_from_openai,
 )
 
-WEATHER = {"type": "function", "function": {"name": "get_weather", "description": "The weather in a city",
-                                            "parameters": {"type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}},
-                                                           "required": ["city", "days"], "additionalProperties": False}}}
+WEATHER = {
+    "type": "function",
+    "function": {
+        "name": "get_weather",
+        "description": "The weather in a city",
+        "parameters": {
+            "type": "object",
+            "properties": {"city": {"type": "string"}, "days": {"type": "integer"}},
+            "required": ["city", "days"],
+            "additionalProperties": False,
+        },
+    },
+}
 TIME = {"type": "function", "function": {"name": "get_time"}}
-SEARCH = {"type": "function", "function": {"name": "search", "parameters": {"type": "object", "properties": {"query": {"type": "string"}}}}}
+SEARCH = {
+    "type": "function",
+    "function": {"name": "search", "parameters": {"type": "object", "properties": {"query": {"type": "string"}}}},
+}
 CALL = format_tool_call("get_weather", '{"city": "Paris", "days": 2}')
 TRICKY_ARGUMENTS = '{"city": "Pa}ri<tool_call>s \\"x\\"", "n": [1, {"a": "]"}]}'
 
@@ -42,7 +55,11 @@ REPLIES = [
     ("", None, []),
     (CALL, None, [("get_weather", '{"city": "Paris", "days": 2}')]),
     (f"Let me look.\n{CALL}\n", "Let me look.", [("get_weather", '{"city": "Paris", "days": 2}')]),
-    (f"{CALL}\n{format_tool_call('get_time', '{}')}", None, [("get_weather", '{"city": "Paris", "days": 2}'), ("get_time", "{}")]),
+    (
+        f"{CALL}\n{format_tool_call('get_time', '{}')}",
+        None,
+        [("get_weather", '{"city": "Paris", "days": 2}'), ("get_time", "{}")],
+    ),
     (f"A\n{CALL}\nB", "A\n\nB", [("get_weather", '{"city": "Paris", "days": 2}')]),
     (format_tool_call("f", TRICKY_ARGUMENTS), None, [("f", TRICKY_ARGUMENTS)]),
     ('<tool_call>{ "name" :"f",\n"arguments": {"a":1} }</tool_call>', None, [("f", '{"a":1}')]),
@@ -50,7 +67,11 @@ REPLIES = [
     ('<tool_call>\n{"arguments": {"a":1}, "name": "g"}\n</tool_call> done', "done", [("g", '{"a": 1}')]),
     # malformed blocks stay content, tags included
     ("<tool_call>\nnot json\n</tool_call> hi", "<tool_call>\nnot json\n</tool_call> hi", []),
-    ('<tool_call>\n{"name": 3, "arguments": {}}\n</tool_call>', '<tool_call>\n{"name": 3, "arguments": {}}\n</tool_call>', []),
+    (
+        '<tool_call>\n{"name": 3, "arguments": {}}\n</tool_call>',
+        '<tool_call>\n{"name": 3, "arguments": {}}\n</tool_call>',
+        [],
+    ),
     ('x <tool_call>\n{"name": "f", "arg', "x", []),  # cut short while writing a call: no call, no content
     ('x <tool_call>\n"f", {"a', 'x <tool_call>\n"f", {"a', []),  # malformed and never closed: content
     ("a < b and a <tool", "a < b and a <tool", []),
@@ -83,8 +104,11 @@ def test_call_ids_are_openai_style_and_distinct():
 
 def test_a_call_as_openai_gives_it():
     (call,) = parse_tool_calls(CALL, ids()).calls
-    assert call.to_openai() == {"id": "call_" + "0" * 24, "type": "function",
-                                "function": {"name": "get_weather", "arguments": '{"city": "Paris", "days": 2}'}}
+    assert call.to_openai() == {
+        "id": "call_" + "0" * 24,
+        "type": "function",
+        "function": {"name": "get_weather", "arguments": '{"city": "Paris", "days": 2}'},
+    }
     assert json.loads(call.arguments) == {"city": "Paris", "days": 2}
 
 
@@ -129,20 +153,34 @@ UNTAGGED = [
     (f"```\n{BARE}\n```\n", None, [PARIS]),
     (f"```json\n{BARE}\n", None, [PARIS]),  # ended inside its fence
     (f'{BARE}\n{{"name": "get_time", "arguments": {{}}}}', None, [PARIS, ("get_time", "{}")]),
-    (f'[{BARE}, {{"name": "get_time", "parameters": {{"city": "Oslo"}}}}]', None, [PARIS, ("get_time", '{"city": "Oslo"}')]),
-    ('{"name":"get_weather","arguments":{"city":"Pa}ri\\"s","n":[1,{"a":"]"}]}}', None,
-     [("get_weather", '{"city": "Pa}ri\\"s", "n": [1, {"a": "]"}]}')]),
+    (
+        f'[{BARE}, {{"name": "get_time", "parameters": {{"city": "Oslo"}}}}]',
+        None,
+        [PARIS, ("get_time", '{"city": "Oslo"}')],
+    ),
+    (
+        '{"name":"get_weather","arguments":{"city":"Pa}ri\\"s","n":[1,{"a":"]"}]}}',
+        None,
+        [("get_weather", '{"city": "Pa}ri\\"s", "n": [1, {"a": "]"}]}')],
+    ),
     # not calls: content exactly as without the names
     ('{"name": "get_stock", "arguments": {"s": 1}}', '{"name": "get_stock", "arguments": {"s": 1}}', []),
     (f"Here you go: {BARE}", f"Here you go: {BARE}", []),
     (f"{BARE} Done.", f"{BARE} Done.", []),
     (f"{BARE}\n```", f"{BARE}\n```", []),  # a closing fence never opened
     (f"```python\n{BARE}\n```", f"```python\n{BARE}\n```", []),
-    ('{"name": "get_weather", "arguments": {"city": "Paris"}, "extra": 1}',
-     '{"name": "get_weather", "arguments": {"city": "Paris"}, "extra": 1}', []),
+    (
+        '{"name": "get_weather", "arguments": {"city": "Paris"}, "extra": 1}',
+        '{"name": "get_weather", "arguments": {"city": "Paris"}, "extra": 1}',
+        [],
+    ),
     ('{"name": "get_weather", "arguments": "Paris"}', '{"name": "get_weather", "arguments": "Paris"}', []),
     ('{"city": "Paris"}', '{"city": "Paris"}', []),
-    ('{"name": "get_weather", "arguments": {"city": "Par', '{"name": "get_weather", "arguments": {"city": "Par', []),  # cut short
+    (
+        '{"name": "get_weather", "arguments": {"city": "Par',
+        '{"name": "get_weather", "arguments": {"city": "Par',
+        [],
+    ),  # cut short
     ("```json\n", "```json", []),
     ("Hello.", "Hello.", []),
     (f"{CALL}\n", None, [("get_weather", '{"city": "Paris", "days": 2}')]),  # tagged, as ever
@@ -184,7 +222,9 @@ def test_text_that_cannot_be_an_untagged_call_is_released_at_once():
     stream = ToolCallStream(ids(), NAMES)
     assert stream.push('```json\n{"name": "get_w') == []
     assert stream.push('eather", "arguments": {"city": "Paris"}} ') == []
-    assert stream.push("and more") == [ContentDelta('```json\n{"name": "get_weather", "arguments": {"city": "Paris"}} and more')]
+    assert stream.push("and more") == [
+        ContentDelta('```json\n{"name": "get_weather", "arguments": {"city": "Paris"}} and more')
+    ]
     stream = ToolCallStream(ids(), NAMES)
     assert stream.push('{"name": "get_stock"') == [ContentDelta('{"name": "get_stock"')]
 
@@ -211,7 +251,10 @@ def test_text_that_could_start_a_tag_is_held_back_until_it_cannot():
 def test_a_call_streams_its_name_once_then_argument_fragments():
     stream = ToolCallStream(ids())
     assert stream.push('Sure.\n<tool_call>\n{"name": "get_wea') == [ContentDelta("Sure.")]
-    assert stream.push('ther", "arguments": {"ci') == [ToolCallDelta(0, "call_" + "0" * 24, "get_weather", ""), ToolCallDelta(0, None, None, '{"ci')]
+    assert stream.push('ther", "arguments": {"ci') == [
+        ToolCallDelta(0, "call_" + "0" * 24, "get_weather", ""),
+        ToolCallDelta(0, None, None, '{"ci'),
+    ]
     assert stream.push('ty": "Paris"') == [ToolCallDelta(0, None, None, 'ty": "Paris"')]
     assert stream.push("}}\n</tool_") == [ToolCallDelta(0, None, None, "}")]
     assert stream.push("call>") == []
@@ -221,7 +264,12 @@ def test_a_call_streams_its_name_once_then_argument_fragments():
 
 def test_deltas_as_openai_chunks_give_them():
     first, fragment = ToolCallDelta(1, "call_x", "f", ""), ToolCallDelta(1, None, None, '{"a"')
-    assert first.to_openai() == {"index": 1, "id": "call_x", "type": "function", "function": {"name": "f", "arguments": ""}}
+    assert first.to_openai() == {
+        "index": 1,
+        "id": "call_x",
+        "type": "function",
+        "function": {"name": "f", "arguments": ""},
+    }
     assert fragment.to_openai() == {"index": 1, "function": {"arguments": '{"a"'}}
 
 
@@ -242,22 +290,34 @@ def tool(**function):
     return {"type": "function", "function": {"name": "f", **function}}
 
 
-@pytest.mark.parametrize("tools, message", [
-    ("get_weather", "tools must be a list, got a string"),
-    ([WEATHER, "x"], "tools[1] must be an object, got a string"),
-    ([{"type": "retrieval", "function": {"name": "f"}}], 'tools[0].type must be "function", got \'retrieval\''),
-    ([{"type": "function"}], "tools[0].function must be an object, got null"),
-    ([WEATHER, tool(name="get weather")], "tools[1].function.name must be letters, digits, underscores and dashes, 1 to 64 of them, got 'get weather'"),
-    ([tool(name="x" * 65)], "tools[0].function.name must be letters, digits"),
-    ([tool(name="")], "tools[0].function.name must be"),
-    ([{"type": "function", "function": {"description": "no name"}}], "tools[0].function.name must be letters, digits, underscores and dashes, 1 to 64 of them, got None"),
-    ([tool(description=3)], "tools[0].function.description must be a string, got a number"),
-    ([tool(strict="yes")], "tools[0].function.strict must be true or false, got 'yes'"),
-    ([tool(parameters=[])], "tools[0].function.parameters must be a JSON schema object, got a list"),
-    ([tool(parameters={"type": "string"})], 'tools[0].function.parameters.type must be "object"'),
-    ([TIME, tool(parameters={"type": "object", "properties": {"age": {"type": "integr"}}})], "tools[1].function.parameters: invalid schema at /properties/age/type"),
-    ([WEATHER, WEATHER], "tools[1].function.name 'get_weather' repeats tools[0]'s"),
-])
+@pytest.mark.parametrize(
+    "tools, message",
+    [
+        ("get_weather", "tools must be a list, got a string"),
+        ([WEATHER, "x"], "tools[1] must be an object, got a string"),
+        ([{"type": "retrieval", "function": {"name": "f"}}], "tools[0].type must be \"function\", got 'retrieval'"),
+        ([{"type": "function"}], "tools[0].function must be an object, got null"),
+        (
+            [WEATHER, tool(name="get weather")],
+            "tools[1].function.name must be letters, digits, underscores and dashes, 1 to 64 of them, got 'get weather'",
+        ),
+        ([tool(name="x" * 65)], "tools[0].function.name must be letters, digits"),
+        ([tool(name="")], "tools[0].function.name must be"),
+        (
+            [{"type": "function", "function": {"description": "no name"}}],
+            "tools[0].function.name must be letters, digits, underscores and dashes, 1 to 64 of them, got None",
+        ),
+        ([tool(description=3)], "tools[0].function.description must be a string, got a number"),
+        ([tool(strict="yes")], "tools[0].function.strict must be true or false, got 'yes'"),
+        ([tool(parameters=[])], "tools[0].function.parameters must be a JSON schema object, got a list"),
+        ([tool(parameters={"type": "string"})], 'tools[0].function.parameters.type must be "object"'),
+        (
+            [TIME, tool(parameters={"type": "object", "properties": {"age": {"type": "integr"}}})],
+            "tools[1].function.parameters: invalid schema at /properties/age/type",
+        ),
+        ([WEATHER, WEATHER], "tools[1].function.name 'get_weather' repeats tools[0]'s"),
+    ],
+)
 def test_invalid_tools_say_what_and_where(tools, message):
     with pytest.raises(ToolError) as error:
         tools_from_openai(tools)
@@ -272,28 +332,43 @@ def test_a_valid_tool_reads_back_as_given():
     assert time.arguments_schema() == {"type": "object", "properties": {}, "additionalProperties": False}
     open_ended = ToolSpec("f", parameters={"type": "object", "properties": {"a": {"type": "object"}}})
     assert open_ended.arguments_schema() == {"additionalProperties": False, **open_ended.parameters}
-    assert ToolSpec("f", parameters={"type": "object", "additionalProperties": True}).arguments_schema()["additionalProperties"] is True
+    assert (
+        ToolSpec("f", parameters={"type": "object", "additionalProperties": True}).arguments_schema()[
+            "additionalProperties"
+        ]
+        is True
+    )
 
 
-@pytest.mark.parametrize("choice, tools, want", [
-    (None, [WEATHER], ToolChoice("auto")),
-    (None, [], ToolChoice("none")),
-    ("none", [WEATHER], ToolChoice("none")),
-    ("required", [WEATHER], ToolChoice("required")),
-    ({"type": "function", "function": {"name": "get_time"}}, [WEATHER, TIME], ToolChoice("function", "get_time")),
-])
+@pytest.mark.parametrize(
+    "choice, tools, want",
+    [
+        (None, [WEATHER], ToolChoice("auto")),
+        (None, [], ToolChoice("none")),
+        ("none", [WEATHER], ToolChoice("none")),
+        ("required", [WEATHER], ToolChoice("required")),
+        ({"type": "function", "function": {"name": "get_time"}}, [WEATHER, TIME], ToolChoice("function", "get_time")),
+    ],
+)
 def test_tool_choice(choice, tools, want):
     got = ToolChoice.from_openai(choice, tools_from_openai(tools))
     assert got == want
     assert got.constrained == (want.mode in ("required", "function"))
 
 
-@pytest.mark.parametrize("choice, tools, message", [
-    ("required", [], 'tool_choice is "required" but the request gives no tools'),
-    ({"type": "function", "function": {"name": "get_time"}}, [WEATHER], "tool_choice.function.name 'get_time' is not one of the request's tools (get_weather)"),
-    ("always", [WEATHER], 'tool_choice must be "none", "auto", "required" or'),
-    ({"type": "function"}, [WEATHER], 'tool_choice must be "none", "auto", "required" or'),
-])
+@pytest.mark.parametrize(
+    "choice, tools, message",
+    [
+        ("required", [], 'tool_choice is "required" but the request gives no tools'),
+        (
+            {"type": "function", "function": {"name": "get_time"}},
+            [WEATHER],
+            "tool_choice.function.name 'get_time' is not one of the request's tools (get_weather)",
+        ),
+        ("always", [WEATHER], 'tool_choice must be "none", "auto", "required" or'),
+        ({"type": "function"}, [WEATHER], 'tool_choice must be "none", "auto", "required" or'),
+    ],
+)
 def test_invalid_tool_choice_says_what(choice, tools, message):
     with pytest.raises(ToolError) as error:
         ToolChoice.from_openai(choice, tools_from_openai(tools))
@@ -303,22 +378,32 @@ def test_invalid_tool_choice_says_what(choice, tools, message):
 # --- the grammar's text ----------------------------------------------------------------------------
 def test_required_grammar_offers_every_tool_and_parallel_calls():
     source = tool_call_constraint(tools_from_openai([WEATHER, TIME]), ToolChoice("required"), parallel=True).source
-    assert source.splitlines()[:2] == ['start: call ("\\n" call)* "\\n"?', 'call: <tool_call> "\\n{\\"name\\": " (fn_0 | fn_1) "}\\n" </tool_call>']
+    assert source.splitlines()[:2] == [
+        'start: call ("\\n" call)* "\\n"?',
+        'call: <tool_call> "\\n{\\"name\\": " (fn_0 | fn_1) "}\\n" </tool_call>',
+    ]
     assert 'fn_0: "\\"get_weather\\", \\"arguments\\": " args_0' in source
     assert '"x-guidance": {"whitespace_flexible": false, "item_separator": ", ", "key_separator": ": "}' in source
 
 
 def test_a_named_function_grammar_offers_exactly_one_call_of_it():
-    source = tool_call_constraint(tools_from_openai([WEATHER, TIME]), ToolChoice("function", "get_time"), parallel=True).source
+    source = tool_call_constraint(
+        tools_from_openai([WEATHER, TIME]), ToolChoice("function", "get_time"), parallel=True
+    ).source
     assert source.startswith("start: call\n") and "fn_1" not in source and '"\\"get_time\\", ' in source
 
 
 def test_tags_are_text_where_the_vocabulary_has_no_tag_tokens():
-    source = tool_call_constraint(tools_from_openai([TIME]), ToolChoice("required"), parallel=False, tag_tokens=False).source
+    source = tool_call_constraint(
+        tools_from_openai([TIME]), ToolChoice("required"), parallel=False, tag_tokens=False
+    ).source
     assert 'call: "<tool_call>" "\\n{\\"name\\": " (fn_0) "}\\n" "</tool_call>"' in source
 
 
-@pytest.mark.parametrize("choice, error", [(ToolChoice("auto"), ValueError), (ToolChoice("none"), ValueError), (ToolChoice("function", "nope"), ToolError)])
+@pytest.mark.parametrize(
+    "choice, error",
+    [(ToolChoice("auto"), ValueError), (ToolChoice("none"), ValueError), (ToolChoice("function", "nope"), ToolError)],
+)
 def test_a_grammar_only_for_required_or_a_known_function(choice, error):
     with pytest.raises(error):
         tool_call_constraint(tools_from_openai([WEATHER]), choice)
@@ -326,7 +411,11 @@ def test_a_grammar_only_for_required_or_a_known_function(choice, error):
 
 def test_the_grammars_check():
     tools = tools_from_openai([WEATHER, TIME])
-    for choice, parallel in [(ToolChoice("required"), True), (ToolChoice("required"), False), (ToolChoice("function", "get_weather"), False)]:
+    for choice, parallel in [
+        (ToolChoice("required"), True),
+        (ToolChoice("required"), False),
+        (ToolChoice("function", "get_weather"), False),
+    ]:
         tool_call_constraint(tools, choice, parallel).check()
 
 
@@ -356,7 +445,13 @@ def test_the_grammar_takes_a_right_call_and_refuses_wrong_ones_on_qwen(qwen):
     single = tool_call_constraint(tools, ToolChoice("required"), parallel=False)
     named = tool_call_constraint(tools, ToolChoice("function", "get_time"))
     two = f"{CALL}\n{format_tool_call('get_time', '{}')}"
-    right = [(required, CALL), (required, two), (single, CALL), (named, format_tool_call("get_time", "{}")), (required, format_tool_call("search", '{"query": "x"}'))]
+    right = [
+        (required, CALL),
+        (required, two),
+        (single, CALL),
+        (named, format_tool_call("get_time", "{}")),
+        (required, format_tool_call("search", '{"query": "x"}')),
+    ]
     for constraint, text in right:
         taken, total = accepted(qwen, constraint, text)
         assert taken == total, text

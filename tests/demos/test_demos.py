@@ -34,7 +34,11 @@ def run_demo(name, *args, timeout=300):
 
 
 def post(server, path, body):
-    request = urllib.request.Request(server.url + path, json.dumps(body).encode(), {"Content-Type": "application/json", "Authorization": f"Bearer {KEY}"})
+    request = urllib.request.Request(
+        server.url + path,
+        json.dumps(body).encode(),
+        {"Content-Type": "application/json", "Authorization": f"Bearer {KEY}"},
+    )
     with urllib.request.urlopen(request, timeout=120) as response:
         return json.load(response)
 
@@ -44,7 +48,11 @@ def metric(server, name, **labels):
     request = urllib.request.Request(server.url + "/metrics", headers={"Authorization": f"Bearer {KEY}"})
     text = urllib.request.urlopen(request, timeout=30).read().decode()
     wanted = [f'{key}="{value}"' for key, value in labels.items()]
-    return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines() if line.startswith(name + "{") and all(w in line for w in wanted))
+    return sum(
+        float(line.rsplit(" ", 1)[1])
+        for line in text.splitlines()
+        if line.startswith(name + "{") and all(w in line for w in wanted)
+    )
 
 
 @pytest.mark.parametrize("name", ["grammar_client.py", "langchain_rag.py", "python_rag.py", "predicted_outputs.py"])
@@ -66,13 +74,21 @@ def test_grammar_client_prints_the_servers_correction(server):
 
 def test_grammar_client_without_the_key_says_why_and_exits_1(server):
     env = {name: value for name, value in os.environ.items() if name != "SPECDRAFT_API_KEY"}
-    done = subprocess.run([sys.executable, str(DEMOS / "grammar_client.py"), "--url", server.url], capture_output=True, text=True, timeout=120, env=env)
+    done = subprocess.run(
+        [sys.executable, str(DEMOS / "grammar_client.py"), "--url", server.url],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
     assert done.returncode == 1 and "HTTP 401" in done.stderr and "API key" in done.stderr
 
 
 def test_langchain_rag_chain_drafts_from_its_documents_and_answers_as_plain_decoding(server):
     before = metric(server, "specdraft_generations_total", drafter="documents")
-    out = run_demo("langchain_rag.py", "How long do refunds take?", "--url", server.url, "--key", KEY, "--max-tokens", "24")
+    out = run_demo(
+        "langchain_rag.py", "How long do refunds take?", "--url", server.url, "--key", KEY, "--max-tokens", "24"
+    )
     assert out.startswith("question: How long do refunds take?\nanswer: ")
     assert "identical: True" in out
     assert metric(server, "specdraft_generations_total", drafter="documents") == before + 1  # the documents drafter ran

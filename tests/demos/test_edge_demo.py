@@ -33,9 +33,23 @@ def test_the_demo_says_how_to_run_it():
 def test_the_demo_prints_the_servers_greedy_answer_and_its_stats(tmp_path, tokenizer):
     model = save_chat_checkpoint(tmp_path, tokenizer)
     prompt = "The quick brown fox"
-    args = ["--model", str(tmp_path), "--device", "cpu", "--draft-model", str(tmp_path), "--draft-backend", "transformers", "--max-new-tokens", "12", prompt]
+    args = [
+        "--model",
+        str(tmp_path),
+        "--device",
+        "cpu",
+        "--draft-model",
+        str(tmp_path),
+        "--draft-backend",
+        "transformers",
+        "--max-new-tokens",
+        "12",
+        prompt,
+    ]
     out = json.loads(run_demo(*args, "--json"))
-    want = SpeculativeGenerator(model).generate(model.encode_chat([{"role": "user", "content": prompt}]), None, GenerationConfig(max_new_tokens=12))
+    want = SpeculativeGenerator(model).generate(
+        model.encode_chat([{"role": "user", "content": prompt}]), None, GenerationConfig(max_new_tokens=12)
+    )
     assert out["token_ids"] == want.token_ids and out["identical"] is True and all(out["verified"])
     assert out["stats"]["round_trips"] >= 1 and out["stats"]["unverified_tokens"] == 0
     text = run_demo(*args)

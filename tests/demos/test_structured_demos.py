@@ -37,13 +37,17 @@ def test_the_demo_says_how_to_run_it_against_start_sh(name):
 def server(tmp_path_factory):
     from specdraft.apps.service import ServiceConfig, create_app
 
-    config = ServiceConfig(model=MODEL, backend="llama-cpp", device="cpu", index_root=str(tmp_path_factory.mktemp("indexes")))
+    config = ServiceConfig(
+        model=MODEL, backend="llama-cpp", device="cpu", index_root=str(tmp_path_factory.mktemp("indexes"))
+    )
     with LiveServer(create_app(config)) as live:
         yield live
 
 
 def post(server, body):
-    request = urllib.request.Request(server.url + "/v1/chat/completions", json.dumps(body).encode(), {"Content-Type": "application/json"})
+    request = urllib.request.Request(
+        server.url + "/v1/chat/completions", json.dumps(body).encode(), {"Content-Type": "application/json"}
+    )
     with urllib.request.urlopen(request, timeout=300) as response:
         return json.load(response)
 
@@ -72,8 +76,16 @@ def test_structured_extraction_gives_one_valid_record_per_document_as_the_server
 
     name, document = next(iter(demo.DOCUMENTS.items()))
     schema = {"name": "Invoice", "schema": to_strict_json_schema(demo.Invoice), "strict": True}
-    body = post(server, {"model": MODEL, "messages": [{"role": "system", "content": demo.SYSTEM}, {"role": "user", "content": document}],
-                         "response_format": {"type": "json_schema", "json_schema": schema}, "temperature": 0, "max_tokens": 200})
+    body = post(
+        server,
+        {
+            "model": MODEL,
+            "messages": [{"role": "system", "content": demo.SYSTEM}, {"role": "user", "content": document}],
+            "response_format": {"type": "json_schema", "json_schema": schema},
+            "temperature": 0,
+            "max_tokens": 200,
+        },
+    )
     assert json.loads(body["choices"][0]["message"]["content"]) == out["records"][name]
     text = run_demo("structured_extraction.py", "--url", server.url)
     assert f"[{name}] {json.dumps(out['records'][name], ensure_ascii=False)}\n" in text
@@ -93,8 +105,16 @@ def test_langchain_tool_agent_runs_the_tool_and_sends_its_result_back(server):
     assert first["name"] == "get_order_status" and first["args"] == {"order_id": "A-1042"}
     assert first["result"] == json.dumps(demo.ORDERS["A-1042"])
     assert out["turns"] >= 2  # asked again, with the result
-    shipping = json.loads(run_demo("langchain_tool_agent.py", "How much is shipping 3 kg to France?", "--url", server.url, "--json"))
-    assert shipping["calls"][0] == {"name": "shipping_cost", "args": {"country_code": "FR", "weight_kg": 3}, "result": "8.70 EUR"}
+    shipping = json.loads(
+        run_demo("langchain_tool_agent.py", "How much is shipping 3 kg to France?", "--url", server.url, "--json")
+    )
+    assert shipping["calls"][0] == {
+        "name": "shipping_cost",
+        "args": {"country_code": "FR", "weight_kg": 3},
+        "result": "8.70 EUR",
+    }
     text = run_demo("langchain_tool_agent.py", "Where is my order A-1042?", "--url", server.url)
-    assert text.startswith('question: Where is my order A-1042?\ntool call: get_order_status({"order_id": "A-1042"}) -> ')
+    assert text.startswith(
+        'question: Where is my order A-1042?\ntool call: get_order_status({"order_id": "A-1042"}) -> '
+    )
     assert "\nanswer: " in text

@@ -34,13 +34,17 @@ OUTPUT_FLAG = re.compile(r"(?:--out|--json|--site-dir|-d)\s+$")
 
 def _mkdocs_build(config: Path, site: Path) -> subprocess.CompletedProcess:
     try:
-        import mkdocs  # noqa: F401
         import material  # noqa: F401
+        import mkdocs  # noqa: F401
     except ImportError:
         pytest.fail("the docs tools are missing: pip install -e '.[docs]' (scripts/setup.sh installs them)")
     return subprocess.run(
         [sys.executable, "-m", "mkdocs", "build", "--strict", "--config-file", str(config), "--site-dir", str(site)],
-        capture_output=True, text=True, timeout=600, cwd=config.parent, env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=config.parent,
+        env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
     )
 
 
@@ -78,7 +82,9 @@ def test_a_broken_link_fails_the_build(site_copy):
 def _package_dirs() -> dict[str, Path]:
     """Import package -> folder, as pyproject.toml's setuptools ``package-dir`` maps them."""
     table = (ROOT / "pyproject.toml").read_text().split("[tool.setuptools.package-dir]", 1)[1].split("\n[", 1)[0]
-    return {package: ROOT / folder for package, folder in re.findall(r'^"([\w.]+)"\s*=\s*"([^"]+)"', table, re.M)}  # no tomllib on 3.10
+    return {
+        package: ROOT / folder for package, folder in re.findall(r'^"([\w.]+)"\s*=\s*"([^"]+)"', table, re.M)
+    }  # no tomllib on 3.10
 
 
 def _module_file(name: str, package_dirs: dict[str, Path]) -> Path | None:
@@ -86,7 +92,7 @@ def _module_file(name: str, package_dirs: dict[str, Path]) -> Path | None:
     base = max((p for p in package_dirs if name == p or name.startswith(p + ".")), key=len, default=None)
     if base is None:
         return None
-    folder = package_dirs[base].joinpath(*name[len(base):].split(".")[1:])
+    folder = package_dirs[base].joinpath(*name[len(base) :].split(".")[1:])
     for candidate in (folder / "__init__.py", folder.with_suffix(".py")):
         if candidate.is_file():
             return candidate
@@ -106,9 +112,9 @@ def _quoted_paths(text: str) -> set[str]:
     found = set()
     for match in REPO_PATH.finditer(text):
         path = match.group(1).rstrip(".")
-        following = text[match.end():match.end() + 1]
+        following = text[match.end() : match.end() + 1]
         placeholder = following != "" and following in "<*{" or re.search(r"[/-][A-Z]+\b", path)
-        if placeholder or OUTPUT_FLAG.search(text[max(0, match.start() - 12):match.start()]):
+        if placeholder or OUTPUT_FLAG.search(text[max(0, match.start() - 12) : match.start()]):
             continue  # a placeholder (docs/bench/load-NAME, gpu-<device>), a glob, or a file a command writes
         found.add(path)
     return found

@@ -20,8 +20,13 @@ from specdraft.apps.service.server import waitress_options  # noqa: E402
 if __name__ == "__main__":
     port, keys = int(sys.argv[1]), sys.argv[2]
     max_queue = int(sys.argv[3]) if len(sys.argv) > 3 else LimitConfig().max_queue
-    app = make_app(make_chat_model(make_tokenizer()), api_key_file=keys, edge=True, limits=LimitConfig(max_queue=max_queue),
-                   edge_config=EdgeConfig(max_sessions_per_key=8))
+    app = make_app(
+        make_chat_model(make_tokenizer()),
+        api_key_file=keys,
+        edge=True,
+        limits=LimitConfig(max_queue=max_queue),
+        edge_config=EdgeConfig(max_sessions_per_key=8),
+    )
     options = waitress_options(app.extensions["specdraft"].config)
     options["threads"] = max(options.get("threads", 4), 8)
     serve(app, host="127.0.0.1", port=port, **options)

@@ -13,8 +13,11 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 def start_server_process(script: str, port: int, *args: str) -> subprocess.Popen:
     """Run ``script`` (a file beside this one) with ``port`` and ``args``; return once /healthz answers."""
-    process = subprocess.Popen([sys.executable, os.path.join(HERE, script), str(port), *args],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    process = subprocess.Popen(
+        [sys.executable, os.path.join(HERE, script), str(port), *args],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     deadline = time.monotonic() + 120
     while True:
         try:

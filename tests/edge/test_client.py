@@ -25,7 +25,9 @@ def url(model, tmp_path_factory):
 
 
 def plain(model, prompt, **config):
-    return SpeculativeGenerator(model).generate(prompt, None, GenerationConfig(max_new_tokens=N_NEW, ignore_eos=True, **config))
+    return SpeculativeGenerator(model).generate(
+        prompt, None, GenerationConfig(max_new_tokens=N_NEW, ignore_eos=True, **config)
+    )
 
 
 @pytest.mark.parametrize("drafter", ["same", "other"])
@@ -33,7 +35,9 @@ def plain(model, prompt, **config):
 @pytest.mark.parametrize("adaptive", [True, False])
 def test_greedy_output_is_the_servers_greedy_output(model, tiny_draft_model, url, drafter, pipeline, adaptive):
     draft_model = model if drafter == "same" else tiny_draft_model
-    client = EdgeClient(EdgeConnection(url, KEY), draft_model, EdgeClientConfig(pipeline=pipeline, adaptive=adaptive, max_draft_nodes=8))
+    client = EdgeClient(
+        EdgeConnection(url, KEY), draft_model, EdgeClientConfig(pipeline=pipeline, adaptive=adaptive, max_draft_nodes=8)
+    )
     for text in ("The quick brown fox", "def add(a, b):\n"):
         prompt = model.encode(text)
         want = plain(model, prompt)
@@ -68,7 +72,9 @@ def test_the_pipeline_drafts_while_a_verification_is_in_flight(model, url):
     config = GenerationConfig(max_new_tokens=N_NEW, ignore_eos=True)
     runs = {}
     for pipeline in (True, False):
-        client = EdgeClient(EdgeConnection(url, KEY), model, EdgeClientConfig(pipeline=pipeline, adaptive=False, max_draft_nodes=4))
+        client = EdgeClient(
+            EdgeConnection(url, KEY), model, EdgeClientConfig(pipeline=pipeline, adaptive=False, max_draft_nodes=4)
+        )
         run = client.stream(prompt, config)
         pieces = list(run.steps())
         runs[pipeline] = run.result()
@@ -96,7 +102,9 @@ def test_sampling_with_draft_distributions_accepts_more_than_comparing_tokens(mo
     stats = {}
     for probs in (True, False):
         with EdgeConnection(url, KEY) as connection:
-            result = EdgeClient(connection, model, EdgeClientConfig(draft_probs=probs, adaptive=False, max_draft_nodes=6)).generate(prompt, config)
+            result = EdgeClient(
+                connection, model, EdgeClientConfig(draft_probs=probs, adaptive=False, max_draft_nodes=6)
+            ).generate(prompt, config)
         assert len(result.token_ids) == N_NEW and all(result.verified)
         assert result.stats["sampled_verifications"] == (result.stats["verify_steps"] if probs else 0)
         stats[probs] = result.stats
@@ -111,7 +119,11 @@ def test_overlap_is_measured(model, url):
     config = GenerationConfig(max_new_tokens=N_NEW, ignore_eos=True)
     for pipeline in (True, False):
         with EdgeConnection(url, KEY) as connection:
-            s = EdgeClient(connection, model, EdgeClientConfig(pipeline=pipeline, adaptive=False, max_draft_nodes=4)).generate(prompt, config).stats
+            s = (
+                EdgeClient(connection, model, EdgeClientConfig(pipeline=pipeline, adaptive=False, max_draft_nodes=4))
+                .generate(prompt, config)
+                .stats
+            )
         assert s["in_flight_s"] > 0
         assert s["overlap_emitted_tokens"] <= s["overlap_kept_tokens"] + s["overlap_drafted_tokens"]
         assert s["overlap_kept_tokens"] <= s["overlap_drafted_tokens"]
@@ -119,7 +131,10 @@ def test_overlap_is_measured(model, url):
             assert s["overlap_drafted_tokens"] > 0 and 0 < s["overlap_s"] <= s["in_flight_s"] + 0.05
             assert s["overlap_emitted_tokens"] > 0  # the same model: what it drafts ahead is the server's text
         else:
-            assert s["overlap_drafted_tokens"] == s["overlap_kept_tokens"] == s["overlap_emitted_tokens"] == 0 and s["overlap_s"] == 0
+            assert (
+                s["overlap_drafted_tokens"] == s["overlap_kept_tokens"] == s["overlap_emitted_tokens"] == 0
+                and s["overlap_s"] == 0
+            )
 
 
 def test_trees_branch_where_the_draft_is_unsure(model, tiny_draft_model, url):
@@ -127,7 +142,8 @@ def test_trees_branch_where_the_draft_is_unsure(model, tiny_draft_model, url):
     side branches (nodes beyond the main chain) computed by extra local passes."""
     prompt = model.encode("def add(a, b):\n")
     with EdgeConnection(url, KEY) as connection:
-        got = EdgeClient(connection, tiny_draft_model, EdgeClientConfig(tree_width=3, adaptive=False, max_draft_nodes=8)).generate(
-            prompt, GenerationConfig(max_new_tokens=N_NEW, ignore_eos=True))
+        got = EdgeClient(
+            connection, tiny_draft_model, EdgeClientConfig(tree_width=3, adaptive=False, max_draft_nodes=8)
+        ).generate(prompt, GenerationConfig(max_new_tokens=N_NEW, ignore_eos=True))
     assert got.token_ids == plain(model, prompt).token_ids
     assert got.stats["side_passes"] > 0

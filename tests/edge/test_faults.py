@@ -23,8 +23,8 @@ import time
 import urllib.request
 
 import pytest
-from server_process import start_server_process
 from edge_support import KEY
+from server_process import start_server_process
 from tiny_service import make_chat_model
 
 from specdraft import GenerationConfig, SpeculativeGenerator
@@ -66,7 +66,11 @@ def server(tmp_path):
 
 
 def greedy(model, prompt, n):
-    return SpeculativeGenerator(model).generate(prompt, None, GenerationConfig(max_new_tokens=n, ignore_eos=True)).token_ids
+    return (
+        SpeculativeGenerator(model)
+        .generate(prompt, None, GenerationConfig(max_new_tokens=n, ignore_eos=True))
+        .token_ids
+    )
 
 
 def check_flags(result):
@@ -130,7 +134,9 @@ def test_the_server_killed_while_a_verification_is_in_flight(model, server):
         for _ in run.steps():
             if phase == "before" and len(run.out) >= 12:
                 steps_before = run.stats["verify_steps"]
-                threading.Thread(target=kill_when_a_call_reaches_the_server, args=(proxy.delivered_up,), daemon=True).start()
+                threading.Thread(
+                    target=kill_when_a_call_reaches_the_server, args=(proxy.delivered_up,), daemon=True
+                ).start()
                 phase = "armed"
             elif phase == "armed" and killed.is_set() and run.stats["unverified_tokens"] >= 6:
                 processes.append(start_server(port, keys))
@@ -149,7 +155,7 @@ def test_the_server_killed_while_a_verification_is_in_flight(model, server):
     first = flags.index(False)
     last = len(flags) - 1 - flags[::-1].index(False)
     assert first >= 12 and all(flags[:first])
-    assert all(flags[last + 1:]) and len(flags) - last > 10  # verified again after the restart
+    assert all(flags[last + 1 :]) and len(flags) - last > 10  # verified again after the restart
     assert result.stats["server_losses"] == 1 and result.stats["reconnects"] >= 1
 
 
@@ -169,9 +175,12 @@ def test_twenty_concurrent_sessions_from_four_clients_do_not_cross(tokenizer, se
     def client(key_index: int, text_index: int) -> None:
         try:
             local = models[key_index]
-            with EdgeConnection(f"http://127.0.0.1:{port}", KEYS[key_index], TransportConfig(timeout_s=60)) as connection:
-                run = EdgeClient(connection, local, EdgeClientConfig(max_draft_nodes=4, adaptive=False, **FAST_RETRY)).stream(
-                    local.encode(texts[text_index]), GenerationConfig(max_new_tokens=n_new, ignore_eos=True))
+            with EdgeConnection(
+                f"http://127.0.0.1:{port}", KEYS[key_index], TransportConfig(timeout_s=60)
+            ) as connection:
+                run = EdgeClient(
+                    connection, local, EdgeClientConfig(max_draft_nodes=4, adaptive=False, **FAST_RETRY)
+                ).stream(local.encode(texts[text_index]), GenerationConfig(max_new_tokens=n_new, ignore_eos=True))
                 barrier.wait(timeout=60)
                 steps = run.steps()
                 next(steps)  # the session is open and has verified once
@@ -223,10 +232,14 @@ def test_a_sessions_memory_is_freed_on_close_and_on_idle_timeout(tokenizer, mode
     with LiveServer(app) as server, EdgeConnection(server.url, KEY) as connection:
         result = EdgeClient(connection, model).generate(prompt, GenerationConfig(max_new_tokens=16, ignore_eos=True))
         assert result.token_ids == greedy(model, prompt, 16)
-        session_target = max(targets, key=lambda t: t.forward_passes)  # (the others: the server's probe of the branch limit)
+        session_target = max(
+            targets, key=lambda t: t.forward_passes
+        )  # (the others: the server's probe of the branch limit)
         assert session_target.forward_passes >= 2  # the session's own target: prefill and verifications
         assert len(store) == 0 and all(len(t.session) == 0 for t in targets)  # closed by the client, cache released
-        opened = connection.request("POST", "/v1/edge/sessions", {"prompt": prompt, "tokenizer": model.tokenizer.fingerprint()})
+        opened = connection.request(
+            "POST", "/v1/edge/sessions", {"prompt": prompt, "tokenizer": model.tokenizer.fingerprint()}
+        )
         idle_target = targets[-1]
         assert len(store) == 1 and len(idle_target.session) == len(prompt)
         idle_before = store.closed_idle

@@ -117,15 +117,18 @@ def test_a_q_other_than_the_one_drawn_from_is_caught():
     assert pvalue < 1e-3, (first, pvalue, tv)
 
 
-@pytest.mark.parametrize("bad, message", [
-    ({"tokens": [1, 2], "probs": [0.5, 0.4]}, "sum to"),
-    ({"tokens": [2, 3], "probs": [0.5, 0.5]}, "no probability"),
-    ({"tokens": [1, 1], "probs": [0.5, 0.5]}, "distinct"),
-    ({"tokens": [1, 9], "probs": [0.5, 0.5]}, "distinct"),
-    ({"tokens": [1, 2], "probs": [1.5, -0.5]}, "(0, 1]"),
-    ({"tokens": [1, 2], "probs": [0.5]}, "one per token"),
-    ("nope", "an object"),
-])
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        ({"tokens": [1, 2], "probs": [0.5, 0.4]}, "sum to"),
+        ({"tokens": [2, 3], "probs": [0.5, 0.5]}, "no probability"),
+        ({"tokens": [1, 1], "probs": [0.5, 0.5]}, "distinct"),
+        ({"tokens": [1, 9], "probs": [0.5, 0.5]}, "distinct"),
+        ({"tokens": [1, 2], "probs": [1.5, -0.5]}, "(0, 1]"),
+        ({"tokens": [1, 2], "probs": [0.5]}, "one per token"),
+        ("nope", "an object"),
+    ],
+)
 def test_malformed_draft_distributions_are_refused(bad, message):
     from specdraft.apps.service.protocol.errors import RequestError
 

@@ -11,8 +11,8 @@ import time
 import urllib.request
 
 import pytest
-from server_process import start_server_process
 from edge_support import KEY
+from server_process import start_server_process
 from tiny_service import make_chat_model
 
 from specdraft import GenerationConfig, SpeculativeGenerator
@@ -50,9 +50,15 @@ def test_the_client_finishes_through_a_killed_and_restarted_server(tokenizer, se
     model = make_chat_model(tokenizer)  # the local model: the server's weights, so its tokens are the server's too
     prompt = model.encode("The quick brown fox")
     n_new = 300  # room to verify again after the restart before the answer ends (160 was racy under CI load)
-    want = SpeculativeGenerator(model).generate(prompt, None, GenerationConfig(max_new_tokens=n_new, ignore_eos=True)).token_ids
+    want = (
+        SpeculativeGenerator(model)
+        .generate(prompt, None, GenerationConfig(max_new_tokens=n_new, ignore_eos=True))
+        .token_ids
+    )
     connection = EdgeConnection(f"http://127.0.0.1:{port}", KEY, TransportConfig(timeout_s=5))
-    client = EdgeClient(connection, model, EdgeClientConfig(max_draft_nodes=4, adaptive=False, retry_initial_s=0.05, retry_max_s=0.2))
+    client = EdgeClient(
+        connection, model, EdgeClientConfig(max_draft_nodes=4, adaptive=False, retry_initial_s=0.05, retry_max_s=0.2)
+    )
     run = client.stream(prompt, GenerationConfig(max_new_tokens=n_new, ignore_eos=True))
     shown = []
     phase = "before"
@@ -74,7 +80,7 @@ def test_the_client_finishes_through_a_killed_and_restarted_server(tokenizer, se
     first_unverified = flags.index(False)
     last_unverified = len(flags) - 1 - flags[::-1].index(False)
     assert first_unverified >= 12 and all(flags[:first_unverified])
-    assert all(flags[last_unverified + 1:]) and len(flags) - last_unverified > 20  # verified again after the restart
+    assert all(flags[last_unverified + 1 :]) and len(flags) - last_unverified > 20  # verified again after the restart
     assert result.stats["unverified_tokens"] == flags.count(False) >= 6
     assert result.stats["reconnects"] >= 1 and result.stats["server_losses"] == 1
     unverified_text = "".join(p.text for p in result.pieces if p.source == "unverified")

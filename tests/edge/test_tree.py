@@ -68,8 +68,9 @@ def test_the_tree_holds_the_nodes_of_highest_path_probability(budget):
 def test_the_trigger_stops_when_the_best_branch_falls_below_the_threshold():
     tree, _ = build(64, threshold=0.1)
     assert all(path_prob(tree, n) >= 0.1 for n in range(len(tree)))
-    assert len(tree) == sum(1 for d in range(1, 8) for ranks in itertools.product(range(3), repeat=d)
-                            if _prod(ranks) >= 0.1)  # exactly the branches still above the threshold
+    assert len(tree) == sum(
+        1 for d in range(1, 8) for ranks in itertools.product(range(3), repeat=d) if _prod(ranks) >= 0.1
+    )  # exactly the branches still above the threshold
 
 
 def _prod(ranks):
@@ -111,7 +112,11 @@ def test_calibration_learns_a_twin_drafter_and_the_tree_becomes_a_chain():
     calibration = Calibration()
     for _ in range(30):  # the target always takes the top token: the main chain is accepted whole
         tree, _ = build(8, calibration=calibration)
-        main = [n for n in range(len(tree)) if tree.tokens[n] % 10 == 0 and all(tree.tokens[a] % 10 == 0 for a in _ancestors(tree, n))]
+        main = [
+            n
+            for n in range(len(tree))
+            if tree.tokens[n] % 10 == 0 and all(tree.tokens[a] % 10 == 0 for a in _ancestors(tree, n))
+        ]
         calibration.observe(tree, main)
     assert calibration(0, 0.6) > 0.85 and calibration(1, 0.3) < 0.3  # above and below their raw confidences
     tree, _ = build(8, calibration=calibration)
@@ -125,8 +130,15 @@ def sampled_guess(depth, confidence):
 
 def test_sampled_trees_add_sibling_draws_only_where_the_draft_is_unsure():
     confidences = [0.9, 0.4, 0.95, 0.3]
-    tree = sampled_tree(lambda d: sampled_guess(d, confidences[d]), budget=6, threshold=None, alt_below=0.5,
-                        siblings=1, max_leaves=8, seed=5)
+    tree = sampled_tree(
+        lambda d: sampled_guess(d, confidences[d]),
+        budget=6,
+        threshold=None,
+        alt_below=0.5,
+        siblings=1,
+        max_leaves=8,
+        seed=5,
+    )
     levels = {}
     for i, parent in enumerate(tree.parents):
         levels.setdefault(parent, []).append(i)
@@ -139,5 +151,7 @@ def test_sampled_trees_add_sibling_draws_only_where_the_draft_is_unsure():
 
 
 def test_sampled_trees_stop_on_the_cumulative_draft_probability():
-    tree = sampled_tree(lambda d: sampled_guess(d, 0.9), budget=16, threshold=0.5, alt_below=0.5, siblings=1, max_leaves=8, seed=0)
+    tree = sampled_tree(
+        lambda d: sampled_guess(d, 0.9), budget=16, threshold=0.5, alt_below=0.5, siblings=1, max_leaves=8, seed=0
+    )
     assert tree.n_main == len(tree) == 7  # 0.9 ** 7 < 0.5 <= 0.9 ** 6: the seventh node is the last

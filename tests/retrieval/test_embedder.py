@@ -58,9 +58,18 @@ def minilm():
 
 PASSAGES = [
     {"id": "eiffel", "text": "The Eiffel Tower in Paris was completed in 1889 for the World's Fair."},
-    {"id": "photosynthesis", "text": "Plants turn sunlight, water and carbon dioxide into sugar and oxygen by photosynthesis."},
-    {"id": "python", "text": "Python is a programming language known for its readable syntax and large standard library."},
-    {"id": "everest", "text": "Mount Everest, on the border of Nepal and China, is the highest mountain above sea level."},
+    {
+        "id": "photosynthesis",
+        "text": "Plants turn sunlight, water and carbon dioxide into sugar and oxygen by photosynthesis.",
+    },
+    {
+        "id": "python",
+        "text": "Python is a programming language known for its readable syntax and large standard library.",
+    },
+    {
+        "id": "everest",
+        "text": "Mount Everest, on the border of Nepal and China, is the highest mountain above sea level.",
+    },
     {"id": "vaccines", "text": "Vaccines train the immune system to recognise a pathogen without causing the disease."},
 ]
 

@@ -17,7 +17,12 @@ def test_save_load_round_trip(tmp_path):
     path = index.save(tmp_path / "ix")
     assert sorted(p.name for p in path.iterdir()) == ["chunks.jsonl", "index.faiss", "manifest.json"]
     loaded = DocumentIndex.load(tmp_path / "ix", HashEmbedder())
-    assert (len(loaded), loaded.documents, loaded.kind, loaded.config) == (len(index), index.documents, index.kind, index.config)
+    assert (len(loaded), loaded.documents, loaded.kind, loaded.config) == (
+        len(index),
+        index.documents,
+        index.kind,
+        index.config,
+    )
     for query in ["cat purrs", "borrow checker", "tea minutes", "nothing matches here"]:
         assert results(loaded, query) == results(index, query)
     manifest = json.loads((path / "manifest.json").read_text())

@@ -4,8 +4,8 @@ FAISS index embedded with the packaged MiniLM; and seeded sampling gives plain s
 
 import pytest
 import torch
-
 from oracle import Recording
+
 from specdraft import GenerationConfig, ModelConfig, SpeculationConfig, SpeculativeGenerator, TransformersModel
 from specdraft.apps.service.demo import EXAMPLE_DOCUMENTS
 from specdraft.retrieval import DocumentIndex

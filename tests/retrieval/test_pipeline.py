@@ -1,10 +1,9 @@
 """RAGPipeline on a tiny model and a hash-embedding index: identical answers with every drafter."""
 
 import pytest
+from hash_embedder import HashEmbedder
 
 from specdraft import SpeculationConfig
-
-from hash_embedder import HashEmbedder
 from specdraft.retrieval import DocumentIndex, IndexConfig, ReferenceDrafter
 from specdraft.retrieval.datastore import Datastore
 from specdraft.retrieval.pipeline import DRAFTERS, RAGConfig, RAGPipeline
@@ -96,13 +95,18 @@ def test_stream_gives_the_pieces_then_the_answer_with_linked_spans(tiny_model):
     index = DocumentIndex.create(embedder=HashEmbedder())
     index.add([*DOCUMENTS, ECHO])
     fixed = SpeculationConfig(initial_draft_len=4, adaptive=False)  # drafts that do not depend on timing
-    pipeline = RAGPipeline(index, tiny_model, "reference", config=RAGConfig(top_k=2, max_new_tokens=16, speculation=fixed))
+    pipeline = RAGPipeline(
+        index, tiny_model, "reference", config=RAGConfig(top_k=2, max_new_tokens=16, speculation=fixed)
+    )
     stream = pipeline.stream("What does the fox say?")
     assert "echo" in [h.chunk.doc_id for h in stream.hits] and stream.answer is None
     pieces = list(stream)
     answer = stream.answer
     assert answer is not None and answer.answer == "".join(p.text for p in pieces).strip()
-    assert answer.token_ids == RAGPipeline(index, tiny_model, "none", config=pipeline.config).ask("What does the fox say?").token_ids
+    assert (
+        answer.token_ids
+        == RAGPipeline(index, tiny_model, "none", config=pipeline.config).ask("What does the fox say?").token_ids
+    )
     assert "".join(s.text for s in answer.spans) == answer.answer
     drafted = [s for s in answer.spans if s.source == "draft"]
     assert drafted and all(s.passage == "echo#0" for s in drafted)

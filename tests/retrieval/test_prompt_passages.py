@@ -6,8 +6,8 @@ from __future__ import annotations
 import copy
 
 import pytest
-
 from conftest import CORPUS, make_tiny_model
+
 from specdraft import Draft, GenerationConfig, SpeculationConfig, SpeculativeGenerator
 from specdraft.retrieval.prompt_passages import documents_drafter, prompt_passages, prompt_texts, split_passages
 from specdraft.retrieval.reference_drafter import ReferenceDraftConfig, ReferenceDrafter
@@ -40,10 +40,24 @@ def test_prompt_texts_are_the_prompt_or_every_message_but_the_assistants():
         {"role": "user", "content": "What is one?"},
         {"role": "assistant", "content": "My own earlier answer."},
         {"role": "tool", "content": "doc two"},
-        {"role": "user", "content": [{"type": "text", "text": "part a"}, {"type": "image_url", "image_url": {}}, {"type": "text", "text": "part b"}]},
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "part a"},
+                {"type": "image_url", "image_url": {}},
+                {"type": "text", "text": "part b"},
+            ],
+        },
         {"role": "user", "content": None},
     ]
-    assert prompt_texts(None, messages) == ["Use the context.\n\ndoc one", "Be brief.", "What is one?", "doc two", "part a", "part b"]
+    assert prompt_texts(None, messages) == [
+        "Use the context.\n\ndoc one",
+        "Be brief.",
+        "What is one?",
+        "doc two",
+        "part a",
+        "part b",
+    ]
 
 
 def test_passages_keep_prompt_order_and_each_distinct_one_once():
@@ -99,8 +113,9 @@ def test_chat_answers_equal_plain_decoding(chat_model, max_new_tokens, draft_len
     prompt = chat_model.encode_chat(messages)
     config = GenerationConfig(max_new_tokens=max_new_tokens)
     # the first step drafts (as on engine and remote targets): "=veda" is drafted there
-    speculation = SpeculationConfig(initial_draft_len=draft_len, max_draft_len=max(draft_len, 16), adaptive=False,
-                                    plain_first_step=False)
+    speculation = SpeculationConfig(
+        initial_draft_len=draft_len, max_draft_len=max(draft_len, 16), adaptive=False, plain_first_step=False
+    )
     plain = SpeculativeGenerator(chat_model, speculation).generate(prompt, None, config)
     drafter = documents_drafter(chat_model.tokenizer, prompt_texts(None, messages))
     result = SpeculativeGenerator(chat_model, speculation).generate(prompt, drafter, config)
@@ -119,6 +134,7 @@ def test_text_prompts_equal_plain_decoding(tiny_model, question):
     config = GenerationConfig(max_new_tokens=32)
     speculation = SpeculationConfig(initial_draft_len=4, adaptive=False)
     plain = SpeculativeGenerator(tiny_model, speculation).generate(ids, None, config)
-    result = SpeculativeGenerator(tiny_model, speculation).generate(ids, documents_drafter(tiny_model.tokenizer, prompt_texts(prompt, None)), config)
+    result = SpeculativeGenerator(tiny_model, speculation).generate(
+        ids, documents_drafter(tiny_model.tokenizer, prompt_texts(prompt, None)), config
+    )
     assert result.token_ids == plain.token_ids
-

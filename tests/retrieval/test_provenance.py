@@ -43,7 +43,12 @@ def test_a_drafted_run_in_no_passage_stays_unlinked():
 
 
 def test_whitespace_only_edges_are_dropped():
-    pieces = [TextPiece("\n", "draft"), TextPiece(" ", "target"), TextPiece("Paris", "target"), TextPiece("  \n", "draft")]
+    pieces = [
+        TextPiece("\n", "draft"),
+        TextPiece(" ", "target"),
+        TextPiece("Paris", "target"),
+        TextPiece("  \n", "draft"),
+    ]
     assert answer_spans(pieces, HITS) == [AnswerSpan("Paris", "target")]
     assert answer_spans([TextPiece(" ", "draft")], HITS) == []
     assert answer_spans([], HITS) == []

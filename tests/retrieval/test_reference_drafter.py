@@ -4,10 +4,10 @@ real tokenizers, and lossless generation (== transformers' greedy generate) with
 from __future__ import annotations
 
 import pytest
+from oracle import Recording, greedy_continuations
 
 from specdraft import ROOT, Draft, GenerationConfig, SpeculationConfig, SpeculativeGenerator
 from specdraft.retrieval.reference_drafter import Branch, ReferenceDraftConfig, ReferenceDrafter
-from oracle import Recording, greedy_continuations
 
 PROMPT = [900, 901, 902]  # stands for the chat-wrapped question and passages
 

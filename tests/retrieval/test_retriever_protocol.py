@@ -9,7 +9,16 @@ import pytest
 from hash_embedder import HashEmbedder
 from index_helpers import DOCS, filled_index, make_index
 
-from specdraft.retrieval import Chunk, Collection, HNSWConfig, Hit, IndexConfig, PreparedRetriever, Retriever, ScoringRetriever
+from specdraft.retrieval import (
+    Chunk,
+    Collection,
+    Hit,
+    HNSWConfig,
+    IndexConfig,
+    PreparedRetriever,
+    Retriever,
+    ScoringRetriever,
+)
 from specdraft.retrieval.faiss_index import build_index, import_faiss, unit_rows
 from specdraft.retrieval.iterative import make_retriever
 from specdraft.retrieval.iterative.dense import DenseHNSWConfig
@@ -44,7 +53,11 @@ def test_the_index_hands_its_vectors_row_for_row():
 def test_every_iterative_retriever_declares_its_capabilities(kind):
     collection = Collection.from_texts(["the fox jumps", "a cat sleeps", "tea is steeped"])
     retriever = make_retriever(kind, collection, HashEmbedder(dim=32))
-    assert isinstance(retriever, PreparedRetriever) and isinstance(retriever, ScoringRetriever) and isinstance(retriever, Retriever)
+    assert (
+        isinstance(retriever, PreparedRetriever)
+        and isinstance(retriever, ScoringRetriever)
+        and isinstance(retriever, Retriever)
+    )
     hit = retriever.search(["fox"], 1)[0][0]
     assert hit == Hit(hit.doc, Chunk(str(hit.doc), str(hit.doc), collection.texts[hit.doc]), hit.score)
 

@@ -106,19 +106,33 @@ def test_no_section_starts_after_the_deadline():
 @pytest.mark.slow
 def test_dry_run_writes_the_result_folders_and_everything_is_lossless(tmp_path):
     out = tmp_path / "out"
-    subprocess.run([sys.executable, str(ROOT / "scripts" / "gpu_run.py"), "--dry-run", "--out", str(out)], check=True, timeout=900)
+    subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "gpu_run.py"), "--dry-run", "--out", str(out)], check=True, timeout=900
+    )
     check_result_folders(out)
 
 
 def check_result_folders(out: Path) -> None:
     """What a dry run must leave in ``out`` (call 2's folder) and ``out/call1``."""
     report = json.loads((out / "results.json").read_text())
-    assert {"run", "imports", "budget", "model", "pass_cost", "fast_trees", "tasks", "exactness", "call1"} <= report.keys()
+    assert {
+        "run",
+        "imports",
+        "budget",
+        "model",
+        "pass_cost",
+        "fast_trees",
+        "tasks",
+        "exactness",
+        "call1",
+    } <= report.keys()
     assert report["run"]["dry_run"] and report["skipped_for_time"] == [] and report["errors"] == {}
     assert report["model"]["registry_sha256_match"] and report["model"]["name"] == "smollm2-135m"
     imports = report["imports"]
     assert imports["specdraft_by_tree_finder"] and imports["specdraft_from"] == str(ROOT / "core")
-    assert imports["wheels_installed_by"] == "already" and Path(imports["gguf_from"]).parent.name == "site"  # left by call 1
+    assert (
+        imports["wheels_installed_by"] == "already" and Path(imports["gguf_from"]).parent.name == "site"
+    )  # left by call 1
     assert set(report["pass_cost"]["eager_ms"]) == set(report["pass_cost"]["fast_ms"]) == {"1", "4", "16"}
 
     assert set(report["tasks"]) == {"grammar", "rag", "chat", "draft-model"}
@@ -131,11 +145,22 @@ def check_result_folders(out: Path) -> None:
                 assert row["same_path"] == 1 and row["generate"] == 1, (name, method, row)
         assert task["exactness"]["lossless"]
         assert [row["method"] for row in task["speedups"]] == list(methods)
-    assert report["fast_trees"]["fast plain == eager plain"] and report["fast_trees"]["fast drafted (trees) == eager plain"]
+    assert (
+        report["fast_trees"]["fast plain == eager plain"]
+        and report["fast_trees"]["fast drafted (trees) == eager plain"]
+    )
     assert report["exactness"]["lossless"] is True
 
     markdown = (out / "results.md").read_text()
-    for heading in ("## (a) Exactness", "## (b) Verify-pass cost by width", "## (c) Speed-ups", "### grammar", "### rag", "### chat", "## Call 1"):
+    for heading in (
+        "## (a) Exactness",
+        "## (b) Verify-pass cost by width",
+        "## (c) Speed-ups",
+        "### grammar",
+        "### rag",
+        "### chat",
+        "## Call 1",
+    ):
         assert heading in markdown
     for png in ("grammar.png", "rag.png", "chat.png", "pass_cost.png"):
         assert (out / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", png
@@ -145,6 +170,10 @@ def check_result_folders(out: Path) -> None:
     assert call1["part1_sha256_ok"] and call1["skipped_for_time"] == [] and call1["errors"] == {}
     assert call1["imports"]["wheels_installed_by"] == "pip"
     assert {"lossless", "pass_ms_by_width", "ideal_acceptance_float32"} <= call1["cuda_check"].keys()
-    assert all(row[key]["identical"] for row in call1["cuda_check"]["lossless"]["float32"] for key in ("prompt-lookup", "reference-chain", "reference-tree"))
+    assert all(
+        row[key]["identical"]
+        for row in call1["cuda_check"]["lossless"]["float32"]
+        for key in ("prompt-lookup", "reference-chain", "reference-tree")
+    )
     assert set(call1["fast_path_random"]["fast_ms"]) == {"1", "4", "16"}
     assert report["call1"] == call1

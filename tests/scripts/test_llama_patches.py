@@ -30,7 +30,9 @@ def sdist() -> Path:
 
 
 def test_setup_lists_every_patch_in_the_folder():
-    assert sorted(PATCHES) == sorted(f"scripts/patches/{p.name}" for p in (ROOT / "scripts" / "patches").glob("*.patch"))
+    assert sorted(PATCHES) == sorted(
+        f"scripts/patches/{p.name}" for p in (ROOT / "scripts" / "patches").glob("*.patch")
+    )
     assert len(PATCHES) >= 3
 
 
@@ -38,7 +40,7 @@ def test_setup_lists_every_patch_in_the_folder():
 def vendored(tmp_path_factory) -> Path:
     """The files the patches touch, extracted from the pinned sdist's vendor/llama.cpp."""
     lines = [line for patch in PATCHES for line in (ROOT / patch).read_text().splitlines()]
-    touched = {line[len("+++ b/"):].strip() for line in lines if line.startswith("+++ b/")}
+    touched = {line[len("+++ b/") :].strip() for line in lines if line.startswith("+++ b/")}
     prefix = f"llama_cpp_python-{VERSION}/vendor/llama.cpp/"
     root = tmp_path_factory.mktemp("llama.cpp")
     with tarfile.open(sdist()) as archive:

@@ -185,7 +185,10 @@ def chat_multiturn(limit: int, seed: int) -> list[BenchPrompt]:
     ``messages`` end in the user turn to answer. Not in ``PROMPT_SETS``: the ``chat-multiturn``
     benchmark builds its own cases (``rag_suites``)."""
     pool = sharegpt_pools()["chat-multiturn"]
-    ordered = [BenchPrompt(r["id"], tuple(r["messages"]), "", "chat-multiturn") for r in _shuffled(pool, f"chat-multiturn:{seed}")]
+    ordered = [
+        BenchPrompt(r["id"], tuple(r["messages"]), "", "chat-multiturn")
+        for r in _shuffled(pool, f"chat-multiturn:{seed}")
+    ]
     return _take("chat-multiturn", ordered, limit)
 
 

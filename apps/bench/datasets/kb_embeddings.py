@@ -73,7 +73,9 @@ def shard_path(folder: Path, texts: Sequence[str]) -> Path:
     return folder / f"shard-{chunks_digest(list(texts))[:24]}.npy"
 
 
-def kb_vectors(texts: Sequence[str], embedder: Any, config: EmbeddingCacheConfig = EmbeddingCacheConfig()) -> np.ndarray:
+def kb_vectors(
+    texts: Sequence[str], embedder: Any, config: EmbeddingCacheConfig = EmbeddingCacheConfig()
+) -> np.ndarray:
     """Unit vectors ``float32 (len(texts), dim)`` of ``texts``: each shard cached, or embedded and cached."""
     from tqdm import tqdm
 

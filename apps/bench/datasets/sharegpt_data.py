@@ -185,7 +185,9 @@ def _scan_sharegpt() -> Pools:
     if not chat:
         raise RuntimeError(f"found no usable conversation in {archive}:{_SHAREGPT_MEMBER}")
     seconds = time.perf_counter() - started
-    say(f"{conversations} conversations, {len(chat)} usable first turns, {len(multiturn)} multi-turn in {seconds:.0f} s")
+    say(
+        f"{conversations} conversations, {len(chat)} usable first turns, {len(multiturn)} multi-turn in {seconds:.0f} s"
+    )
     return {"chat": chat, "chat-multiturn": multiturn}
 
 

@@ -65,7 +65,11 @@ _PERSON = {
     "type": "object",
     "properties": {
         "name": {"type": "string", "maxLength": MAX_CHARS, "description": "the person's name as the passage writes it"},
-        "description": {"type": "string", "maxLength": MAX_DESCRIPTION, "description": "who the person is or what they do, in the passage's words"},
+        "description": {
+            "type": "string",
+            "maxLength": MAX_DESCRIPTION,
+            "description": "who the person is or what they do, in the passage's words",
+        },
     },
     "required": ["name", "description"],
     "additionalProperties": False,
@@ -99,7 +103,9 @@ TOOLS: list[dict[str, Any]] = [
     },
 ]
 TOOL_CHOICE: dict[str, Any] = {"type": "function", "function": {"name": "save_people"}}
-TOOL_INSTRUCTION = "Save the people the passage above names, each with what it says about them, with the save_people tool."
+TOOL_INSTRUCTION = (
+    "Save the people the passage above names, each with what it says about them, with the save_people tool."
+)
 
 
 @dataclass(frozen=True)

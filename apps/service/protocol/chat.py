@@ -51,7 +51,11 @@ class HistoryCall:
     arguments: str
 
     def to_dict(self) -> dict[str, Any]:
-        return {"id": self.id, "type": "function", "function": {"name": self.name, "arguments": json.loads(self.arguments)}}
+        return {
+            "id": self.id,
+            "type": "function",
+            "function": {"name": self.name, "arguments": json.loads(self.arguments)},
+        }
 
 
 @dataclass(frozen=True)
@@ -83,7 +87,11 @@ class TextPart(RequestBody):
 
 def _role(role: Any) -> Any:
     if role not in ROLES:
-        why = " (the legacy function role: send a tool message with the call's tool_call_id)" if role == "function" else ""
+        why = (
+            " (the legacy function role: send a tool message with the call's tool_call_id)"
+            if role == "function"
+            else ""
+        )
         raise refuse(f"{{path}} must be one of {', '.join(ROLES)}, got {describe(role)}{why}")
     return role
 
@@ -109,8 +117,12 @@ def _content(content: Any) -> Any:
 
 
 Content = Annotated[Union[StrictStr, list[TextPart]], BeforeValidator(_content)]
-NO_FUNCTION_CALL = Neutral(lambda v: v is None, {"type": "null"}, "{path} (legacy function calling) is not supported; send tool_calls",
-                           "legacy function calling: send tool_calls")
+NO_FUNCTION_CALL = Neutral(
+    lambda v: v is None,
+    {"type": "null"},
+    "{path} (legacy function calling) is not supported; send tool_calls",
+    "legacy function calling: send tool_calls",
+)
 
 
 def _arguments(arguments: str) -> str:
@@ -137,12 +149,21 @@ class ToolCall(RequestBody):
 
 
 # per role, what JSON Schema can say of the rules ``Message._by_role`` checks
-_ROLE_RULES = {"allOf": [
-    {"if": {"properties": {"role": {"const": "assistant"}}},
-     "else": {"required": ["content"], "properties": {"content": {"not": {"type": "null"}}, "tool_calls": {"type": "null"}}}},
-    {"if": {"properties": {"role": {"const": "tool"}}},
-     "then": {"required": ["tool_call_id"], "properties": {"tool_call_id": {"type": "string"}}}},
-]}
+_ROLE_RULES = {
+    "allOf": [
+        {
+            "if": {"properties": {"role": {"const": "assistant"}}},
+            "else": {
+                "required": ["content"],
+                "properties": {"content": {"not": {"type": "null"}}, "tool_calls": {"type": "null"}},
+            },
+        },
+        {
+            "if": {"properties": {"role": {"const": "tool"}}},
+            "then": {"required": ["tool_call_id"], "properties": {"tool_call_id": {"type": "string"}}},
+        },
+    ]
+}
 
 
 class Message(RequestBody):
@@ -168,18 +189,34 @@ class Message(RequestBody):
     def _by_role(self) -> Message:
         if self.role != "assistant":
             if self.content is None:
-                raise refuse(f"{{path}}.content must be a string, got null (or a list of text parts; only an assistant's content may be null)",
-                             "{path}.content")
+                raise refuse(
+                    "{path}.content must be a string, got null (or a list of text parts; only an assistant's content may be null)",
+                    "{path}.content",
+                )
             if self.tool_calls is not None:
-                raise refuse(f"{{path}}.tool_calls: only assistant messages make tool calls, not {self.role!r} ones", "{path}.tool_calls")
+                raise refuse(
+                    f"{{path}}.tool_calls: only assistant messages make tool calls, not {self.role!r} ones",
+                    "{path}.tool_calls",
+                )
         if self.role == "tool" and self.tool_call_id is None:
-            raise refuse("{path}.tool_call_id is required in a tool message (the id of the call it answers)", "{path}.tool_call_id")
+            raise refuse(
+                "{path}.tool_call_id is required in a tool message (the id of the call it answers)",
+                "{path}.tool_call_id",
+            )
         return self
 
     def chat_message(self) -> ChatMessage:
-        content = "" if self.content is None else self.content if isinstance(self.content, str) else "\n".join(part.text for part in self.content)
+        content = (
+            ""
+            if self.content is None
+            else self.content
+            if isinstance(self.content, str)
+            else "\n".join(part.text for part in self.content)
+        )
         calls = tuple(HistoryCall(c.id, c.function.name, c.function.arguments) for c in self.tool_calls or ())
-        return ChatMessage(TEMPLATE_ROLES.get(self.role, self.role), content, calls, self.tool_call_id if self.role == "tool" else None)
+        return ChatMessage(
+            TEMPLATE_ROLES.get(self.role, self.role), content, calls, self.tool_call_id if self.role == "tool" else None
+        )
 
 
 def _messages(messages: Any) -> Any:
@@ -194,8 +231,15 @@ def _answered_calls(messages: list[Message]) -> list[Message]:
     for i, message in enumerate(messages):
         made.update(call.id for call in message.tool_calls or ())
         if message.role == "tool" and message.tool_call_id not in made:
-            earlier = f"the earlier calls are {', '.join(map(repr, sorted(made)))}" if made else "no earlier assistant message made a tool call"
-            raise refuse(f"{{path}}[{i}].tool_call_id {message.tool_call_id!r} answers no earlier tool call ({earlier})", f"{{path}}[{i}].tool_call_id")
+            earlier = (
+                f"the earlier calls are {', '.join(map(repr, sorted(made)))}"
+                if made
+                else "no earlier assistant message made a tool call"
+            )
+            raise refuse(
+                f"{{path}}[{i}].tool_call_id {message.tool_call_id!r} answers no earlier tool call ({earlier})",
+                f"{{path}}[{i}].tool_call_id",
+            )
     return messages
 
 
@@ -226,7 +270,9 @@ def _prompt(prompt: Any) -> Any:
         if isinstance(one, str) and not one:
             raise refuse(f"{{path}}[{i}] must not be empty")
         if not isinstance(one, str) and not (isinstance(one, list) and one and all(_is_token_id(t) for t in one)):
-            raise refuse(f"{{path}}[{i}] must be a string or a non-empty list of token ids (integers >= 0), got {describe(one)}")
+            raise refuse(
+                f"{{path}}[{i}] must be a string or a non-empty list of token ids (integers >= 0), got {describe(one)}"
+            )
     return prompt
 
 

@@ -92,11 +92,19 @@ SERVED_MODEL = ConfigRule("completion_model", _served_model, _model_names)
 TOKEN_LIMIT = ConfigRule(
     "max_tokens",
     lambda value, config: within(value, 1, config.max_tokens_limit),
-    lambda config: {"minimum": 1, "maximum": config.max_tokens_limit, "description": f"tokens to generate at most (default {config.default_max_tokens})"},
+    lambda config: {
+        "minimum": 1,
+        "maximum": config.max_tokens_limit,
+        "description": f"tokens to generate at most (default {config.default_max_tokens})",
+    },
 )
 COMPLETION_DRAFTER = ConfigRule(
-    "completion_drafter", _drafter,
-    lambda config: {"enum": completion_drafters(config), "description": f"extension: the drafter (default {config.drafter!r})"},
+    "completion_drafter",
+    _drafter,
+    lambda config: {
+        "enum": completion_drafters(config),
+        "description": f"extension: the drafter (default {config.drafter!r})",
+    },
 )
 
 
@@ -123,7 +131,10 @@ def _prediction(prediction: Any) -> Any:
         raise refuse('{path} must be {"type": "content", "content": "..."}')
     content = prediction.get("content")
     if isinstance(content, list):
-        if not all(isinstance(part, dict) and part.get("type") == "text" and isinstance(part.get("text"), str) for part in content):
+        if not all(
+            isinstance(part, dict) and part.get("type") == "text" and isinstance(part.get("text"), str)
+            for part in content
+        ):
             raise refuse('{path}.content parts must be {"type": "text", "text": "..."}')
     elif not isinstance(content, str):
         raise refuse(f"{{path}}.content must be a string, got {describe(content)}")
@@ -132,7 +143,8 @@ def _prediction(prediction: Any) -> Any:
 
 class StreamOptions(RequestBody):
     include_usage: Annotated[StrictBool, BeforeValidator(_include_usage)] | None = Field(
-        None, description="end the stream with a chunk holding usage and no choices")
+        None, description="end the stream with a chunk holding usage and no choices"
+    )
 
 
 class Prediction(RequestBody):
@@ -148,15 +160,42 @@ class Prediction(RequestBody):
 
 TARGETS_OWN = "it would change the target's own output"
 LEGACY = "legacy function calling: send tools"
-LegacyFunctions = Annotated[Any, Neutral(lambda v: not v, FALSY, "{path} (legacy function calling) is not supported; send tools", LEGACY)]
-LegacyFunctionCall = Annotated[Any, Neutral(lambda v: v in (None, "none", "auto"), {"enum": ["none", "auto", None]},
-                                            "{path} {value} (legacy function calling) is not supported; send tools and tool_choice", LEGACY)]
+LegacyFunctions = Annotated[
+    Any, Neutral(lambda v: not v, FALSY, "{path} (legacy function calling) is not supported; send tools", LEGACY)
+]
+LegacyFunctionCall = Annotated[
+    Any,
+    Neutral(
+        lambda v: v in (None, "none", "auto"),
+        {"enum": ["none", "auto", None]},
+        "{path} {value} (legacy function calling) is not supported; send tools and tool_choice",
+        LEGACY,
+    ),
+]
 CHAT_ONLY = "tools are for /v1/chat/completions"
-NoTools = Annotated[Any, Neutral(lambda v: not v, FALSY, "{path} are for /v1/chat/completions; this endpoint continues a text", CHAT_ONLY)]
-NoToolChoice = Annotated[Any, Neutral(lambda v: v in (None, "none", "auto"), {"enum": ["none", "auto", None]},
-                                      "{path} {value} is for /v1/chat/completions; this endpoint continues a text", CHAT_ONLY)]
-Penalty = Annotated[StrictFloat, Bounds(-2.0, 2.0), Neutral(lambda v: v == 0, {"enum": [0]},
-                                                            "{path} is not supported (it would change the target's own output); send 0 or omit it", TARGETS_OWN)]
+NoTools = Annotated[
+    Any,
+    Neutral(lambda v: not v, FALSY, "{path} are for /v1/chat/completions; this endpoint continues a text", CHAT_ONLY),
+]
+NoToolChoice = Annotated[
+    Any,
+    Neutral(
+        lambda v: v in (None, "none", "auto"),
+        {"enum": ["none", "auto", None]},
+        "{path} {value} is for /v1/chat/completions; this endpoint continues a text",
+        CHAT_ONLY,
+    ),
+]
+Penalty = Annotated[
+    StrictFloat,
+    Bounds(-2.0, 2.0),
+    Neutral(
+        lambda v: v == 0,
+        {"enum": [0]},
+        "{path} is not supported (it would change the target's own output); send 0 or omit it",
+        TARGETS_OWN,
+    ),
+]
 StopStrings = Annotated[
     Union[Annotated[StrictStr, MinLen(1)], Annotated[list[Annotated[StrictStr, MinLen(1)]], MaxLen(MAX_STOP_STRINGS)]],
     BeforeValidator(_stop),
@@ -166,43 +205,101 @@ StopStrings = Annotated[
 class Sampling(RequestBody):
     """How to draw tokens (absent: ``GenerationConfig``'s greedy defaults); also an edge session's."""
 
-    temperature: Annotated[StrictFloat, Bounds(0.0, MAX_TEMPERATURE)] | None = Field(None, description="0: greedy (default)")
-    top_p: Annotated[StrictFloat, Bounds(0.0, 1.0, low_open=True)] | None = Field(None, description="nucleus sampling mass")
-    top_k: Annotated[StrictInt, Bounds(0)] | None = Field(None, description="extension: sample among the k most likely tokens (0: all)")
-    seed: Annotated[StrictInt, Bounds(0, MAX_SEED)] | None = Field(None, description="makes a sampled answer reproducible (choice i gets seed + i)")
+    temperature: Annotated[StrictFloat, Bounds(0.0, MAX_TEMPERATURE)] | None = Field(
+        None, description="0: greedy (default)"
+    )
+    top_p: Annotated[StrictFloat, Bounds(0.0, 1.0, low_open=True)] | None = Field(
+        None, description="nucleus sampling mass"
+    )
+    top_k: Annotated[StrictInt, Bounds(0)] | None = Field(
+        None, description="extension: sample among the k most likely tokens (0: all)"
+    )
+    seed: Annotated[StrictInt, Bounds(0, MAX_SEED)] | None = Field(
+        None, description="makes a sampled answer reproducible (choice i gets seed + i)"
+    )
 
     def sampling_params(self) -> SamplingParams:
         """The settings as the core takes them (absent: greedy)."""
         defaults = SamplingParams()
-        return SamplingParams(defaults.temperature if self.temperature is None else self.temperature,
-                              defaults.top_p if self.top_p is None else self.top_p, defaults.top_k if self.top_k is None else self.top_k)
+        return SamplingParams(
+            defaults.temperature if self.temperature is None else self.temperature,
+            defaults.top_p if self.top_p is None else self.top_p,
+            defaults.top_k if self.top_k is None else self.top_k,
+        )
 
 
 class CompletionBody(Sampling):
     """The fields both completion endpoints read (module docstring)."""
 
     model: Annotated[StrictStr, SERVED_MODEL] | None = None
-    response_format: ResponseFormat | None = Field(None, description="text, json_object (any JSON object) or json_schema: the answer "
-                                                   "follows the schema (constrained whatever strict says)")
+    response_format: ResponseFormat | None = Field(
+        None,
+        description="text, json_object (any JSON object) or json_schema: the answer "
+        "follows the schema (constrained whatever strict says)",
+    )
     # refused unless neutral
     functions: LegacyFunctions = None
     function_call: LegacyFunctionCall = None
     presence_penalty: Penalty | None = None
     frequency_penalty: Penalty | None = None
-    logit_bias: Annotated[Any, Neutral(lambda v: not v, FALSY, "{path} is not supported (it would change the target's own output)", TARGETS_OWN)] = None
-    echo: Annotated[StrictBool, Neutral(lambda v: v is False, {"enum": [False]}, "{path} is not supported; the prompt is not repeated in the answer",
-                                        "the prompt is not repeated")] | None = None
-    best_of: Annotated[StrictInt, Bounds(1), Neutral(lambda v: v == 1, {"enum": [1]}, "{path} > 1 is not supported; use n for several choices", "use n")] | None = None
-    suffix: Annotated[Any, Neutral(lambda v: not v, FALSY, "{path} is not supported (no fill-in-the-middle)", "no fill-in-the-middle")] = None
-    audio: Annotated[Any, Neutral(lambda v: v is None, {"type": "null"}, "{path} is not supported: the served model answers in text",
-                                  "the served model answers in text")] = None
-    modalities: Annotated[Any, Neutral(lambda v: v is None or v == ["text"], {"enum": [["text"], None]}, '{path} {value} is not supported; only ["text"]',
-                                       "the served model answers in text")] = None
+    logit_bias: Annotated[
+        Any,
+        Neutral(
+            lambda v: not v, FALSY, "{path} is not supported (it would change the target's own output)", TARGETS_OWN
+        ),
+    ] = None
+    echo: (
+        Annotated[
+            StrictBool,
+            Neutral(
+                lambda v: v is False,
+                {"enum": [False]},
+                "{path} is not supported; the prompt is not repeated in the answer",
+                "the prompt is not repeated",
+            ),
+        ]
+        | None
+    ) = None
+    best_of: (
+        Annotated[
+            StrictInt,
+            Bounds(1),
+            Neutral(lambda v: v == 1, {"enum": [1]}, "{path} > 1 is not supported; use n for several choices", "use n"),
+        ]
+        | None
+    ) = None
+    suffix: Annotated[
+        Any, Neutral(lambda v: not v, FALSY, "{path} is not supported (no fill-in-the-middle)", "no fill-in-the-middle")
+    ] = None
+    audio: Annotated[
+        Any,
+        Neutral(
+            lambda v: v is None,
+            {"type": "null"},
+            "{path} is not supported: the served model answers in text",
+            "the served model answers in text",
+        ),
+    ] = None
+    modalities: Annotated[
+        Any,
+        Neutral(
+            lambda v: v is None or v == ["text"],
+            {"enum": [["text"], None]},
+            '{path} {value} is not supported; only ["text"]',
+            "the served model answers in text",
+        ),
+    ] = None
     # what to generate
-    n: Annotated[StrictInt, Bounds(1, MAX_N)] | None = Field(None, description=f"choices per prompt (at most {MAX_CHOICES} choices per request in all)")
+    n: Annotated[StrictInt, Bounds(1, MAX_N)] | None = Field(
+        None, description=f"choices per prompt (at most {MAX_CHOICES} choices per request in all)"
+    )
     max_tokens: Annotated[StrictInt, TOKEN_LIMIT] | None = None
-    max_completion_tokens: Annotated[StrictInt, TOKEN_LIMIT] | None = Field(None, description="the same as max_tokens (send one, or both with one value)")
-    stop: StopStrings | None = Field(None, description=f"a string or up to {MAX_STOP_STRINGS} strings that end the answer")
+    max_completion_tokens: Annotated[StrictInt, TOKEN_LIMIT] | None = Field(
+        None, description="the same as max_tokens (send one, or both with one value)"
+    )
+    stop: StopStrings | None = Field(
+        None, description=f"a string or up to {MAX_STOP_STRINGS} strings that end the answer"
+    )
     stream: StrictBool | None = Field(None, description="answer with server-sent events")
     stream_options: StreamOptions | None = None
     drafter: Annotated[StrictStr, COMPLETION_DRAFTER] | None = None
@@ -215,10 +312,15 @@ class CompletionBody(Sampling):
     def _one_token_limit_and_few_choices(self) -> CompletionBody:
         legacy, current = self.max_tokens, self.max_completion_tokens
         if legacy is not None and current is not None and legacy != current:
-            raise refuse(f"max_tokens ({legacy}) and max_completion_tokens ({current}) differ; send one of them", "max_completion_tokens")
+            raise refuse(
+                f"max_tokens ({legacy}) and max_completion_tokens ({current}) differ; send one of them",
+                "max_completion_tokens",
+            )
         prompts, n = self.prompt_count(), self.n or 1
         if prompts * n > MAX_CHOICES:
-            raise refuse(f"{prompts} prompts times n={n} is {prompts * n} choices; at most {MAX_CHOICES} per request", "n")
+            raise refuse(
+                f"{prompts} prompts times n={n} is {prompts * n} choices; at most {MAX_CHOICES} per request", "n"
+            )
         return self
 
     @property
@@ -232,11 +334,14 @@ class TextCompletionBody(CompletionBody):
 
     model_config = ConfigDict(json_schema_extra={"examples": [{"prompt": "def add(a, b):\n", "temperature": 0}]})
 
-    prompt: PromptField = Field(description="the text to continue: a string, token ids, or up to 20 of them (one choice each)")
+    prompt: PromptField = Field(
+        description="the text to continue: a string, token ids, or up to 20 of them (one choice each)"
+    )
     tools: NoTools = None
     tool_choice: NoToolChoice = None
     logprobs: Annotated[StrictInt, Bounds(0, MAX_COMPLETION_LOGPROBS)] | None = Field(
-        None, description="report the target's log-probabilities with this many alternatives per token")
+        None, description="report the target's log-probabilities with this many alternatives per token"
+    )
 
     def prompt_count(self) -> int:
         return 1 if isinstance(self.prompt, str) or all(isinstance(t, int) for t in self.prompt) else len(self.prompt)
@@ -245,20 +350,39 @@ class TextCompletionBody(CompletionBody):
 class ChatCompletionBody(CompletionBody):
     """OpenAI's chat completion request (``developer`` reaches the chat template as ``system``)."""
 
-    model_config = ConfigDict(json_schema_extra={
-        "examples": [{"messages": [{"role": "user", "content": "Name three primary colours."}]}],
-        # top_logprobs needs logprobs: true
-        "dependentSchemas": {"top_logprobs": {"anyOf": [{"properties": {"top_logprobs": {"type": "null"}}},
-                                                        {"properties": {"logprobs": {"const": True}}, "required": ["logprobs"]}]}},
-    })
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [{"messages": [{"role": "user", "content": "Name three primary colours."}]}],
+            # top_logprobs needs logprobs: true
+            "dependentSchemas": {
+                "top_logprobs": {
+                    "anyOf": [
+                        {"properties": {"top_logprobs": {"type": "null"}}},
+                        {"properties": {"logprobs": {"const": True}}, "required": ["logprobs"]},
+                    ]
+                }
+            },
+        }
+    )
 
     messages: Messages = Field(description="through the model's chat template")
-    tools: Tools | None = Field(None, description="function tools (names unique); their section of the chat template goes into the prompt")
-    tool_choice: ToolChoice | None = Field(None, description='none, auto (the default with tools), required, or a named function (one of '
-                                           'tools); required and a named function need tools')
-    parallel_tool_calls: StrictBool | None = Field(None, description="false: at most one tool call per answer (default true)")
-    logprobs: StrictBool | None = Field(None, description="report the target's log-probabilities of the answer's tokens")
-    top_logprobs: Annotated[StrictInt, Bounds(0, MAX_TOP_LOGPROBS)] | None = Field(None, description="alternatives per token (needs logprobs: true)")
+    tools: Tools | None = Field(
+        None, description="function tools (names unique); their section of the chat template goes into the prompt"
+    )
+    tool_choice: ToolChoice | None = Field(
+        None,
+        description="none, auto (the default with tools), required, or a named function (one of "
+        "tools); required and a named function need tools",
+    )
+    parallel_tool_calls: StrictBool | None = Field(
+        None, description="false: at most one tool call per answer (default true)"
+    )
+    logprobs: StrictBool | None = Field(
+        None, description="report the target's log-probabilities of the answer's tokens"
+    )
+    top_logprobs: Annotated[StrictInt, Bounds(0, MAX_TOP_LOGPROBS)] | None = Field(
+        None, description="alternatives per token (needs logprobs: true)"
+    )
 
     @model_validator(mode="after")
     def _rules_across_fields(self) -> ChatCompletionBody:

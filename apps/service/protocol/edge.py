@@ -81,7 +81,10 @@ class VerifyBody(RequestBody):
     @model_validator(mode="after")
     def _a_parent_per_token(self) -> VerifyBody:
         if len(self.tokens) != len(self.parents):
-            raise refuse(f"tokens has {len(self.tokens)} entries but parents {len(self.parents)}: one parent per token", "parents")
+            raise refuse(
+                f"tokens has {len(self.tokens)} entries but parents {len(self.parents)}: one parent per token",
+                "parents",
+            )
         return self
 
 
@@ -90,4 +93,3 @@ class AppendBody(RequestBody):
 
     tokens: TokenIds
     context_length: ContextLength | None = None
-

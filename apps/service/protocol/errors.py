@@ -63,7 +63,9 @@ def request_error(error: ValidationError) -> RequestError:
     ctx = first.get("ctx") or {}
     if first["type"] == REFUSED:
         param = ctx["param"].replace("{path}", path).replace("{parent}", parent)
-        return RequestError(ctx["message"].replace("{path}", path).replace("{parent}", parent), param or None, ctx["status"])
+        return RequestError(
+            ctx["message"].replace("{path}", path).replace("{parent}", parent), param or None, ctx["status"]
+        )
     return RequestError(_native_message(first["type"], path, first.get("input"), ctx), path or None)
 
 
@@ -84,12 +86,20 @@ def _native_message(kind: str, path: str, value: Any, ctx: dict[str, Any]) -> st
     if kind in TYPES:
         return f"{where} must be {TYPES[kind]}, got {describe(value)}"
     if kind == "too_short":
-        return f"{where} must not be empty" if ctx.get("min_length") == 1 else f"{where} must hold at least {ctx.get('min_length')} items"
+        return (
+            f"{where} must not be empty"
+            if ctx.get("min_length") == 1
+            else f"{where} must hold at least {ctx.get('min_length')} items"
+        )
     if kind == "too_long":
         return f"{where} may hold at most {ctx.get('max_length')} items, got {ctx.get('actual_length')}"
     if kind in ("string_too_short", "string_too_long"):
         limit = ctx.get("min_length", ctx.get("max_length"))
-        return f"{where} must not be empty" if kind == "string_too_short" and limit == 1 else f"{where} must have {'at least' if kind == 'string_too_short' else 'at most'} {limit} characters"
+        return (
+            f"{where} must not be empty"
+            if kind == "string_too_short" and limit == 1
+            else f"{where} must have {'at least' if kind == 'string_too_short' else 'at most'} {limit} characters"
+        )
     bounds = {"greater_than_equal": ">=", "greater_than": ">", "less_than_equal": "<=", "less_than": "<"}
     if kind in bounds:
         bound = next(iter(ctx.values()))

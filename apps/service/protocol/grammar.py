@@ -45,7 +45,10 @@ def check_model_allowed(name: str, config: ServiceConfig) -> None:
 
 def _short_enough(text: str, config: ServiceConfig) -> str:
     if len(text) > config.max_grammar_chars:
-        raise refuse(f"{{path}} has {len(text)} characters; this server corrects at most {config.max_grammar_chars} per request", status=413)
+        raise refuse(
+            f"{{path}} has {len(text)} characters; this server corrects at most {config.max_grammar_chars} per request",
+            status=413,
+        )
     return text
 
 
@@ -59,23 +62,36 @@ def _allowed_model(name: str, config: ServiceConfig) -> str:
 
 GRAMMAR_TEXT = ConfigRule("grammar_text", _short_enough, lambda config: {"maxLength": config.max_grammar_chars})
 GRAMMAR_MODEL = ConfigRule(
-    "grammar_model", _allowed_model,
-    lambda config: {"enum": list(dict.fromkeys([*grammar_models(config), *served_models(config)])), "description": f"default {config.grammar_model!r}"},
+    "grammar_model",
+    _allowed_model,
+    lambda config: {
+        "enum": list(dict.fromkeys([*grammar_models(config), *served_models(config)])),
+        "description": f"default {config.grammar_model!r}",
+    },
 )
 
 
 class GrammarBody(RequestBody):
     """Correct a text's grammar (``maxLength``: a longer text is a 413, not a 400)."""
 
-    model_config = ConfigDict(json_schema_extra={"examples": [{"text": "She go to school every days.", "compare": True}]})
+    model_config = ConfigDict(
+        json_schema_extra={"examples": [{"text": "She go to school every days.", "compare": True}]}
+    )
 
     text: Annotated[StrictStr, NotBlank(), GRAMMAR_TEXT] = Field(description="the text to correct")
     model: Annotated[StrictStr, GRAMMAR_MODEL] | None = None
     speculate: StrictBool | None = Field(None, description="default true; false decodes plainly (the same answer)")
-    compare: StrictBool | None = Field(None, description="default false; true also corrects plainly and reports the speedup")
+    compare: StrictBool | None = Field(
+        None, description="default false; true also corrects plainly and reports the speedup"
+    )
 
 
 def parse_grammar_request(body: Mapping[str, Any], config: ServiceConfig) -> GrammarRequest:
     """Validate ``body`` against ``config``'s limits and models (``RequestError`` when it is not valid)."""
     req = GrammarBody.parse(body, config)
-    return GrammarRequest(req.text, config.grammar_model if req.model is None else req.model, req.speculate is not False, req.compare is True)
+    return GrammarRequest(
+        req.text,
+        config.grammar_model if req.model is None else req.model,
+        req.speculate is not False,
+        req.compare is True,
+    )

@@ -14,7 +14,16 @@ from dataclasses import dataclass
 from typing import Annotated, Any, Literal, Mapping
 
 from annotated_types import MinLen
-from pydantic import AfterValidator, BeforeValidator, ConfigDict, Field, StrictBool, StrictInt, StrictStr, model_validator
+from pydantic import (
+    AfterValidator,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictInt,
+    StrictStr,
+    model_validator,
+)
 
 from specdraft.retrieval.chunker import InvalidDocumentError, validate_documents
 from specdraft.retrieval.pipeline import DRAFTERS
@@ -28,7 +37,10 @@ from .types import ConfigRule, Keywords, NotBlank, RequestBody, absent_as_null
 DEFAULT_INDEX = "default"
 ITERATIVE_RETRIEVERS = ("dense", "hnsw", "bm25")
 ITERATIVE_ONLY = ("retriever", "speculative_retrieval")
-NOT_ITERATIVE = {"drafter": "iterative answers draft nothing", "top_k": "iterative answers put one chunk per stride in the prompt"}
+NOT_ITERATIVE = {
+    "drafter": "iterative answers draft nothing",
+    "top_k": "iterative answers put one chunk per stride in the prompt",
+}
 MAX_QUESTION_CHARS = 4000
 
 
@@ -53,15 +65,21 @@ class QueryRequest:
 
 def _index(name: Any) -> Any:
     if not isinstance(name, str) or INDEX_NAME.fullmatch(name) is None:
-        raise refuse(f"{{path}} must be a name of 1-64 letters, digits, '_', '-' or '.' (not starting with '.'), got {describe(name)}")
+        raise refuse(
+            f"{{path}} must be a name of 1-64 letters, digits, '_', '-' or '.' (not starting with '.'), got {describe(name)}"
+        )
     return name
 
 
 IndexName = Annotated[
     StrictStr,
     BeforeValidator(_index),
-    Keywords({"pattern": f"^{INDEX_NAME.pattern}$",
-              "description": f"an index name: 1-64 letters, digits, '_', '-' or '.', not starting with '.' (default {DEFAULT_INDEX!r})"}),
+    Keywords(
+        {
+            "pattern": f"^{INDEX_NAME.pattern}$",
+            "description": f"an index name: 1-64 letters, digits, '_', '-' or '.', not starting with '.' (default {DEFAULT_INDEX!r})",
+        }
+    ),
 ]
 
 
@@ -105,9 +123,22 @@ DOCUMENT_COUNT = ConfigRule("rag_documents", _few_enough, lambda config: {"maxIt
 class DocumentsBody(RequestBody):
     """Add documents to an index: document ids unique in the request and new to the index."""
 
-    model_config = ConfigDict(json_schema_extra={"examples": [{
-        "index": DEFAULT_INDEX, "documents": [{"id": "eiffel", "text": "The Eiffel Tower is 330 metres tall.", "metadata": {"source": "notes"}}],
-    }]})
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "index": DEFAULT_INDEX,
+                    "documents": [
+                        {
+                            "id": "eiffel",
+                            "text": "The Eiffel Tower is 330 metres tall.",
+                            "metadata": {"source": "notes"},
+                        }
+                    ],
+                }
+            ]
+        }
+    )
 
     index: IndexName | None = None
     documents: Annotated[list[Document], MinLen(1), BeforeValidator(_documents), DOCUMENT_COUNT]
@@ -143,38 +174,61 @@ def _retriever(name: Any) -> Any:
 
 
 RAG_TOP_K = ConfigRule(
-    "rag_top_k", lambda value, config: within(value, 1, config.max_rag_top_k),
-    lambda config: {"minimum": 1, "maximum": config.max_rag_top_k, "description": f"passages to retrieve (default {config.rag_top_k})"},
+    "rag_top_k",
+    lambda value, config: within(value, 1, config.max_rag_top_k),
+    lambda config: {
+        "minimum": 1,
+        "maximum": config.max_rag_top_k,
+        "description": f"passages to retrieve (default {config.rag_top_k})",
+    },
 )
-RAG_DRAFTER = ConfigRule("rag_drafter", _rag_drafter, lambda config: {"enum": rag_drafters(config), "description": f"default {config.rag_drafter!r}"})
+RAG_DRAFTER = ConfigRule(
+    "rag_drafter",
+    _rag_drafter,
+    lambda config: {"enum": rag_drafters(config), "description": f"default {config.rag_drafter!r}"},
+)
 
 
 class QueryBody(RequestBody):
     """Answer a question from an index's passages."""
 
-    model_config = ConfigDict(json_schema_extra={"examples": [{"index": DEFAULT_INDEX, "question": "How tall is the Eiffel Tower?"}]})
+    model_config = ConfigDict(
+        json_schema_extra={"examples": [{"index": DEFAULT_INDEX, "question": "How tall is the Eiffel Tower?"}]}
+    )
 
     index: IndexName | None = None
-    question: Annotated[StrictStr, NotBlank(), AfterValidator(_question), Keywords({"maxLength": MAX_QUESTION_CHARS})] = Field(description="the question")
+    question: Annotated[
+        StrictStr, NotBlank(), AfterValidator(_question), Keywords({"maxLength": MAX_QUESTION_CHARS})
+    ] = Field(description="the question")
     top_k: Annotated[StrictInt, RAG_TOP_K] | None = None
     drafter: Annotated[StrictStr, RAG_DRAFTER] | None = None
     max_tokens: Annotated[StrictInt, TOKEN_LIMIT] | None = None
     stream: StrictBool | None = Field(None, description="answer with server-sent events")
-    iterative: StrictBool | None = Field(None, description="iterative RAG: retrieve again every few tokens (RaLMSpec); takes neither drafter nor top_k")
+    iterative: StrictBool | None = Field(
+        None, description="iterative RAG: retrieve again every few tokens (RaLMSpec); takes neither drafter nor top_k"
+    )
     retriever: Annotated[Literal["dense", "hnsw", "bm25"], BeforeValidator(_retriever)] | None = Field(
-        None, description="with iterative: exact dense, HNSW or BM25 (default 'dense')")
+        None, description="with iterative: exact dense, HNSW or BM25 (default 'dense')"
+    )
     speculative_retrieval: StrictBool | None = Field(
-        None, description="with iterative: answer retrievals from a per-request cache, verified in batches (same answer)")
+        None,
+        description="with iterative: answer retrievals from a per-request cache, verified in batches (same answer)",
+    )
 
     @model_validator(mode="after")
     def _fields_of_the_kind_of_answer(self) -> QueryBody:
-        given = {"drafter": self.drafter, "top_k": self.top_k, "retriever": self.retriever, "speculative_retrieval": self.speculative_retrieval}
+        given = {
+            "drafter": self.drafter,
+            "top_k": self.top_k,
+            "retriever": self.retriever,
+            "speculative_retrieval": self.speculative_retrieval,
+        }
         for name, why in NOT_ITERATIVE.items():
             if self.iterative is True and given[name] is not None:
-                raise refuse(f"{name} does not apply with \"iterative\": true ({why})", name)
+                raise refuse(f'{name} does not apply with "iterative": true ({why})', name)
         for name in ITERATIVE_ONLY:
             if self.iterative is not True and given[name] is not None:
-                raise refuse(f"{name} applies to iterative answers only: add \"iterative\": true", name)
+                raise refuse(f'{name} applies to iterative answers only: add "iterative": true', name)
         return self
 
 
@@ -187,10 +241,23 @@ def parse_documents_request(body: Mapping[str, Any], config: ServiceConfig) -> D
 def parse_query_request(body: Mapping[str, Any], config: ServiceConfig) -> QueryRequest:
     """Validate a query (module docstring) and fill in ``config``'s defaults."""
     req = QueryBody.parse(body, config)
-    common = dict(index=req.index or DEFAULT_INDEX, question=req.question.strip(),
-                  max_tokens=config.default_max_tokens if req.max_tokens is None else req.max_tokens, stream=req.stream is True)
+    common = dict(
+        index=req.index or DEFAULT_INDEX,
+        question=req.question.strip(),
+        max_tokens=config.default_max_tokens if req.max_tokens is None else req.max_tokens,
+        stream=req.stream is True,
+    )
     if req.iterative is True:
-        return QueryRequest(**common, top_k=1, drafter="none", iterative=True, retriever=req.retriever or ITERATIVE_RETRIEVERS[0],
-                            speculative_retrieval=req.speculative_retrieval is True)
-    return QueryRequest(**common, top_k=config.rag_top_k if req.top_k is None else req.top_k,
-                        drafter=config.rag_drafter if req.drafter is None else req.drafter)
+        return QueryRequest(
+            **common,
+            top_k=1,
+            drafter="none",
+            iterative=True,
+            retriever=req.retriever or ITERATIVE_RETRIEVERS[0],
+            speculative_retrieval=req.speculative_retrieval is True,
+        )
+    return QueryRequest(
+        **common,
+        top_k=config.rag_top_k if req.top_k is None else req.top_k,
+        drafter=config.rag_drafter if req.drafter is None else req.drafter,
+    )

@@ -41,7 +41,9 @@ def _stats_type(name: str, value: Any) -> Any:
 
 _STATS_FIELDS = {name: (_stats_type(name, value), ...) for name, value in CoreStats().to_dict().items()}
 Stats = create_model("Stats", __base__=Reply, __doc__="specdraft.Stats.to_dict()", **_STATS_FIELDS)
-Speculation = create_model("Speculation", __base__=Reply, drafter=(str, ...), **_STATS_FIELDS, time_limit_reached=(bool, None))
+Speculation = create_model(
+    "Speculation", __base__=Reply, drafter=(str, ...), **_STATS_FIELDS, time_limit_reached=(bool, None)
+)
 
 
 class PromptTokensDetails(Reply):
@@ -51,10 +53,16 @@ class PromptTokensDetails(Reply):
 class PredictionDetails(Reply):
     """with a prediction (OpenAI's predicted outputs): per choice, accepted + rejected = the prediction's tokens"""
 
-    accepted_prediction_tokens: int = Field(ge=0, description="tokens of the prediction that appeared in the completion "
-                                            "(in order: their longest common subsequence), summed over the choices")
-    rejected_prediction_tokens: int = Field(ge=0, description="tokens of the prediction that did not appear in the "
-                                            "completion, summed over the choices (not added to completion_tokens)")
+    accepted_prediction_tokens: int = Field(
+        ge=0,
+        description="tokens of the prediction that appeared in the completion "
+        "(in order: their longest common subsequence), summed over the choices",
+    )
+    rejected_prediction_tokens: int = Field(
+        ge=0,
+        description="tokens of the prediction that did not appear in the "
+        "completion, summed over the choices (not added to completion_tokens)",
+    )
 
 
 class Usage(Reply):
@@ -71,15 +79,19 @@ class SpecDecodeMetrics(Reply):
     num_drafts: int = Field(ge=0, description="verify steps that sent a draft of at least one token")
     num_draft_tokens: int = Field(ge=0, description="draft tokens sent to verification")
     num_accepted_tokens: int = Field(ge=0, description="draft tokens the target accepted (bonus tokens not counted)")
-    num_accepted_tokens_per_pos: list[int] = Field(description="per draft position (0: first after the context), "
-                                                   "the drafts whose accepted path reached it")
-    num_draft_tokens_per_pos: list[int] = Field(description="per draft position, the draft tokens sent there "
-                                                "(not in vLLM, whose drafts have a fixed length)")
+    num_accepted_tokens_per_pos: list[int] = Field(
+        description="per draft position (0: first after the context), the drafts whose accepted path reached it"
+    )
+    num_draft_tokens_per_pos: list[int] = Field(
+        description="per draft position, the draft tokens sent there (not in vLLM, whose drafts have a fixed length)"
+    )
 
 
 FinishReason = Optional[Literal["stop", "length", "tool_calls"]]
-FINISH = ("stop: the model ended its answer (or a stop string, or a named function's call); length: max_tokens cut it; "
-          "tool_calls: the answer is tool calls (tool_choice auto or required)")
+FINISH = (
+    "stop: the model ended its answer (or a stop string, or a named function's call); length: max_tokens cut it; "
+    "tool_calls: the answer is tool calls (tool_choice auto or required)"
+)
 
 
 class ChoiceBase(Reply):
@@ -107,7 +119,9 @@ class AssistantMessage(Reply):
     role: Literal["assistant"]
     content: Optional[str] = Field(description="the text (null when the answer is only tool calls)")
     refusal: Optional[str] = Field(description="always null: the served model's refusals are its text")
-    tool_calls: list[ToolCall] = Field(None, description="the calls the answer makes (tool_choice auto, required or a function)")
+    tool_calls: list[ToolCall] = Field(
+        None, description="the calls the answer makes (tool_choice auto, required or a function)"
+    )
 
 
 class ChatChoice(ChoiceBase):

@@ -47,9 +47,18 @@ def _name(name: Any) -> Any:
     return name
 
 
-Name = Annotated[StrictStr, BeforeValidator(_name), Keywords({"pattern": f"^{NAME.pattern}$", "description": NAME_WORDS})]
-JsonSchemaObject = Annotated[dict[str, Any], Keywords({"description": "a JSON schema (checked when the request runs: "
-                                                                      "a keyword the grammar cannot follow is a 400 naming it)"})]
+Name = Annotated[
+    StrictStr, BeforeValidator(_name), Keywords({"pattern": f"^{NAME.pattern}$", "description": NAME_WORDS})
+]
+JsonSchemaObject = Annotated[
+    dict[str, Any],
+    Keywords(
+        {
+            "description": "a JSON schema (checked when the request runs: "
+            "a keyword the grammar cannot follow is a 400 naming it)"
+        }
+    ),
+]
 
 
 def _an_object(value: Any, what: str) -> Any:
@@ -64,7 +73,9 @@ class JsonSchemaSpec(RequestBody):
 
     name: Name = Field(description="the schema's name")
     description: StrictStr | None = None
-    schema_: JsonSchemaObject | None = Field(None, alias="schema", description="the JSON schema of the answer (absent: any JSON value)")
+    schema_: JsonSchemaObject | None = Field(
+        None, alias="schema", description="the JSON schema of the answer (absent: any JSON value)"
+    )
     strict: StrictBool | None = Field(None, description="accepted; the answer is constrained either way")
 
     @property
@@ -82,10 +93,12 @@ class ResponseFormatBody(RequestBody):
     """``{"type": "text" | "json_object" | "json_schema", "json_schema"?}``; ``json_schema`` is
     required with type json_schema (and read only then)."""
 
-    model_config = ConfigDict(json_schema_extra={
-        "if": {"properties": {"type": {"const": "json_schema"}}},
-        "then": {"required": ["json_schema"], "properties": {"json_schema": {"not": {"type": "null"}}}},
-    })
+    model_config = ConfigDict(
+        json_schema_extra={
+            "if": {"properties": {"type": {"const": "json_schema"}}},
+            "then": {"required": ["json_schema"], "properties": {"json_schema": {"not": {"type": "null"}}}},
+        }
+    )
 
     type: Annotated[Literal["text", "json_object", "json_schema"], BeforeValidator(_format_type)]
     json_schema: JsonSchemaSpec | None = Field(None, description="with type json_schema: the schema the answer follows")
@@ -121,7 +134,9 @@ def response_format_dict(value: ResponseFormatBody | None) -> dict[str, Any] | N
 class FunctionDefinition(RequestBody):
     name: Name = Field(description=f"{NAME_WORDS}, unique among the tools")
     description: StrictStr | None = None
-    parameters: JsonSchemaObject | None = Field(None, description="a JSON schema of the arguments object (absent: none)")
+    parameters: JsonSchemaObject | None = Field(
+        None, description="a JSON schema of the arguments object (absent: none)"
+    )
     strict: StrictBool | None = Field(None, description="accepted; required and named calls are constrained either way")
 
 
@@ -137,7 +152,10 @@ class FunctionTool(RequestBody):
 def _tool(value: Any) -> Any:
     _an_object(value, 'a function tool {"type": "function", "function": {"name": ...}}')
     if value.get("type") != "function":
-        raise refuse(f'{{path}}.type must be "function" (the only tools served), got {describe(value.get("type"))}', "{path}.type")
+        raise refuse(
+            f'{{path}}.type must be "function" (the only tools served), got {describe(value.get("type"))}',
+            "{path}.type",
+        )
     return value
 
 
@@ -157,7 +175,9 @@ class NamedToolChoice(RequestBody):
 def _tool_choice(value: Any) -> Any:
     if isinstance(value, str):
         if value not in TOOL_CHOICES:
-            raise refuse(f"{{path}} must be one of {', '.join(TOOL_CHOICES)} or a named function, got {describe(value)}")
+            raise refuse(
+                f"{{path}} must be one of {', '.join(TOOL_CHOICES)} or a named function, got {describe(value)}"
+            )
         return value
     _an_object(value, f'one of {", ".join(TOOL_CHOICES)} or {{"type": "function", "function": {{"name": ...}}}}')
     if value.get("type") != "function":
@@ -177,15 +197,22 @@ def check_tools(tools: list[FunctionTool] | None, choice: str | NamedToolChoice 
     names: dict[str, int] = {}
     for i, tool in enumerate(tools or ()):
         if tool.function.name in names:
-            raise refuse(f"tools[{i}].function.name {tool.function.name!r} is also tools[{names[tool.function.name]}]'s; "
-                         "tool names must be unique", f"tools[{i}].function.name")
+            raise refuse(
+                f"tools[{i}].function.name {tool.function.name!r} is also tools[{names[tool.function.name]}]'s; "
+                "tool names must be unique",
+                f"tools[{i}].function.name",
+            )
         names[tool.function.name] = i
     if isinstance(choice, NamedToolChoice):
         if not names:
-            raise refuse(f"tool_choice names the function {choice.function.name!r} but the request has no tools", "tool_choice")
+            raise refuse(
+                f"tool_choice names the function {choice.function.name!r} but the request has no tools", "tool_choice"
+            )
         if choice.function.name not in names:
-            raise refuse(f"tool_choice names the function {choice.function.name!r}, which is not in tools "
-                         f"({', '.join(map(repr, names))})", "tool_choice.function.name")
+            raise refuse(
+                f"tool_choice names the function {choice.function.name!r}, which is not in tools "
+                f"({', '.join(map(repr, names))})",
+                "tool_choice.function.name",
+            )
     elif choice == "required" and not names:
         raise refuse('tool_choice "required" needs tools', "tool_choice")
-

@@ -86,7 +86,9 @@ class _Rule:
     def _validate(self, value: Any, info: ValidationInfo) -> Any:
         return self.check(value, info.context)
 
-    def __get_pydantic_json_schema__(self, schema: core_schema.CoreSchema, handler: GetJsonSchemaHandler) -> dict[str, Any]:
+    def __get_pydantic_json_schema__(
+        self, schema: core_schema.CoreSchema, handler: GetJsonSchemaHandler
+    ) -> dict[str, Any]:
         return {**handler(schema), **self.keywords()}
 
 
@@ -103,8 +105,12 @@ class Bounds(_Rule):
         if isinstance(self.low, float):
             if not math.isfinite(value):
                 raise refuse(f"{{path}} must be finite, got {value}")
-            if not (self.low < value if self.low_open else self.low <= value) or (self.high is not None and value > self.high):
-                raise refuse(f"{{path}} must be in {'(' if self.low_open else '['}{self.low:g}, {self.high:g}], got {value:g}")
+            if not (self.low < value if self.low_open else self.low <= value) or (
+                self.high is not None and value > self.high
+            ):
+                raise refuse(
+                    f"{{path}} must be in {'(' if self.low_open else '['}{self.low:g}, {self.high:g}], got {value:g}"
+                )
             return float(value)
         if value < self.low or (self.high is not None and value > self.high):
             raise refuse(f"{{path}} must be {in_range(self.low, self.high)}, got {value}")
@@ -150,7 +156,9 @@ class Neutral(_Rule):
             raise refuse(self.message.replace("{value}", describe(value)), self.param)
         return value
 
-    def __get_pydantic_json_schema__(self, schema: core_schema.CoreSchema, handler: GetJsonSchemaHandler) -> dict[str, Any]:
+    def __get_pydantic_json_schema__(
+        self, schema: core_schema.CoreSchema, handler: GetJsonSchemaHandler
+    ) -> dict[str, Any]:
         return {**self.schema, "description": f"not supported ({self.why}): any other value is a 400"}
 
 
@@ -160,7 +168,9 @@ class Keywords:
 
     keywords: dict[str, Any]
 
-    def __get_pydantic_json_schema__(self, schema: core_schema.CoreSchema, handler: GetJsonSchemaHandler) -> dict[str, Any]:
+    def __get_pydantic_json_schema__(
+        self, schema: core_schema.CoreSchema, handler: GetJsonSchemaHandler
+    ) -> dict[str, Any]:
         return {**handler(schema), **self.keywords}
 
 
@@ -186,7 +196,6 @@ class ConfigRule(_Rule):
 
     def keywords(self) -> dict[str, Any]:
         return {CONFIG: self.name}
-
 
 
 # Any value Python reads as false: null, false, 0, "", [], {} (the neutral values of the tool fields, ...).

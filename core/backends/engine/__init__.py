@@ -13,5 +13,14 @@ from .http import EngineClient, EngineError
 from .llama_server import LlamaServerApi
 from .model import EngineModel, EngineTarget
 
-__all__ = ["ENGINE_APIS", "EngineClient", "EngineConfig", "EngineError", "EngineModel", "EngineTarget",
-           "LlamaServerApi", "SglangApi", "VllmApi"]
+__all__ = [
+    "ENGINE_APIS",
+    "EngineClient",
+    "EngineConfig",
+    "EngineError",
+    "EngineModel",
+    "EngineTarget",
+    "LlamaServerApi",
+    "SglangApi",
+    "VllmApi",
+]

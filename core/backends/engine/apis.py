@@ -37,7 +37,9 @@ def _top_id(entry: Any, where: str) -> int:
         if isinstance(value, dict) and value.get("rank") == 1:
             return int(key)
     # no rank given: the largest log-probability (ties: the lowest id, as greedy sampling picks)
-    best = max(entry.items(), key=lambda kv: (float(kv[1]["logprob"] if isinstance(kv[1], dict) else kv[1]), -int(kv[0])))
+    best = max(
+        entry.items(), key=lambda kv: (float(kv[1]["logprob"] if isinstance(kv[1], dict) else kv[1]), -int(kv[0]))
+    )
     return int(best[0])
 
 
@@ -63,8 +65,15 @@ class VllmApi:
         return [int(t) for t in answer["tokens"]]
 
     def request(self, ids: Sequence[int]) -> dict:
-        return {"model": self.model, "prompt": [int(t) for t in ids], "max_tokens": 1, "temperature": 0.0,
-                "prompt_logprobs": 1, "logprobs": 1, "return_tokens_as_token_ids": True}
+        return {
+            "model": self.model,
+            "prompt": [int(t) for t in ids],
+            "max_tokens": 1,
+            "temperature": 0.0,
+            "prompt_logprobs": 1,
+            "logprobs": 1,
+            "return_tokens_as_token_ids": True,
+        }
 
     def choices(self, ids: Sequence[int], first: int) -> list[int]:
         answer = self.client.post("/v1/completions", self.request(ids))
@@ -80,7 +89,7 @@ class VllmApi:
         tokens = (choice.get("logprobs") or {}).get("tokens") or []
         if not tokens or not str(tokens[0]).startswith("token_id:"):
             raise EngineError("the engine did not return the generated token's id (return_tokens_as_token_ids)")
-        return rows + [int(str(tokens[0])[len("token_id:"):])]
+        return rows + [int(str(tokens[0])[len("token_id:") :])]
 
 
 class SglangApi:
@@ -92,15 +101,23 @@ class SglangApi:
 
     def info(self) -> dict:
         answer = self.client.get("/get_model_info")
-        return {"model": answer.get("model_path", self.model), "max_length": int(answer.get("max_context_length") or answer.get("context_length") or 0)}
+        return {
+            "model": answer.get("model_path", self.model),
+            "max_length": int(answer.get("max_context_length") or answer.get("context_length") or 0),
+        }
 
     def tokenize(self, text: str) -> list[int] | None:
         return None  # not compared: SGLang's native API has no tokenize route in every version
 
     def request(self, ids: Sequence[int], first: int) -> dict:
-        return {"input_ids": [int(t) for t in ids], "sampling_params": {"max_new_tokens": 1, "temperature": 0.0},
-                "return_logprob": True, "logprob_start_len": int(first), "top_logprobs_num": 1,
-                "return_text_in_logprobs": False}
+        return {
+            "input_ids": [int(t) for t in ids],
+            "sampling_params": {"max_new_tokens": 1, "temperature": 0.0},
+            "return_logprob": True,
+            "logprob_start_len": int(first),
+            "top_logprobs_num": 1,
+            "return_text_in_logprobs": False,
+        }
 
     def choices(self, ids: Sequence[int], first: int) -> list[int]:
         answer = self.client.post("/generate", self.request(ids, first))

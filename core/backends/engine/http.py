@@ -41,14 +41,20 @@ class EngineClient:
                 raw = response.read()
         except urllib.error.HTTPError as error:
             detail = error.read()[:500].decode("utf-8", "replace")
-            raise EngineError(f"the engine at {self.base} answered {error.code} to {request.get_method()} "
-                              f"{request.full_url[len(self.base):]}: {detail}") from None
+            raise EngineError(
+                f"the engine at {self.base} answered {error.code} to {request.get_method()} "
+                f"{request.full_url[len(self.base) :]}: {detail}"
+            ) from None
         except (urllib.error.URLError, OSError) as error:
             reason = getattr(error, "reason", error)
             if isinstance(reason, TimeoutError):
-                raise EngineError(f"the engine at {self.base} did not answer {request.get_method()} "
-                                  f"{request.full_url[len(self.base):]} within {self.timeout:g} s") from None
-            raise EngineError(f"no engine answers at {self.base} ({reason}); is it running, and is the url right?") from None
+                raise EngineError(
+                    f"the engine at {self.base} did not answer {request.get_method()} "
+                    f"{request.full_url[len(self.base) :]} within {self.timeout:g} s"
+                ) from None
+            raise EngineError(
+                f"no engine answers at {self.base} ({reason}); is it running, and is the url right?"
+            ) from None
         try:
             return json.loads(raw)
         except ValueError:

@@ -101,11 +101,21 @@ class LlamaServerApi:
         want = self.local.tokenizer.encode(PROBE_TEXT, add_special_tokens=False)
         got = self.tokenize(PROBE_TEXT)
         if got != want:
-            raise ValueError(f"the local model {self.local.name!r} does not tokenize like the engine at {self.client.base}")
+            raise ValueError(
+                f"the local model {self.local.name!r} does not tokenize like the engine at {self.client.base}"
+            )
 
     def _complete(self, text: str, echo: bool, bias: dict[int, float] | None = None) -> dict:
-        body: dict[str, Any] = {"prompt": text, "max_tokens": 1, "temperature": 0.0, "echo": echo, "logprobs": 1,
-                                "repeat_penalty": 1.0, "frequency_penalty": 0.0, "presence_penalty": 0.0}
+        body: dict[str, Any] = {
+            "prompt": text,
+            "max_tokens": 1,
+            "temperature": 0.0,
+            "echo": echo,
+            "logprobs": 1,
+            "repeat_penalty": 1.0,
+            "frequency_penalty": 0.0,
+            "presence_penalty": 0.0,
+        }
         if self.model:
             body["model"] = self.model
         if bias:
@@ -121,8 +131,10 @@ class LlamaServerApi:
             n -= 1
             text = self.render(ids[:n])
         if text is None:
-            raise EngineError("the context cannot be sent to the llama-cpp-python server as text that tokenizes "
-                              "back into the same tokens (its prompts are text); use an engine that takes token ids")
+            raise EngineError(
+                "the context cannot be sent to the llama-cpp-python server as text that tokenizes "
+                "back into the same tokens (its prompts are text); use an engine that takes token ids"
+            )
         choice = self._complete(text, echo=True)
         tops = self._echo_rows(ids[:n], choice.get("logprobs") or {})
         rows: list[int] = []
@@ -130,7 +142,7 @@ class LlamaServerApi:
             top = tops.get(j - 1)
             candidates = self._by_text.get(top, []) if top is not None else []
             if j == n and top is None:  # no echo entry: the generated token is the row
-                generated = choice["text"][len(text):]
+                generated = choice["text"][len(text) :]
                 if choice.get("finish_reason") == "stop" and not generated:
                     rows.append(self._eos)
                     continue
@@ -162,7 +174,9 @@ class LlamaServerApi:
         """The engine's greedy token after ``prefix`` when its text does not name it (module docstring)."""
         text = self.render(prefix)
         if text is None:
-            raise EngineError("a sequence the engine must continue is not representable as text (llama-cpp-python server)")
+            raise EngineError(
+                "a sequence the engine must continue is not representable as text (llama-cpp-python server)"
+            )
         self.extra_requests += 1
         probe = self._complete(text, echo=False)
         logprobs = probe.get("logprobs") or {}
@@ -178,7 +192,7 @@ class LlamaServerApi:
         while len(candidates) > 1:
             half = candidates[: len(candidates) // 2]
             self.extra_requests += 1
-            answer = (self._complete(text, False, {t: BIAS for t in half}).get("logprobs") or {})
+            answer = self._complete(text, False, {t: BIAS for t in half}).get("logprobs") or {}
             values = answer.get("token_logprobs") or []
-            candidates = half if values and float(values[0]) == target else candidates[len(half):]
+            candidates = half if values and float(values[0]) == target else candidates[len(half) :]
         return candidates[0]

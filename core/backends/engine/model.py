@@ -39,8 +39,8 @@ from typing import Any, Sequence
 from ...cost import PassCostProfile
 from ...draft import Draft
 from ...sampling import SamplingUnavailableError, TokenChooser
-from ...target import CacheElsewhere
 from ...served_text import ServedText
+from ...target import CacheElsewhere
 from ...verification import Verification
 from .apis import PROBE_TEXT, SglangApi, VllmApi
 from .config import EngineConfig
@@ -84,8 +84,10 @@ class EngineModel(ServedText):
         except EngineError:
             engine_ids = None  # the engine has no tokenize route: nothing to compare
         if engine_ids is not None and engine_ids != self.local.tokenizer.encode(PROBE_TEXT, add_special_tokens=False):
-            raise ValueError(f"the local model {getattr(self.local, 'name', self.local)!r} does not tokenize like "
-                             f"the engine's model {self.info['model']!r}")
+            raise ValueError(
+                f"the local model {getattr(self.local, 'name', self.local)!r} does not tokenize like "
+                f"the engine's model {self.info['model']!r}"
+            )
 
     @property
     def exact(self) -> bool:
@@ -109,8 +111,10 @@ class EngineModel(ServedText):
 
     def new_target(self, chooser: TokenChooser = TokenChooser()) -> "EngineTarget":
         if not chooser.params.greedy:
-            raise SamplingUnavailableError("the engine backend verifies greedy decoding only (temperature 0): an engine's "
-                             "top-1 log-probabilities cannot verify sampled tokens losslessly")
+            raise SamplingUnavailableError(
+                "the engine backend verifies greedy decoding only (temperature 0): an engine's "
+                "top-1 log-probabilities cannot verify sampled tokens losslessly"
+            )
         return EngineTarget(self)
 
 
@@ -152,7 +156,9 @@ class EngineTarget(CacheElsewhere):  # the engine keeps its own prefix cache
             raise RuntimeError("verify() before prefill()")
         context = self._context
         if len(context) + draft.max_depth >= self.max_length:
-            raise ValueError(f"{len(context)} tokens and a draft {draft.max_depth} deep exceed the engine's context of {self.max_length}")
+            raise ValueError(
+                f"{len(context)} tokens and a draft {draft.max_depth} deep exceed the engine's context of {self.max_length}"
+            )
         first = len(context)
         choices: list[int] = [-1] * (1 + len(draft))  # -1: a row the acceptance walk cannot reach
         branches = [draft.path_to(leaf) for leaf in draft.leaves] or [[]]
@@ -167,8 +173,10 @@ class EngineTarget(CacheElsewhere):  # the engine keeps its own prefix cache
                 if depth < len(rows):
                     choices[1 + node] = rows[depth]
                 elif rows[:depth] == tokens[:depth]:  # the walk reaches this row and the engine did not answer it
-                    raise EngineError("the engine's own next tokens cannot be sent back to it as text "
-                                      "(llama-cpp-python server); use an engine that takes token ids")
+                    raise EngineError(
+                        "the engine's own next tokens cannot be sent back to it as text "
+                        "(llama-cpp-python server); use an engine that takes token ids"
+                    )
         self._verified = draft
         return Verification.from_choices(choices)
 

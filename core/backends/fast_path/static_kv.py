@@ -105,7 +105,9 @@ class StaticKV:
         if not 0 < length <= self.valid:
             raise ValueError(f"cannot snapshot {length} positions of this cache")
         with torch.inference_mode():
-            layers = tuple((layer.keys[:, :, :length].clone(), layer.values[:, :, :length].clone()) for layer in self.layers)
+            layers = tuple(
+                (layer.keys[:, :, :length].clone(), layer.values[:, :, :length].clone()) for layer in self.layers
+            )
         return layers, sum(k.nbytes + v.nbytes for k, v in layers)
 
     def restore(self, layers: Sequence[LayerState], length: int) -> None:
@@ -121,7 +123,9 @@ class StaticKV:
         self.valid = length
 
     # --- passes -------------------------------------------------------------------------------
-    def run(self, tokens: Sequence[int], positions: Sequence[int], tree, width: int | None, all_logits: bool = True) -> torch.Tensor:
+    def run(
+        self, tokens: Sequence[int], positions: Sequence[int], tree, width: int | None, all_logits: bool = True
+    ) -> torch.Tensor:
         """Run ``tokens`` (at ``positions``; ``tree`` a bool ``[q, q]`` mask or None for a chain)
         after ``valid``. ``width`` (>= q): the bucket, whose runner pads the pass to it (a graph on
         CUDA); None: an eager pass of exactly q tokens (a prefill, a draft wider than every bucket).

@@ -94,7 +94,9 @@ class FastPathModel(TransformersModel):
         return FastPathTarget(self, chooser)
 
     def enable_verify_batching(self, config: object = None) -> NoReturn:
-        raise ValueError("verify batching (--batch-verify) and the fast path (--fast-path) do not combine: the fast path's static caches run alone")
+        raise ValueError(
+            "verify batching (--batch-verify) and the fast path (--fast-path) do not combine: the fast path's static caches run alone"
+        )
 
     # --- cache pool ---------------------------------------------------------------------------
     def capacity_for(self, needed: int) -> int:
@@ -162,7 +164,9 @@ class StaticSession:
             kv = self.kv = larger
         return kv
 
-    def feed(self, tokens: Sequence[int], parents: Sequence[int] | None = None, all_logits: bool = True) -> torch.Tensor:
+    def feed(
+        self, tokens: Sequence[int], parents: Sequence[int] | None = None, all_logits: bool = True
+    ) -> torch.Tensor:
         """As ``TransformersSession.feed``: logits ``[len(tokens), vocab]`` (the last row only when
         not ``all_logits``); the cache grows by ``len(tokens)``."""
         tokens = [int(t) for t in tokens]

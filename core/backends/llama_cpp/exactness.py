@@ -51,7 +51,9 @@ class Comparison:
 
 def _decode_chain(context: LlamaContext, tokens: Sequence[int], start: int) -> np.ndarray:
     """Every row's logits of ``tokens`` fed as one pass at positions ``start...``: ``[len, vocab]``."""
-    return context.decode(list(tokens), list(range(start, start + len(tokens))), [(MAIN,)] * len(tokens), [True] * len(tokens))
+    return context.decode(
+        list(tokens), list(range(start, start + len(tokens))), [(MAIN,)] * len(tokens), [True] * len(tokens)
+    )
 
 
 def _decode_prefix(context: LlamaContext, tokens: Sequence[int], prefix: int) -> None:
@@ -68,7 +70,9 @@ def _timed(context: LlamaContext, tokens: Sequence[int], start: int, cost: PassC
     return rows
 
 
-def compare(model: LlamaRuntime, tokens: Sequence[int], prefix: int, widths: Sequence[int], cost: PassCostProfile | None = None) -> list[Comparison]:
+def compare(
+    model: LlamaRuntime, tokens: Sequence[int], prefix: int, widths: Sequence[int], cost: PassCostProfile | None = None
+) -> list[Comparison]:
     """Feed ``tokens[:prefix]``; then, for each width w, the next w tokens as ONE pass, against the
     same tokens as w one-token passes; compare the logits of every row. One context of ``model``,
     rolled back to the prefix between passes (as a target rolls back a rejected draft). With
@@ -81,13 +85,17 @@ def compare(model: LlamaRuntime, tokens: Sequence[int], prefix: int, widths: Seq
         with model.lock:
             _decode_prefix(context, tokens, prefix)
             rest = list(tokens[prefix : prefix + widths[-1]])
-            narrow = np.concatenate([_timed(context, [token], prefix + i, cost) for i, token in enumerate(rest)])  # [max width, vocab]
+            narrow = np.concatenate(
+                [_timed(context, [token], prefix + i, cost) for i, token in enumerate(rest)]
+            )  # [max width, vocab]
             comparisons = []
             for width in widths:
                 context.seq_rm(MAIN, prefix, -1)
                 wide = _timed(context, rest[:width], prefix, cost)  # [width, vocab]
                 same = np.all(wide == narrow[:width], axis=1)
-                comparisons.append(Comparison(prefix, width, int((~same).sum()), float(np.abs(wide - narrow[:width]).max())))
+                comparisons.append(
+                    Comparison(prefix, width, int((~same).sum()), float(np.abs(wide - narrow[:width]).max()))
+                )
     finally:
         model.release_context(context)
     return comparisons
@@ -96,8 +104,10 @@ def compare(model: LlamaRuntime, tokens: Sequence[int], prefix: int, widths: Seq
 def varied_ids(model: LlamaRuntime, n: int) -> list[int]:
     """``n`` ordinary tokens of varied English text (words in a shuffled cycle, so no repetition is
     long enough to make the logits trivial): the long sequences the exactness tests and benchmark use."""
-    words = ("the committee met on Tuesday to discuss a budget that was approved after long debate "
-             "while rain fell over the harbour and ships waited for the tide to turn before sailing north").split()
+    words = (
+        "the committee met on Tuesday to discuss a budget that was approved after long debate "
+        "while rain fell over the harbour and ships waited for the tide to turn before sailing north"
+    ).split()
     text = " ".join(words[(i * 7 + i // len(words)) % len(words)] for i in range(2 * n))  # >= 1 token a word
     return model.tokenizer.encode(text)[:n]
 
@@ -110,8 +120,9 @@ def probe_tokens(model: LlamaRuntime) -> list[int]:
     return ids[: PROBE_PREFIX + max(PROBE_WIDTHS + PROBE_COST_WIDTHS)]
 
 
-def time_widths(model: LlamaRuntime, tokens: Sequence[int], prefix: int, widths: Sequence[int],
-                cost: PassCostProfile) -> None:
+def time_widths(
+    model: LlamaRuntime, tokens: Sequence[int], prefix: int, widths: Sequence[int], cost: PassCostProfile
+) -> None:
     """Time one pass over each of ``widths`` tokens of ``tokens`` after ``tokens[:prefix]`` into ``cost``."""
     if prefix < 1 or prefix + max(widths) > len(tokens):
         raise ValueError(f"need prefix >= 1 and prefix + widths <= {len(tokens)} tokens")

@@ -43,18 +43,28 @@ def _libraries() -> tuple[ctypes.CDLL, ctypes.CDLL]:
     cpu = ctypes.CDLL(str(Path(folder) / "libggml-cpu.so"), mode=ctypes.RTLD_GLOBAL)
     p, i64, sz = ctypes.c_void_p, ctypes.c_int64, ctypes.c_size_t
     signatures = {
-        "ggml_init": (p, [_InitParams]), "ggml_free": (None, [p]),
-        "ggml_new_tensor_2d": (p, [p, ctypes.c_int, i64, i64]), "ggml_mul_mat": (p, [p, p, p]),
-        "ggml_new_graph": (p, [p]), "ggml_build_forward_expand": (None, [p, p]),
-        "ggml_nbytes": (sz, [p]), "ggml_row_size": (sz, [ctypes.c_int, i64]),
-        "ggml_tensor_overhead": (sz, []), "ggml_graph_overhead": (sz, []),
+        "ggml_init": (p, [_InitParams]),
+        "ggml_free": (None, [p]),
+        "ggml_new_tensor_2d": (p, [p, ctypes.c_int, i64, i64]),
+        "ggml_mul_mat": (p, [p, p, p]),
+        "ggml_new_graph": (p, [p]),
+        "ggml_build_forward_expand": (None, [p, p]),
+        "ggml_nbytes": (sz, [p]),
+        "ggml_row_size": (sz, [ctypes.c_int, i64]),
+        "ggml_tensor_overhead": (sz, []),
+        "ggml_graph_overhead": (sz, []),
         "ggml_quantize_chunk": (sz, [ctypes.c_int, p, p, i64, i64, i64, p]),
-        "ggml_backend_dev_by_type": (p, [ctypes.c_int]), "ggml_backend_dev_backend_reg": (p, [p]),
+        "ggml_backend_dev_by_type": (p, [ctypes.c_int]),
+        "ggml_backend_dev_backend_reg": (p, [p]),
         "ggml_backend_reg_get_proc_address": (p, [p, ctypes.c_char_p]),
-        "ggml_backend_buft_name": (ctypes.c_char_p, [p]), "ggml_backend_cpu_buffer_type": (p, []),
-        "ggml_backend_alloc_ctx_tensors_from_buft": (p, [p, p]), "ggml_backend_buffer_free": (None, [p]),
-        "ggml_backend_tensor_set": (None, [p, p, sz, sz]), "ggml_backend_tensor_get": (None, [p, p, sz, sz]),
-        "ggml_backend_graph_compute": (ctypes.c_int, [p, p]), "ggml_backend_free": (None, [p]),
+        "ggml_backend_buft_name": (ctypes.c_char_p, [p]),
+        "ggml_backend_cpu_buffer_type": (p, []),
+        "ggml_backend_alloc_ctx_tensors_from_buft": (p, [p, p]),
+        "ggml_backend_buffer_free": (None, [p]),
+        "ggml_backend_tensor_set": (None, [p, p, sz, sz]),
+        "ggml_backend_tensor_get": (None, [p, p, sz, sz]),
+        "ggml_backend_graph_compute": (ctypes.c_int, [p, p]),
+        "ggml_backend_free": (None, [p]),
     }
     for name, (restype, argtypes) in signatures.items():
         function = getattr(ggml, name)
@@ -101,7 +111,9 @@ class GgmlProduct:
         self._weights_buffer = self.ggml.ggml_backend_alloc_ctx_tensors_from_buft(self._weights_ctx, buffer_type)
         values = np.random.default_rng(seed).standard_normal((shape.rows, shape.k), dtype=np.float32)
         quantized = ctypes.create_string_buffer(self.ggml.ggml_nbytes(self.weight))
-        written = self.ggml.ggml_quantize_chunk(weight_type, values.ctypes.data, quantized, 0, shape.rows, shape.k, None)
+        written = self.ggml.ggml_quantize_chunk(
+            weight_type, values.ctypes.data, quantized, 0, shape.rows, shape.k, None
+        )
         if written != len(quantized):
             raise RuntimeError(f"ggml quantized {written} of {len(quantized)} bytes")
         self.ggml.ggml_backend_tensor_set(self.weight, quantized, 0, len(quantized))  # repacks in a repack buffer

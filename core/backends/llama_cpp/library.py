@@ -109,7 +109,9 @@ class LlamaContext:
         self.memory = ll.llama_get_memory(self.ptr)
         self.batch = ll.llama_batch_init(n_batch, 0, n_seq)
 
-    def decode(self, tokens: Sequence[int], positions: Sequence[int], seq_ids: Sequence[Sequence[int]], logits: Sequence[bool]) -> np.ndarray:
+    def decode(
+        self, tokens: Sequence[int], positions: Sequence[int], seq_ids: Sequence[Sequence[int]], logits: Sequence[bool]
+    ) -> np.ndarray:
         """Run one batch; returns the logits rows ``[rows with logits, n_vocab]`` (float32, copied),
         in batch order. ``seq_ids[i]``: the sequences token ``i`` belongs to (first: its view)."""
         n = len(tokens)
@@ -126,7 +128,9 @@ class LlamaContext:
         batch.n_tokens = n
         code = self.ll.llama_decode(self.ptr, batch)
         if code != 0:
-            raise RuntimeError(f"llama_decode failed with code {code} ({n} tokens at positions {positions[0]}..{positions[-1]})")
+            raise RuntimeError(
+                f"llama_decode failed with code {code} ({n} tokens at positions {positions[0]}..{positions[-1]})"
+            )
         rows = sum(bool(x) for x in logits)
         if not rows:
             return np.zeros((0, self.model.n_vocab), dtype=np.float32)

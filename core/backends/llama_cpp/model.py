@@ -101,7 +101,10 @@ class LlamaCppModel:
         self._idle: list[LlamaContext] = []
         self._idle_lock = threading.Lock()
         self._grammar_compiler = CompilerOnce(
-            lambda: GrammarCompiler(gguf_grammar_tokenizer(self.file.vocab, self.vocab_size, self._eos), self.vocab_size))
+            lambda: GrammarCompiler(
+                gguf_grammar_tokenizer(self.file.vocab, self.vocab_size, self._eos), self.vocab_size
+            )
+        )
         vocab = file.vocab
         self._eos = frozenset(i for i in range(file.n_vocab) if ll.llama_vocab_is_eog(vocab, i))
         template = ll.llama_model_chat_template(file.ptr, None)
@@ -118,7 +121,9 @@ class LlamaCppModel:
                 "(%d rows differ, by up to %.3g): speculative output may differ from plain decoding "
                 "(stats.exact is false). Exact verification needs llama-cpp-python as scripts/setup.sh builds it "
                 "and GGML_CPU_TILED_MM unset or 0 (docs/llama-exactness.md).",
-                self.exactness.width, self.exactness.rows_differing, self.exactness.max_abs_diff,
+                self.exactness.width,
+                self.exactness.rows_differing,
+                self.exactness.max_abs_diff,
             )
 
     @classmethod
@@ -182,7 +187,9 @@ class LlamaCppModel:
         with self._idle_lock:
             context = self._idle.pop() if self._idle else None
         if context is None:
-            return LlamaContext(self.file, self._context, min(self.config.batch, self._context), self.config.branches, self.threads)
+            return LlamaContext(
+                self.file, self._context, min(self.config.batch, self._context), self.config.branches, self.threads
+            )
         context.clear()
         return context
 

@@ -43,7 +43,14 @@ class LlamaSession:
     def __len__(self) -> int:
         return self.length
 
-    def run_batch(self, tokens: Sequence[int], positions: Sequence[int], seq_ids: Sequence[Sequence[int]], logits: Sequence[bool], timed: bool) -> np.ndarray:
+    def run_batch(
+        self,
+        tokens: Sequence[int],
+        positions: Sequence[int],
+        seq_ids: Sequence[Sequence[int]],
+        logits: Sequence[bool],
+        timed: bool,
+    ) -> np.ndarray:
         with self.model.lock:
             start = time.perf_counter()
             rows = self.context.decode(tokens, positions, seq_ids, logits)

@@ -65,7 +65,9 @@ class KVCache:
         compacted into their own storage where they are views of a larger one, never copied twice."""
         if not self.supports_snapshots or not 0 < length <= len(self):
             raise ValueError(f"cannot snapshot {length} positions of this cache")
-        layers = tuple((_owned(layer.keys[:, :, :length]), _owned(layer.values[:, :, :length])) for layer in self.cache.layers)
+        layers = tuple(
+            (_owned(layer.keys[:, :, :length]), _owned(layer.values[:, :, :length])) for layer in self.cache.layers
+        )
         return layers, sum(k.nbytes + v.nbytes for k, v in layers)
 
     def restore(self, layers: Sequence[LayerState], length: int) -> None:

@@ -64,7 +64,10 @@ class TransformersModel:
         self._lock = threading.Lock()
         self.verify_batcher: VerifyBatcher | None = None  # opt-in: enable_verify_batching
         self._grammar_compiler = CompilerOnce(
-            lambda: GrammarCompiler(hf_grammar_tokenizer(self.hf_tokenizer, self.vocab_size, self.eos_token_ids), self.vocab_size))
+            lambda: GrammarCompiler(
+                hf_grammar_tokenizer(self.hf_tokenizer, self.vocab_size, self.eos_token_ids), self.vocab_size
+            )
+        )
 
     @classmethod
     def load(cls, config: ModelConfig = ModelConfig()) -> "TransformersModel":
@@ -147,8 +150,14 @@ class TransformersModel:
             return batcher.forward(cache, tokens, positions, tree_mask)
         return self.forward_alone(cache, tokens, positions, tree_mask, all_logits)
 
-    def forward_alone(self, cache: KVCache, tokens: Sequence[int], positions: Sequence[int] | None = None,
-                      tree_mask=None, all_logits: bool = True) -> torch.Tensor:
+    def forward_alone(
+        self,
+        cache: KVCache,
+        tokens: Sequence[int],
+        positions: Sequence[int] | None = None,
+        tree_mask=None,
+        all_logits: bool = True,
+    ) -> torch.Tensor:
         """``forward`` as one pass of this sequence alone (what every pass was before batching)."""
         past = len(cache)
         q = len(tokens)
@@ -210,7 +219,9 @@ class TransformersSession:
     def __len__(self) -> int:
         return len(self.cache)
 
-    def feed(self, tokens: Sequence[int], parents: Sequence[int] | None = None, all_logits: bool = True) -> torch.Tensor:
+    def feed(
+        self, tokens: Sequence[int], parents: Sequence[int] | None = None, all_logits: bool = True
+    ) -> torch.Tensor:
         """Run ``tokens`` after the cache; ``parents[i]`` (ROOT or an earlier index) makes them a tree.
 
         Returns logits ``[len(tokens), vocab]``; the cache grows by ``len(tokens)``.
@@ -257,8 +268,11 @@ class TransformersTarget(SessionTarget):
     def _run_draft(self, draft: Draft, leading: list[int]) -> torch.Tensor:
         n = len(leading)
         tokens = (*leading, *draft.tokens)
-        parents = (*(i - 1 for i in range(n)), *(p + n for p in draft.parents))  # roots (ROOT = -1) hang off the last leading token
-        return self.session.feed(tokens, parents)[max(n - 1, 0):]
+        parents = (
+            *(i - 1 for i in range(n)),
+            *(p + n for p in draft.parents),
+        )  # roots (ROOT = -1) hang off the last leading token
+        return self.session.feed(tokens, parents)[max(n - 1, 0) :]
 
     def _join(self, first: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
         return torch.cat([first[None], rows])

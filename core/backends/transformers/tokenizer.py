@@ -40,5 +40,6 @@ class HFTokenizer:
     def apply_chat_template(self, messages: Sequence[dict], tools: Sequence[dict] | None = None) -> str:
         """The chat template's text for ``messages``, ending where the assistant's answer starts;
         ``tools`` (OpenAI's function tools) go to the template as ``tools`` (None: no tools)."""
-        return self.hf.apply_chat_template(list(messages), tools=list(tools) if tools is not None else None,
-                                           add_generation_prompt=True, tokenize=False)
+        return self.hf.apply_chat_template(
+            list(messages), tools=list(tools) if tools is not None else None, add_generation_prompt=True, tokenize=False
+        )

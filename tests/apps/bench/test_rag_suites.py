@@ -12,9 +12,20 @@ from hash_embedder import HashEmbedder
 
 from specdraft import TransformersModel
 from specdraft.apps.bench import datasets
-from specdraft.apps.bench.datasets import bigbench_data, sharegpt_data
-from specdraft.apps.bench.datasets import is_reserved_conversation, sharegpt_base_id, sharegpt_datastore_texts
-from specdraft.apps.bench.rag_suites import RETRIEVAL_DRAFTERS, cached_index, chat_multiturn_suite, chat_prompt_ids, rag_suite
+from specdraft.apps.bench.datasets import (
+    bigbench_data,
+    is_reserved_conversation,
+    sharegpt_base_id,
+    sharegpt_data,
+    sharegpt_datastore_texts,
+)
+from specdraft.apps.bench.rag_suites import (
+    RETRIEVAL_DRAFTERS,
+    cached_index,
+    chat_multiturn_suite,
+    chat_prompt_ids,
+    rag_suite,
+)
 from specdraft.apps.bench.report import write_report
 from specdraft.apps.bench.runner import run_suite
 from specdraft.apps.cli.bench import add_bench_parser
@@ -27,28 +38,67 @@ SHARED_ANSWER = "The same answer appears in two conversations of the file, word 
 CHAT_TEMPLATE = "{% for m in messages %}<{{ m['role'] }}>{{ m['content'] }}\n{% endfor %}{% if add_generation_prompt %}<assistant>{% endif %}"
 
 PASSAGES = [
-    {"id": "squad/fox", "source": "a", "text": "The quick brown fox jumps over the lazy dog. The dog sleeps all day.", "question": "What does the fox jump over?"},
-    {"id": "squad/code", "source": "b", "text": "def add(a, b): return a + b. The function adds two numbers.", "question": "What does the add function do?"},
-    {"id": "squad/edit", "source": "a", "text": "Grammar correction returns mostly the text it was given, with a few edits.", "question": "What does grammar correction return?"},
+    {
+        "id": "squad/fox",
+        "source": "a",
+        "text": "The quick brown fox jumps over the lazy dog. The dog sleeps all day.",
+        "question": "What does the fox jump over?",
+    },
+    {
+        "id": "squad/code",
+        "source": "b",
+        "text": "def add(a, b): return a + b. The function adds two numbers.",
+        "question": "What does the add function do?",
+    },
+    {
+        "id": "squad/edit",
+        "source": "a",
+        "text": "Grammar correction returns mostly the text it was given, with a few edits.",
+        "question": "What does grammar correction return?",
+    },
 ]
 
 
 def _turns(topic: str) -> list[dict]:
     """A four-turn English conversation about ``topic`` (the prompt is its first three turns)."""
     return [
-        {"from": "human", "value": f"Can you explain to me how the {topic} works and what it is for? I would like a short answer that I can read quickly."},
-        {"from": "gpt", "value": f"The {topic} is a tool that you can use every day. It takes what you give it and it returns the result to you."},
-        {"from": "human", "value": f"Thank you. Now can you tell me why the {topic} is useful for a student who is new to this?"},
-        {"from": "gpt", "value": f"A student can use the {topic} to learn faster, because it shows each step of the work."},
+        {
+            "from": "human",
+            "value": f"Can you explain to me how the {topic} works and what it is for? I would like a short answer that I can read quickly.",
+        },
+        {
+            "from": "gpt",
+            "value": f"The {topic} is a tool that you can use every day. It takes what you give it and it returns the result to you.",
+        },
+        {
+            "from": "human",
+            "value": f"Thank you. Now can you tell me why the {topic} is useful for a student who is new to this?",
+        },
+        {
+            "from": "gpt",
+            "value": f"A student can use the {topic} to learn faster, because it shows each step of the work.",
+        },
     ]
 
 
 SHAREGPT = [
     {"id": f"{RESERVED[0]}_0", "conversations": _turns("grammar checker")},
-    {"id": f"{RESERVED[0]}_1", "conversations": [{"from": "human", "value": "more"}, {"from": "gpt", "value": "A later part of a reserved conversation."}]},
-    {"id": f"{RESERVED[1]}_0", "conversations": _turns("speculative decoder")[:3] + [{"from": "gpt", "value": SHARED_ANSWER}]},
+    {
+        "id": f"{RESERVED[0]}_1",
+        "conversations": [
+            {"from": "human", "value": "more"},
+            {"from": "gpt", "value": "A later part of a reserved conversation."},
+        ],
+    },
+    {
+        "id": f"{RESERVED[1]}_0",
+        "conversations": _turns("speculative decoder")[:3] + [{"from": "gpt", "value": SHARED_ANSWER}],
+    },
     {"id": f"{OTHERS[0]}_0", "conversations": _turns("search engine")},
-    {"id": f"{OTHERS[1]}_0", "conversations": [{"from": "human", "value": "Say it."}, {"from": "gpt", "value": SHARED_ANSWER}]},
+    {
+        "id": f"{OTHERS[1]}_0",
+        "conversations": [{"from": "human", "value": "Say it."}, {"from": "gpt", "value": SHARED_ANSWER}],
+    },
 ]
 
 
@@ -84,7 +134,9 @@ def pool_of(model: TransformersModel) -> ModelPool:
 
 
 def test_reserved_rule_depends_on_the_base_id_only():
-    assert sharegpt_base_id("abc_12") == "abc" and sharegpt_base_id("a_b_0") == "a_b" and sharegpt_base_id("abc") == "abc"
+    assert (
+        sharegpt_base_id("abc_12") == "abc" and sharegpt_base_id("a_b_0") == "a_b" and sharegpt_base_id("abc") == "abc"
+    )
     assert is_reserved_conversation(f"{RESERVED[0]}_0") and is_reserved_conversation(f"{RESERVED[0]}_7")
     assert not is_reserved_conversation(f"{OTHERS[0]}_0")
 
@@ -111,7 +163,11 @@ def test_rag_cases_use_the_pipeline_prompt_and_the_hits_and_question_as_referenc
     args = bench_args("rag", "--model", tiny_model.name, "--limit", "2", "--top-k", "2")
     embedder = HashEmbedder()
     suite = rag_suite(args, pool_of(tiny_model), tiny_model, embedder)
-    assert [m.name for m in suite.methods] == ["plain", *(f"specdraft:{k}" for k in RETRIEVAL_DRAFTERS), "transformers:prompt-lookup"]
+    assert [m.name for m in suite.methods] == [
+        "plain",
+        *(f"specdraft:{k}" for k in RETRIEVAL_DRAFTERS),
+        "transformers:prompt-lookup",
+    ]
     index, _ = cached_index(PASSAGES, embedder)
     pipeline = RAGPipeline(index, tiny_model, "none", None, RAGConfig(top_k=2))
     questions = {r["id"]: r["question"] for r in datasets.rag_questions(seed=0)[:2]}
@@ -132,7 +188,11 @@ def test_rag_cases_use_the_pipeline_prompt_and_the_hits_and_question_as_referenc
     paths = write_report(result, tmp_path / "out")
     assert json.loads(paths["json"].read_text())["retrieval"]["datastore"]["tokens"] == facts["datastore"]["tokens"]
     table = paths["markdown"].read_text()
-    assert "| datastore | disk_mb |" in table and "| datastore | lookup.mean_ms |" in table and "| index | chunks | 3 |" in table
+    assert (
+        "| datastore | disk_mb |" in table
+        and "| datastore | lookup.mean_ms |" in table
+        and "| index | chunks | 3 |" in table
+    )
 
 
 def test_index_and_datastore_are_cached_and_a_changed_pool_rebuilds(archives, tiny_model):
@@ -163,5 +223,11 @@ def test_chat_multiturn_cases_continue_the_conversation(archives, chat_model):
 
 
 def test_chat_prompt_without_a_template_is_a_transcript(tiny_model):
-    messages = [{"role": "user", "content": "Hi."}, {"role": "assistant", "content": "Hello."}, {"role": "user", "content": "Bye?"}]
-    assert chat_prompt_ids(tiny_model, messages) == tiny_model.encode("User: Hi.\n\nAssistant: Hello.\n\nUser: Bye?\n\nAssistant:")
+    messages = [
+        {"role": "user", "content": "Hi."},
+        {"role": "assistant", "content": "Hello."},
+        {"role": "user", "content": "Bye?"},
+    ]
+    assert chat_prompt_ids(tiny_model, messages) == tiny_model.encode(
+        "User: Hi.\n\nAssistant: Hello.\n\nUser: Bye?\n\nAssistant:"
+    )

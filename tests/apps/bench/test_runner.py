@@ -2,7 +2,13 @@
 
 import json
 
-from specdraft.apps.bench.methods import BenchCase, plain, specdraft_by_spec, transformers_plain, transformers_prompt_lookup
+from specdraft.apps.bench.methods import (
+    BenchCase,
+    plain,
+    specdraft_by_spec,
+    transformers_plain,
+    transformers_prompt_lookup,
+)
 from specdraft.apps.bench.report import write_report
 from specdraft.apps.bench.runner import run_benchmark
 from specdraft.apps.model_pool import DrafterSpec, ModelPool
@@ -22,7 +28,12 @@ def test_runner_compares_methods_and_writes_json_markdown_and_plot(tiny_model, t
         BenchCase("b", tuple(tokenizer("def add(a, b):\n    return a + b\n").input_ids), 12),
     ]
     result = run_benchmark("tiny-set", "tiny", methods, cases)
-    assert [s.method for s in result.summaries] == ["plain", "specdraft:prompt-lookup", "transformers:plain", "transformers:prompt-lookup"]
+    assert [s.method for s in result.summaries] == [
+        "plain",
+        "specdraft:prompt-lookup",
+        "transformers:plain",
+        "transformers:prompt-lookup",
+    ]
     assert all(s.identical_rate == 1.0 for s in result.summaries)  # every method reproduces plain greedy
     plain_summary = result.summaries[0]
     assert plain_summary.speedup == 1.0 and plain_summary.generated_tokens == 28
@@ -36,5 +47,9 @@ def test_runner_compares_methods_and_writes_json_markdown_and_plot(tiny_model, t
     data = json.loads(paths["json"].read_text())
     assert len(data["measurements"]) == 8 and data["summaries"][1]["method"] == "specdraft:prompt-lookup"
     table = paths["markdown"].read_text()
-    assert "| specdraft:prompt-lookup |" in table and "identical to plain greedy" in table and "after the first token" in table
+    assert (
+        "| specdraft:prompt-lookup |" in table
+        and "identical to plain greedy" in table
+        and "after the first token" in table
+    )
     assert paths["plot"].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

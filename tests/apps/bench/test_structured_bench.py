@@ -17,7 +17,14 @@ from specdraft.apps.bench.datasets.structured_data import (
     structured_items,
 )
 from specdraft.apps.bench.structured_bench import ALL, PEER, PLAIN, StructuredBenchConfig, run_structured_bench
-from specdraft.apps.bench.structured_methods import METHODS, ConstrainedMethod, StructuredCase, StructuredMeasurement, judge, judge_json
+from specdraft.apps.bench.structured_methods import (
+    METHODS,
+    ConstrainedMethod,
+    StructuredCase,
+    StructuredMeasurement,
+    judge,
+    judge_json,
+)
 from specdraft.apps.bench.structured_peer import chat_request
 from specdraft.apps.bench.structured_report import markdown, write_structured_report
 from specdraft.apps.cli.bench import add_bench_parser
@@ -30,7 +37,12 @@ ARTICLES = [
     {"id": "bigbench/wikilingua_en/1", "source": "wikilingua_en", "text": "Open the lid. Pour the water."},
 ]
 PASSAGES = [
-    {"id": "squad/nyt/1", "source": "nyt_v1.0", "text": "Dr. Lam, a neuroscientist in Toronto, met Dr. Ohayon in 2011.", "question": "q"},
+    {
+        "id": "squad/nyt/1",
+        "source": "nyt_v1.0",
+        "text": "Dr. Lam, a neuroscientist in Toronto, met Dr. Ohayon in 2011.",
+        "question": "q",
+    },
     {"id": "squad/nyt/2", "source": "nyt_v1.0", "text": "Mattingly, a Yankee, retired in 1995.", "question": "q"},
     {"id": "squad/dev/1", "source": "squaddev_v1.1", "text": "Normandy is a region in France.", "question": "q"},
 ]
@@ -124,26 +136,49 @@ class FakePeer:
     def run(self, case):
         text = RECORD.replace(", ", ",") if case.task == "extract" else "{}"
         verdict = judge_json(text, case.schema)
-        return StructuredMeasurement(PEER, case.id, [9] * 4, 2.0, 5, 0.0, 0.5, task=case.task, text=text, finish_reason="stop",
-                                     answer=verdict.answer, valid_json=True, valid_schema=verdict.valid_schema, same_prompt=True)
+        return StructuredMeasurement(
+            PEER,
+            case.id,
+            [9] * 4,
+            2.0,
+            5,
+            0.0,
+            0.5,
+            task=case.task,
+            text=text,
+            finish_reason="stop",
+            answer=verdict.answer,
+            valid_json=True,
+            valid_schema=verdict.valid_schema,
+            same_prompt=True,
+        )
 
 
 def test_run_summarizes_per_task_and_writes_the_report(tmp_path):
     cases = [case("extract"), case("tool-call")]
     tokens = list(range(8))
     plain = FakeMethod(PLAIN, {"extract/1": (tokens, 4.0, 0, 0.2, RECORD), "tool-call/1": (tokens, 4.0, 0, 0.2, "{}")})
-    grammar = FakeMethod(METHODS[1], {"extract/1": (tokens, 2.0, 4, 0.1, RECORD), "tool-call/1": (tokens[:7] + [99], 1.0, 2, 0.1, "{}")})
+    grammar = FakeMethod(
+        METHODS[1], {"extract/1": (tokens, 2.0, 4, 0.1, RECORD), "tool-call/1": (tokens[:7] + [99], 1.0, 2, 0.1, "{}")}
+    )
     target = SimpleNamespace(name="fake", backend="transformers")  # the methods and cases are given
-    result = run_structured_bench(target, StructuredBenchConfig(limit=1), [plain, grammar, FakePeer()], cases, progress=lambda _: None)
+    result = run_structured_bench(
+        target, StructuredBenchConfig(limit=1), [plain, grammar, FakePeer()], cases, progress=lambda _: None
+    )
     rows = {(row["task"], row["method"]): row for row in result.summaries}
     assert [row["task"] for row in result.summaries] == [ALL] * 3 + ["extract"] * 3 + ["tool-call"] * 3
-    assert rows[("extract", METHODS[1])]["identical_rate"] == 1.0 and rows[("tool-call", METHODS[1])]["identical_rate"] == 0.0
+    assert (
+        rows[("extract", METHODS[1])]["identical_rate"] == 1.0
+        and rows[("tool-call", METHODS[1])]["identical_rate"] == 0.0
+    )
     assert rows[(ALL, METHODS[1])]["identical_rate"] == 0.5
     assert rows[(ALL, METHODS[1])]["speedup"] == round(8.0 / 3.0, 3)
     assert rows[("extract", METHODS[1])]["forced_share"] == 0.5  # 4 forced of 8 generated
     assert rows[("extract", METHODS[1])]["grammar_ms_per_token"] == 12.5  # 0.1 s over 8 tokens
     assert rows[("extract", PLAIN)]["grammar_share"] == round(0.2 / 3.0, 4)  # over the 3 s after the first token
-    assert rows[("extract", PLAIN)]["valid_schema_rate"] == 1.0 and rows[("tool-call", PLAIN)]["valid_schema_rate"] == 0.0
+    assert (
+        rows[("extract", PLAIN)]["valid_schema_rate"] == 1.0 and rows[("tool-call", PLAIN)]["valid_schema_rate"] == 0.0
+    )
     peer = rows[("extract", PEER)]
     assert peer["identical_rate"] is None and peer["forced_share"] is None  # its grammar is not ours
     assert (peer["text_equal_rate"], peer["same_record_rate"], peer["same_prompt_rate"]) == (0.0, 1.0, 1.0)
@@ -178,11 +213,15 @@ def test_cli_runs_the_structured_bench_with_its_arguments(monkeypatch, tmp_path)
     monkeypatch.setattr(structured_bench, "run_structured_bench", fake_run)
     parser = argparse.ArgumentParser()
     add_bench_parser(parser.add_subparsers(dest="command"))
-    args = parser.parse_args(["bench", "structured", "--model", "qwen2.5-coder-0.5b", "--limit", "2", "--no-peers", "--out", str(tmp_path)])
+    args = parser.parse_args(
+        ["bench", "structured", "--model", "qwen2.5-coder-0.5b", "--limit", "2", "--no-peers", "--out", str(tmp_path)]
+    )
     with pytest.raises(SystemExit):
         bench.run_bench(args)
     assert seen["model"] == "qwen2.5-coder-0.5b"
-    assert seen["config"] == StructuredBenchConfig(limit=2, seed=0, max_new_tokens=StructuredBenchConfig().max_new_tokens, peers=False)
+    assert seen["config"] == StructuredBenchConfig(
+        limit=2, seed=0, max_new_tokens=StructuredBenchConfig().max_new_tokens, peers=False
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -190,7 +229,9 @@ def test_cli_runs_the_structured_bench_with_its_arguments(monkeypatch, tmp_path)
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("backend", ["llama-cpp"])  # transformers exactness under constraints: tests/constrained/test_constrained_real.py (suite time)
+@pytest.mark.parametrize(
+    "backend", ["llama-cpp"]
+)  # transformers exactness under constraints: tests/constrained/test_constrained_real.py (suite time)
 def test_real_suite_is_identical_to_plain_constrained_decoding(backend, tmp_path):
     from specdraft import ModelConfig, load_model
 

@@ -27,7 +27,16 @@ from tiny_service import CHAT_TEMPLATE, make_chat_model  # noqa: E402
 from specdraft import GenerationConfig, SpeculativeGenerator  # noqa: E402
 from specdraft.apps.edge_local import EdgeLocalConfig, create_app  # noqa: E402
 
-__all__ = ["KEY", "LiveServer", "draft_model", "free_port", "greedy_text", "laptop_endpoint", "make_chat_model", "verify_server"]
+__all__ = [
+    "KEY",
+    "LiveServer",
+    "draft_model",
+    "free_port",
+    "greedy_text",
+    "laptop_endpoint",
+    "make_chat_model",
+    "verify_server",
+]
 
 
 def free_port() -> int:

@@ -67,7 +67,11 @@ def test_text_completion_streamed_and_not(client, server_model):
     want = greedy_text(server_model, server_model.encode("The quick"), 10)
     answer = client.completions.create(model="tiny", prompt="The quick", max_tokens=10)
     assert answer.choices[0].text == want and answer.model_extra["speculation"]["round_trips"] >= 1
-    streamed = "".join(c.choices[0].text for c in client.completions.create(model="tiny", prompt="The quick", max_tokens=10, stream=True) if c.choices)
+    streamed = "".join(
+        c.choices[0].text
+        for c in client.completions.create(model="tiny", prompt="The quick", max_tokens=10, stream=True)
+        if c.choices
+    )
     assert streamed == want
     ids = server_model.encode("The quick")
     assert client.completions.create(model="tiny", prompt=ids, max_tokens=10).choices[0].text == want
@@ -79,24 +83,27 @@ def test_models_and_health(client, endpoint):
     assert health["status"] == "ok" and health["server_reachable"] is True and health["draft_model"] == "tiny-draft"
 
 
-@pytest.mark.parametrize("body, param", [
-    ({"messages": QUESTION, "n": 2}, "n"),
-    ({"messages": QUESTION, "logprobs": True}, "logprobs"),
-    ({"messages": [{"role": "robot", "content": "hi"}]}, "messages[0].role"),
-    ({"messages": QUESTION, "max_tokens": 0}, "max_tokens"),
-    ({"messages": QUESTION, "max_tokens": 100000}, "max_tokens"),
-    ({"messages": QUESTION, "tools": [{"type": "function"}]}, "tools[0].function"),  # the tool lacks its function
-    ({"messages": QUESTION, "temperature": "hot"}, "temperature"),
-    ({"messages": QUESTION, "response_format": {"type": "json_object"}}, "response_format"),
-    ({"messages": QUESTION, "tools": [{"type": "function", "function": {"name": "get_time"}}]}, "tools"),
-])
+@pytest.mark.parametrize(
+    "body, param",
+    [
+        ({"messages": QUESTION, "n": 2}, "n"),
+        ({"messages": QUESTION, "logprobs": True}, "logprobs"),
+        ({"messages": [{"role": "robot", "content": "hi"}]}, "messages[0].role"),
+        ({"messages": QUESTION, "max_tokens": 0}, "max_tokens"),
+        ({"messages": QUESTION, "max_tokens": 100000}, "max_tokens"),
+        ({"messages": QUESTION, "tools": [{"type": "function"}]}, "tools[0].function"),  # the tool lacks its function
+        ({"messages": QUESTION, "temperature": "hot"}, "temperature"),
+        ({"messages": QUESTION, "response_format": {"type": "json_object"}}, "response_format"),
+        ({"messages": QUESTION, "tools": [{"type": "function", "function": {"name": "get_time"}}]}, "tools"),
+    ],
+)
 def test_bad_requests_are_400s_naming_the_field(endpoint, body, param):
     status, answer = post(endpoint.url + "/v1/chat/completions", body)
     assert status == 400 and answer["error"]["param"] == param and answer["error"]["type"] == "invalid_request_error"
 
 
 def test_bad_bodies_and_routes_are_json_errors(endpoint):
-    assert post(endpoint.url + "/v1/completions", {"prompt": [10**9]}) [0] == 400
+    assert post(endpoint.url + "/v1/completions", {"prompt": [10**9]})[0] == 400
     assert post(endpoint.url + "/v1/completions", {"prompt": ["a", "b"]})[0] == 400
     status, answer = post(endpoint.url + "/v1/chat/completions", b"{not json")
     assert status == 400 and "JSON" in answer["error"]["message"]
@@ -139,8 +146,10 @@ def test_the_endpoint_answers_only_requests_addressed_to_this_machine(endpoint):
 
 
 def test_the_laptop_side_imports_no_torch():
-    code = ("import sys, specdraft.apps.edge_local, specdraft.apps.cli.edge_serve, specdraft.apps.cli.edge_chat; "
-            "assert 'torch' not in sys.modules and 'transformers' not in sys.modules, 'torch imported'")
+    code = (
+        "import sys, specdraft.apps.edge_local, specdraft.apps.cli.edge_serve, specdraft.apps.cli.edge_chat; "
+        "assert 'torch' not in sys.modules and 'transformers' not in sys.modules, 'torch imported'"
+    )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
 
@@ -164,7 +173,11 @@ def get_json(url):
 def test_the_config_refuses_what_cannot_work():
     from specdraft.apps.edge_local import EdgeLocalConfig
 
-    for bad in [dict(server="gpu-box:8000", key="k"), dict(server="http://x", key=" "), dict(server="http://x", key="k", timeout_s=0),
-                dict(server="http://x", key="k", default_max_tokens=10, max_tokens_limit=5)]:
+    for bad in [
+        dict(server="gpu-box:8000", key="k"),
+        dict(server="http://x", key=" "),
+        dict(server="http://x", key="k", timeout_s=0),
+        dict(server="http://x", key="k", default_max_tokens=10, max_tokens_limit=5),
+    ]:
         with pytest.raises(ValueError):
             EdgeLocalConfig(**bad)

@@ -39,8 +39,11 @@ def ask(browser, url):
     question.clear()
     question.send_keys(QUESTION)
     browser.find_element(By.ID, "ask").click()
-    WebDriverWait(browser, WAIT_S).until(lambda b: b.execute_script("return window.edgeDemo.done === true;")
-                                         or b.find_element(By.ID, "error").is_displayed())
+    WebDriverWait(browser, WAIT_S).until(
+        lambda b: (
+            b.execute_script("return window.edgeDemo.done === true;") or b.find_element(By.ID, "error").is_displayed()
+        )
+    )
     assert not browser.find_element(By.ID, "error").is_displayed(), browser.find_element(By.ID, "error").text
 
 

@@ -19,7 +19,11 @@ from specdraft.apps.service.server import waitress_options
 class LiveServer:
     def __init__(self, app, **overrides) -> None:
         self.app = app
-        options = {**waitress_options(app.extensions["specdraft"].config), **overrides} if "specdraft" in app.extensions else overrides
+        options = (
+            {**waitress_options(app.extensions["specdraft"].config), **overrides}
+            if "specdraft" in app.extensions
+            else overrides
+        )
         self._server = create_server(app, host="127.0.0.1", port=0, **options)
         self.port = self._server.effective_port
         self.url = f"http://127.0.0.1:{self.port}"

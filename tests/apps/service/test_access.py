@@ -55,7 +55,9 @@ def test_without_keys_loopback_host_names_are_served(keyless, host):
 
 @pytest.mark.parametrize("host", ["evil.example", "evil.example:8000", "127.0.0.1.evil.example", "192.168.1.5:8000"])
 def test_without_keys_other_host_names_are_refused_so_dns_rebinding_cannot_reach_the_api(keyless, root, host):
-    assert "answers only requests addressed to this machine" in assert_error(keyless.get("/v1/models", headers={"Host": host}), 421, "misdirected_request")
+    assert "answers only requests addressed to this machine" in assert_error(
+        keyless.get("/v1/models", headers={"Host": host}), 421, "misdirected_request"
+    )
     assert_error(keyless.post("/v1/rag/documents", json=DOCS, headers={"Host": host}), 421, "misdirected_request")
     assert nothing_written(root)
 
@@ -74,21 +76,41 @@ def test_an_allowed_host_name_is_served_without_keys(model):
     ],
 )
 def test_bodies_that_are_not_json_are_refused_so_pages_cannot_post_them_without_asking(keyless, root, kwargs):
-    assert "Content-Type: application/json" in assert_error(keyless.post("/v1/rag/documents", **kwargs), 415, "unsupported_media_type")
+    assert "Content-Type: application/json" in assert_error(
+        keyless.post("/v1/rag/documents", **kwargs), 415, "unsupported_media_type"
+    )
     assert nothing_written(root)
 
 
-@pytest.mark.parametrize("headers", [{"Origin": "http://evil.example"}, {"Origin": "http://localhost:9999"}, {"Origin": "null"}, {"Sec-Fetch-Site": "cross-site"}])
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {"Origin": "http://evil.example"},
+        {"Origin": "http://localhost:9999"},
+        {"Origin": "null"},
+        {"Sec-Fetch-Site": "cross-site"},
+    ],
+)
 def test_requests_from_pages_of_other_origins_may_not_send_bodies(keyless, root, headers):
     assert_error(keyless.post("/v1/rag/documents", json=DOCS, headers=headers), 403, "cross_site_request")
-    assert_error(keyless.post("/v1/completions", json={"prompt": "hi", "max_tokens": 1}, headers=headers), 403, "cross_site_request")
+    assert_error(
+        keyless.post("/v1/completions", json={"prompt": "hi", "max_tokens": 1}, headers=headers),
+        403,
+        "cross_site_request",
+    )
     assert nothing_written(root)
 
 
 def test_the_servers_own_pages_and_allowed_origins_may_send_bodies(model, root):
-    client = make_app(model, embedder=HashEmbedder(), index_root=str(root), allowed_origins=("https://app.example",)).test_client()
+    client = make_app(
+        model, embedder=HashEmbedder(), index_root=str(root), allowed_origins=("https://app.example",)
+    ).test_client()
     for origin in ("http://localhost", "https://app.example"):
-        response = client.post("/v1/rag/documents", json={"index": "o" + str(len(origin)), **DOCS}, headers={"Origin": origin, "Sec-Fetch-Site": "same-origin"})
+        response = client.post(
+            "/v1/rag/documents",
+            json={"index": "o" + str(len(origin)), **DOCS},
+            headers={"Origin": origin, "Sec-Fetch-Site": "same-origin"},
+        )
         assert response.status_code == 200, response.get_json()
 
 
@@ -119,7 +141,9 @@ def test_a_rejected_key_generates_nothing(keyed):
 
 
 def test_adding_documents_needs_a_write_key(keyed, root):
-    assert "write scope" in assert_error(keyed.post("/v1/rag/documents", json=DOCS, headers=bearer(READER)), 403, "insufficient_scope")
+    assert "write scope" in assert_error(
+        keyed.post("/v1/rag/documents", json=DOCS, headers=bearer(READER)), 403, "insufficient_scope"
+    )
     assert nothing_written(root)
     response = keyed.post("/v1/rag/documents", json=DOCS, headers=bearer(WRITER))
     assert response.status_code == 200 and response.get_json()["created"]

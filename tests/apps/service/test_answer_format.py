@@ -17,7 +17,7 @@ TWO_CALLS = format_tool_call("get_weather", PARIS) + "\n" + format_tool_call("ge
 def streamed(text: str, plan: OutputPlan, size: int) -> list[dict]:
     """The deltas of ``text`` pushed ``size`` characters at a time, then the final one."""
     deltas = CHAT.deltas(plan)
-    pieces = [delta for i in range(0, len(text), size) for delta in deltas.push(text[i: i + size])]
+    pieces = [delta for i in range(0, len(text), size) for delta in deltas.push(text[i : i + size])]
     return [*pieces, *deltas.finish(), deltas.final()], deltas.calls
 
 
@@ -30,7 +30,9 @@ def joined(deltas: list[dict]) -> tuple[str, list[dict]]:
         for entry in delta.get("tool_calls", []):
             if entry["index"] == len(calls):
                 assert set(entry) == {"index", "id", "type", "function"} and entry["type"] == "function"
-                calls.append({"id": entry["id"], "name": entry["function"]["name"], "arguments": entry["function"]["arguments"]})
+                calls.append(
+                    {"id": entry["id"], "name": entry["function"]["name"], "arguments": entry["function"]["arguments"]}
+                )
             else:
                 assert set(entry) == {"index", "function"} and set(entry["function"]) == {"arguments"}, entry
                 calls[entry["index"]]["arguments"] += entry["function"]["arguments"]
@@ -39,9 +41,16 @@ def joined(deltas: list[dict]) -> tuple[str, list[dict]]:
 
 def test_plain_text_is_the_content_as_it_is():
     fields, calls = CHAT.choice(" Hello <tool_call> x", OutputPlan())
-    assert fields == {"message": {"role": "assistant", "content": " Hello <tool_call> x", "refusal": None}} and calls == 0
+    assert (
+        fields == {"message": {"role": "assistant", "content": " Hello <tool_call> x", "refusal": None}} and calls == 0
+    )
     deltas, calls = streamed("Hello", OutputPlan(), 2)
-    assert deltas == [{"delta": {"role": "assistant", "content": "He"}}, {"delta": {"content": "ll"}}, {"delta": {"content": "o"}}, {"delta": {}}]
+    assert deltas == [
+        {"delta": {"role": "assistant", "content": "He"}},
+        {"delta": {"content": "ll"}},
+        {"delta": {"content": "o"}},
+        {"delta": {}},
+    ]
     assert TEXT.choice("abc", OutputPlan()) == ({"text": "abc"}, 0)
 
 
@@ -53,12 +62,17 @@ def test_calls_stream_as_index_id_and_name_once_then_argument_fragments(choice, 
     message = fields["message"]
     assert message["content"] is None and message["refusal"] is None and count == 2
     assert [(c["type"], c["function"]["name"], c["function"]["arguments"]) for c in message["tool_calls"]] == [
-        ("function", "get_weather", PARIS), ("function", "get_weather", ROME)]
+        ("function", "get_weather", PARIS),
+        ("function", "get_weather", ROME),
+    ]
     assert all(c["id"].startswith("call_") for c in message["tool_calls"])
     deltas, calls = streamed(TWO_CALLS, plan, size)
     assert calls == 2 and deltas[0]["delta"]["role"] == "assistant" and deltas[-1] == {"delta": {}}
     content, made = joined(deltas)
-    assert content == "" and [(c["name"], c["arguments"]) for c in made] == [("get_weather", PARIS), ("get_weather", ROME)]
+    assert content == "" and [(c["name"], c["arguments"]) for c in made] == [
+        ("get_weather", PARIS),
+        ("get_weather", ROME),
+    ]
     assert all(json.loads(c["arguments"]) for c in made)
 
 
@@ -121,10 +135,16 @@ def test_auto_mode_reads_an_untagged_call_of_the_requests_tools(size):
     assert call["function"] == {"name": "get_weather", "arguments": PARIS}
     deltas, calls = streamed(BARE, plan, size)
     content, streamed_calls = joined(deltas)
-    assert calls == 1 and content == "" and [(c["name"], c["arguments"]) for c in streamed_calls] == [("get_weather", PARIS)]
+    assert (
+        calls == 1
+        and content == ""
+        and [(c["name"], c["arguments"]) for c in streamed_calls] == [("get_weather", PARIS)]
+    )
 
 
-@pytest.mark.parametrize("plan", [OutputPlan(tools=(WEATHER_SPEC,), choice=REQUIRED), OutputPlan(tools=(ToolSpec("get_time"),), choice=AUTO)])
+@pytest.mark.parametrize(
+    "plan", [OutputPlan(tools=(WEATHER_SPEC,), choice=REQUIRED), OutputPlan(tools=(ToolSpec("get_time"),), choice=AUTO)]
+)
 def test_an_untagged_call_is_content_outside_auto_mode_or_of_another_tool(plan):
     fields, count = CHAT.choice(BARE, plan)
     assert count == 0 and fields["message"]["content"] == BARE and "tool_calls" not in fields["message"]

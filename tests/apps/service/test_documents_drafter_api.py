@@ -19,7 +19,10 @@ MAX_TOKENS = 16
 CONTEXT = f"The quick brown fox jumps over the lazy dog.\n\n{GRAMMAR_TEXT}\n\nSpeculative decoding drafts tokens."
 # As LangChain's create_stuff_documents_chain sends them: the passages in the system message.
 MESSAGES = [
-    {"role": "system", "content": f"Use the following pieces of retrieved context to answer the question.\n\n{CONTEXT}"},
+    {
+        "role": "system",
+        "content": f"Use the following pieces of retrieved context to answer the question.\n\n{CONTEXT}",
+    },
     {"role": "user", "content": "What does the fox do?"},
 ]
 PROMPT = f"Context:\n\n{CONTEXT}\n\nQuestion: What does the fox do?\nAnswer:"
@@ -51,7 +54,9 @@ def post_ok(client, path, body):
 
 
 def test_chat_drafts_from_the_passages_in_the_messages(client, chat_reference):
-    body = post_ok(client, "/v1/chat/completions", {"messages": MESSAGES, "max_tokens": MAX_TOKENS, "drafter": "documents"})
+    body = post_ok(
+        client, "/v1/chat/completions", {"messages": MESSAGES, "max_tokens": MAX_TOKENS, "drafter": "documents"}
+    )
     assert body["choices"][0]["message"]["content"] == chat_reference.text
     assert body["choices"][0]["finish_reason"] == chat_reference.finish_reason
     assert body["usage"]["completion_tokens"] == len(chat_reference.token_ids)
@@ -61,7 +66,10 @@ def test_chat_drafts_from_the_passages_in_the_messages(client, chat_reference):
 
 
 def test_streamed_chat_is_the_same_answer_with_drafted_pieces(client, chat_reference):
-    response = client.post("/v1/chat/completions", json={"messages": MESSAGES, "max_tokens": MAX_TOKENS, "drafter": "documents", "stream": True})
+    response = client.post(
+        "/v1/chat/completions",
+        json={"messages": MESSAGES, "max_tokens": MAX_TOKENS, "drafter": "documents", "stream": True},
+    )
     assert response.status_code == 200 and response.mimetype == "text/event-stream"
     payloads = [event[len("data: ") :] for event in response.get_data(as_text=True).split("\n\n")[:-1]]
     assert payloads[-1] == "[DONE]"
@@ -92,7 +100,9 @@ def test_the_assistants_own_messages_are_not_drafted_from(client, model):
         {"role": "user", "content": "Again."},
     ]
     reference = greedy(model, model.encode_chat(messages))
-    body = post_ok(client, "/v1/chat/completions", {"messages": messages, "max_tokens": MAX_TOKENS, "drafter": "documents"})
+    body = post_ok(
+        client, "/v1/chat/completions", {"messages": messages, "max_tokens": MAX_TOKENS, "drafter": "documents"}
+    )
     assert body["choices"][0]["message"]["content"] == reference.text
     assert body["speculation"]["drafted_tokens"] == 0
 
@@ -116,13 +126,18 @@ def test_a_langchain_rag_chain_gets_it_with_no_code_change(model):
 
     documents = [Document(page_content=text) for text in CONTEXT.split("\n\n")]
     prompt = ChatPromptTemplate.from_messages(
-        [("system", "Use the following pieces of retrieved context to answer the question.\n\n{context}"), ("human", "{input}")]
+        [
+            ("system", "Use the following pieces of retrieved context to answer the question.\n\n{context}"),
+            ("human", "{input}"),
+        ]
     )
     values = {"context": "\n\n".join(doc.page_content for doc in documents), "input": "What does the fox do?"}
     assert [m.content for m in prompt.invoke(values).to_messages()] == [m["content"] for m in MESSAGES]
     app = make_app(model, drafter="documents")
     with LiveServer(app) as server:
-        llm = ChatOpenAI(model=SERVED, base_url=server.url + "/v1", api_key="unused", temperature=0, max_retries=0, timeout=60)
+        llm = ChatOpenAI(
+            model=SERVED, base_url=server.url + "/v1", api_key="unused", temperature=0, max_retries=0, timeout=60
+        )
         answer = (prompt | llm).invoke(values)
     reference = greedy(model, model.encode_chat(MESSAGES), ServiceConfig().default_max_tokens)
     assert answer.content == reference.text

@@ -23,7 +23,12 @@ def model(tokenizer):
 def app(model, tmp_path):
     keys = tmp_path / "keys"
     keys.write_text(f"{KEY}\n{OTHER}\n")
-    return make_app(model, api_key_file=str(keys), edge=True, edge_config=EdgeConfig(max_sessions_per_key=3, max_draft_nodes=16, max_branches=4))
+    return make_app(
+        model,
+        api_key_file=str(keys),
+        edge=True,
+        edge_config=EdgeConfig(max_sessions_per_key=3, max_draft_nodes=16, max_branches=4),
+    )
 
 
 @pytest.fixture
@@ -44,11 +49,19 @@ def open_session(client, model, key=KEY, **fields):
 
 def verify(client, session_id, tokens=(), parents=None, key=KEY, **fields):
     parents = list(range(-1, len(tokens) - 1)) if parents is None else list(parents)
-    return client.post(f"/v1/edge/sessions/{session_id}/verify", json={"tokens": list(tokens), "parents": parents, **fields}, headers=auth(key))
+    return client.post(
+        f"/v1/edge/sessions/{session_id}/verify",
+        json={"tokens": list(tokens), "parents": parents, **fields},
+        headers=auth(key),
+    )
 
 
 def plain(model, prompt_ids, **config):
-    return SpeculativeGenerator(model).generate(prompt_ids, None, GenerationConfig(max_new_tokens=N_NEW, ignore_eos=True, **config)).token_ids
+    return (
+        SpeculativeGenerator(model)
+        .generate(prompt_ids, None, GenerationConfig(max_new_tokens=N_NEW, ignore_eos=True, **config))
+        .token_ids
+    )
 
 
 def assert_error(response, status, code=None):
@@ -77,7 +90,10 @@ def test_every_call_needs_a_key(client, model):
     assert_error(client.post("/v1/edge/sessions", json={"prompt": [1, 2]}), 401)
     assert_error(client.post("/v1/edge/sessions/x/verify", json={"tokens": [], "parents": []}), 401)
     info = client.get("/v1/edge/info", headers=auth()).get_json()
-    assert info["tokenizer"] == model.tokenizer.fingerprint() and info["tokenizer_vocab_size"] == model.tokenizer.vocab_size
+    assert (
+        info["tokenizer"] == model.tokenizer.fingerprint()
+        and info["tokenizer_vocab_size"] == model.tokenizer.vocab_size
+    )
     assert info["vocab_size"] == model.vocab_size
     assert info["max_branches"] == 4 and info["max_draft_nodes"] == 16
 
@@ -132,20 +148,23 @@ def test_a_different_tokenizer_is_a_409(client, model):
     assert_error(client.post("/v1/edge/sessions", json=body, headers=auth()), 409, "tokenizer_mismatch")
 
 
-@pytest.mark.parametrize("body", [
-    {"tokens": [1, 2], "parents": [-1]},  # lengths differ
-    {"tokens": [1, 2], "parents": [1, -1]},  # a parent after its child
-    {"tokens": [1, 1], "parents": [-1, -1]},  # repeated siblings
-    {"tokens": [10**6], "parents": [-1]},  # outside the vocabulary
-    {"tokens": [-3], "parents": [-1]},
-    {"tokens": ["a"], "parents": [-1]},
-    {"tokens": [True], "parents": [-1]},
-    {"tokens": list(range(1, 18)), "parents": list(range(-1, 16))},  # more nodes than the server takes
-    {"tokens": [1, 2, 3, 4, 5], "parents": [-1] * 5},  # more branches than the server takes
-    {"tokens": [1], "parents": [-1], "previous": {"path": [], "next_token": 3}},  # no commit waiting
-    {"tokens": [1], "parents": [-1], "commit": "yes"},
-    {"parents": []},
-])
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"tokens": [1, 2], "parents": [-1]},  # lengths differ
+        {"tokens": [1, 2], "parents": [1, -1]},  # a parent after its child
+        {"tokens": [1, 1], "parents": [-1, -1]},  # repeated siblings
+        {"tokens": [10**6], "parents": [-1]},  # outside the vocabulary
+        {"tokens": [-3], "parents": [-1]},
+        {"tokens": ["a"], "parents": [-1]},
+        {"tokens": [True], "parents": [-1]},
+        {"tokens": list(range(1, 18)), "parents": list(range(-1, 16))},  # more nodes than the server takes
+        {"tokens": [1, 2, 3, 4, 5], "parents": [-1] * 5},  # more branches than the server takes
+        {"tokens": [1], "parents": [-1], "previous": {"path": [], "next_token": 3}},  # no commit waiting
+        {"tokens": [1], "parents": [-1], "commit": "yes"},
+        {"parents": []},
+    ],
+)
 def test_a_refused_verification_leaves_the_session_as_it_was(client, model, body):
     prompt = model.encode("The quick brown fox")
     reference = plain(model, prompt)
@@ -164,7 +183,15 @@ def test_a_draft_past_the_context_limit_is_refused(model, tmp_path):
     session = open_session(client, model, prompt=[5, 6, 7, 8, 9])
     assert_error(verify(client, session["id"], [1, 2, 3]), 400, "context_length_exceeded")
     assert verify(client, session["id"], [1, 2]).status_code == 200
-    assert_error(client.post("/v1/edge/sessions", json={"prompt": list(range(1, 10)), "tokenizer": model.tokenizer.fingerprint()}, headers=auth()), 400, "context_length_exceeded")
+    assert_error(
+        client.post(
+            "/v1/edge/sessions",
+            json={"prompt": list(range(1, 10)), "tokenizer": model.tokenizer.fingerprint()},
+            headers=auth(),
+        ),
+        400,
+        "context_length_exceeded",
+    )
 
 
 def test_sessions_belong_to_their_key(client, model):
@@ -176,7 +203,13 @@ def test_sessions_belong_to_their_key(client, model):
 
 def test_close_frees_the_session_and_the_limit_per_key(client, app, model):
     ids = [open_session(client, model)["id"] for _ in range(3)]
-    assert_error(client.post("/v1/edge/sessions", json={"prompt": [1, 2], "tokenizer": model.tokenizer.fingerprint()}, headers=auth()), 429, "too_many_sessions")
+    assert_error(
+        client.post(
+            "/v1/edge/sessions", json={"prompt": [1, 2], "tokenizer": model.tokenizer.fingerprint()}, headers=auth()
+        ),
+        429,
+        "too_many_sessions",
+    )
     open_session(client, model, key=OTHER)  # another key has its own limit
     assert client.delete(f"/v1/edge/sessions/{ids[0]}", json={}, headers=auth()).status_code == 200
     assert_error(verify(client, ids[0], [1]), 404)
@@ -203,7 +236,11 @@ def test_commit_out_of_turn_and_deferred_commits(client, model):
     assert answer["committed"] is False and answer["context_length"] == len(prompt)
     assert_error(verify(client, sid, [1]), 409, "commit_pending")
     assert_error(client.post(f"/v1/edge/sessions/{sid}/append", json={"tokens": [1]}, headers=auth()), 409)
-    bad = {"tokens": [], "parents": [], "previous": {"path": [1], "next_token": reference[2]}}  # node 1 is not a root child
+    bad = {
+        "tokens": [],
+        "parents": [],
+        "previous": {"path": [1], "next_token": reference[2]},
+    }  # node 1 is not a root child
     assert_error(client.post(f"/v1/edge/sessions/{sid}/verify", json=bad, headers=auth()), 400, "invalid_path")
     good = verify(client, sid, reference[3:5], previous={"path": [0, 1], "next_token": reference[2]}).get_json()
     assert good["accepted_tokens"] == reference[3:5] and good["next_token"] == reference[5]

@@ -24,12 +24,16 @@ def model(tokenizer):
 def client(model, tmp_path):
     keys = tmp_path / "keys"
     keys.write_text(KEY + "\n")
-    return make_app(model, api_key_file=str(keys), edge=True, edge_config=EdgeConfig(max_sessions_per_key=3)).test_client()
+    return make_app(
+        model, api_key_file=str(keys), edge=True, edge_config=EdgeConfig(max_sessions_per_key=3)
+    ).test_client()
 
 
 def run_session(client, model, prompt: list[int], n: int) -> list[int]:
     """Open a session on ``prompt``, take ``n`` tokens with empty drafts (the target's own choices), close it."""
-    opened = client.post("/v1/edge/sessions", json={"prompt": prompt, "tokenizer": model.tokenizer.fingerprint()}, headers=HEADERS)
+    opened = client.post(
+        "/v1/edge/sessions", json={"prompt": prompt, "tokenizer": model.tokenizer.fingerprint()}, headers=HEADERS
+    )
     assert opened.status_code == 201, opened.get_json()
     session = opened.get_json()["id"]
     tokens: list[int] = []
@@ -50,6 +54,9 @@ def test_a_next_turn_session_reuses_the_cache_and_verifies_the_same(client, mode
     follow_up = prompt + first
     second = run_session(client, model, follow_up, 6)
     assert cache.hits >= 1 and cache.reused_tokens >= len(follow_up) - 1
-    expected = SpeculativeGenerator(model, prefix_cache=False).generate(
-        follow_up, None, GenerationConfig(max_new_tokens=6, ignore_eos=True)).token_ids
+    expected = (
+        SpeculativeGenerator(model, prefix_cache=False)
+        .generate(follow_up, None, GenerationConfig(max_new_tokens=6, ignore_eos=True))
+        .token_ids
+    )
     assert second == expected

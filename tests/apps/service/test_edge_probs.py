@@ -3,8 +3,7 @@ draft distributions (rejection sampling, committed by the server), including rep
 draws; bad lists are a 400 that leaves the session as it was; greedy sessions ignore them."""
 
 import pytest
-from test_edge_api import app, client, model  # noqa: F401  (fixtures)
-from test_edge_api import assert_error, auth, open_session, plain, verify
+from test_edge_api import app, assert_error, auth, client, model, open_session, plain, verify  # noqa: F401  (fixtures)
 
 from specdraft import SamplingParams
 from specdraft.edge.guesses import draft_distribution
@@ -27,8 +26,11 @@ def test_a_sampled_tree_with_repeated_draws_is_accepted_and_committed(client, mo
     first = q["tokens"][0]
     q2 = q_after(model, prompt + [first], params)
     # root: two draws of the same token (both carry q) and another; the first has a child
-    body = {"tokens": [first, first, q["tokens"][1], q2["tokens"][0]], "parents": [-1, -1, -1, 0],
-            "draft_probs": [q, q, q, q2]}
+    body = {
+        "tokens": [first, first, q["tokens"][1], q2["tokens"][0]],
+        "parents": [-1, -1, -1, 0],
+        "draft_probs": [q, q, q, q2],
+    }
     response = verify(client, session["id"], **body)
     assert response.status_code == 200, response.get_json()
     answer = response.get_json()
@@ -40,13 +42,16 @@ def test_a_sampled_tree_with_repeated_draws_is_accepted_and_committed(client, mo
     assert verify(client, session["id"]).status_code == 200
 
 
-@pytest.mark.parametrize("bad", [
-    {"draft_probs": [{"tokens": [1, 2], "probs": [0.5, 0.4]}]},
-    {"draft_probs": [{"tokens": [2, 3], "probs": [0.5, 0.5]}]},
-    {"draft_probs": "x"},
-    {"draft_probs": [{"tokens": list(range(65)), "probs": [1 / 65] * 65}]},
-    {"draft_probs": [{"tokens": [1, 2], "probs": [0.5, 0.5]}], "commit": False},
-])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"draft_probs": [{"tokens": [1, 2], "probs": [0.5, 0.4]}]},
+        {"draft_probs": [{"tokens": [2, 3], "probs": [0.5, 0.5]}]},
+        {"draft_probs": "x"},
+        {"draft_probs": [{"tokens": list(range(65)), "probs": [1 / 65] * 65}]},
+        {"draft_probs": [{"tokens": [1, 2], "probs": [0.5, 0.5]}], "commit": False},
+    ],
+)
 def test_bad_draft_probs_are_a_400_and_leave_the_session_as_it_was(client, model, bad):
     session = open_session(client, model, temperature=0.8, seed=1)
     body = {"tokens": [1], "parents": [-1], **bad}

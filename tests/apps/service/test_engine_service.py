@@ -38,7 +38,9 @@ def engine(tokenizer):
 def test_greedy_answer_equals_the_served_model(engine) -> None:
     local, _, remote = engine
     client = make_app(remote).test_client()
-    answer = client.post("/v1/completions", json={"model": SERVED, "prompt": PROMPT, "max_tokens": 12, "temperature": 0})
+    answer = client.post(
+        "/v1/completions", json={"model": SERVED, "prompt": PROMPT, "max_tokens": 12, "temperature": 0}
+    )
     assert answer.status_code == 200, answer.get_json()
     expected = SpeculativeGenerator(local).generate(local.encode(PROMPT), None, GenerationConfig(max_new_tokens=12))
     assert answer.get_json()["choices"][0]["text"] == local.decode(expected.token_ids)
@@ -47,7 +49,9 @@ def test_greedy_answer_equals_the_served_model(engine) -> None:
 def test_sampling_is_a_400_naming_temperature(engine) -> None:
     _, _, remote = engine
     client = make_app(remote).test_client()
-    answer = client.post("/v1/completions", json={"model": SERVED, "prompt": PROMPT, "max_tokens": 4, "temperature": 0.8})
+    answer = client.post(
+        "/v1/completions", json={"model": SERVED, "prompt": PROMPT, "max_tokens": 4, "temperature": 0.8}
+    )
     assert answer.status_code == 400
     error = answer.get_json()["error"]
     assert error["param"] == "temperature" and "greedy" in error["message"]
@@ -66,7 +70,10 @@ def test_a_constraint_is_a_400_naming_response_format(engine) -> None:
     """An engine returns no logits to mask: JSON mode is refused before anything is generated."""
     _, _, remote = engine
     client = make_app(remote).test_client()
-    answer = client.post("/v1/completions", json={"model": SERVED, "prompt": PROMPT, "max_tokens": 4, "response_format": {"type": "json_object"}})
+    answer = client.post(
+        "/v1/completions",
+        json={"model": SERVED, "prompt": PROMPT, "max_tokens": 4, "response_format": {"type": "json_object"}},
+    )
     assert answer.status_code == 400
     error = answer.get_json()["error"]
     assert error["param"] == "response_format" and "logits" in error["message"], error

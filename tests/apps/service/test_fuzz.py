@@ -72,7 +72,9 @@ LIMITS = dict(  # small, so that every answer takes milliseconds
 )
 # The document of the app below, built without a server (schemathesis needs it when collecting);
 # the live server's own GET /openapi.json must be the same.
-DOCUMENT = openapi.document(ServiceConfig(model=SERVED, grammar_model=SERVED, extra_models=(DRAFT, UNLOADABLE), **LIMITS))
+DOCUMENT = openapi.document(
+    ServiceConfig(model=SERVED, grammar_model=SERVED, extra_models=(DRAFT, UNLOADABLE), **LIMITS)
+)
 schema = schemathesis.openapi.from_dict(
     DOCUMENT,
     config=schemathesis.Config.from_dict(
@@ -107,7 +109,11 @@ def snapshot(folder: Path) -> dict[str, str]:
     """Every file under ``folder``: relative path -> sha256 of its bytes."""
     if not folder.exists():
         return {}
-    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.rglob("*")) if p.is_file()}
+    return {
+        str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file()
+    }
 
 
 @schema.parametrize()
@@ -118,7 +124,9 @@ def test_fuzz(case, live, index_root):
     body = response.text
     assert not any(marker in body for marker in TRACEBACK_MARKERS), body[:2000]
     if 400 <= response.status_code < 500:
-        assert snapshot(index_root) == before, f"{case.method} {case.path} answered {response.status_code} but changed the indexes"
+        assert snapshot(index_root) == before, (
+            f"{case.method} {case.path} answered {response.status_code} but changed the indexes"
+        )
 
 
 def test_the_servers_metrics_counted_no_server_error(live):

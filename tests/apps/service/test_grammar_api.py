@@ -11,11 +11,11 @@ import threading
 import pytest
 from tiny_service import DRAFT, GRAMMAR_TEXT, SERVED, UNLOADABLE, make_app, make_chat_model
 
+from specdraft.apps.service import ServiceConfig
 from specdraft.copydraft import GrammarCorrector
 from specdraft.copydraft.answer_check import check_answer
 from specdraft.copydraft.corrector import DEFAULT_GRAMMAR_MODEL
 from specdraft.copydraft.edits import Edit, apply
-from specdraft.apps.service import ServiceConfig
 
 PATH = "/v1/grammar/correct"
 TEXT = GRAMMAR_TEXT
@@ -219,11 +219,21 @@ def test_concurrent_requests_get_the_answer_they_get_alone(app, reference):
         ({"text": "hi", "speculate": 0}, 400, "speculate must be true or false, got number 0", "speculate"),
         ({"text": "hi", "compare": 1}, 400, "compare must be true or false, got number 1", "compare"),
         ({"text": "hi", "model": 7}, 400, "model must be a string", "model"),
-        ({"text": "hi", "model": "gpt-4"}, 400, "model 'gpt-4' is not served here (allowed: 'tiny', 'tiny-draft'", "model"),
+        (
+            {"text": "hi", "model": "gpt-4"},
+            400,
+            "model 'gpt-4' is not served here (allowed: 'tiny', 'tiny-draft'",
+            "model",
+        ),
         ({"text": "hi", "model": "/etc"}, 400, "model '/etc' is not served here", "model"),
         ({"text": "hi", "model": UNLOADABLE}, 400, f"cannot load model '{UNLOADABLE}'", "model"),
         ({"text": "x" * 1100}, 400, "too long for", "text"),  # one paragraph beyond the model's context
-        ({"text": "x" * (MAX_CHARS + 1)}, 413, f"text has {MAX_CHARS + 1} characters; this server corrects at most {MAX_CHARS}", "text"),
+        (
+            {"text": "x" * (MAX_CHARS + 1)},
+            413,
+            f"text has {MAX_CHARS + 1} characters; this server corrects at most {MAX_CHARS}",
+            "text",
+        ),
         (b"x" * 1_000_001, 413, "larger than the limit of 1000000 bytes", None),
     ],
 )
@@ -256,7 +266,11 @@ def test_demo_page_and_its_assets_are_served_without_loading_the_model(model):
     assert "/static/demo.js" in html and "/static/grammar.js" in html and "/static/demo.css" in html
     assert "<textarea" in html and "Correct</button>" in html
     assert "http://" not in html and "https://" not in html, "the page loads nothing from elsewhere"
-    for asset, mimetype in (("demo.js", "text/javascript"), ("grammar.js", "text/javascript"), ("demo.css", "text/css")):
+    for asset, mimetype in (
+        ("demo.js", "text/javascript"),
+        ("grammar.js", "text/javascript"),
+        ("demo.css", "text/css"),
+    ):
         response = client.get(f"/static/{asset}")
         assert response.status_code == 200 and response.mimetype == mimetype
         response.close()
@@ -284,7 +298,9 @@ def test_the_real_default_grammar_model_corrects_without_dropping_the_second_cla
 def test_the_small_models_dropped_clause_and_loop_are_flagged(tmp_path):
     from specdraft.apps.service import create_app
 
-    client = create_app(ServiceConfig(device="cpu", index_root=str(tmp_path), grammar_model="smollm2-135m")).test_client()
+    client = create_app(
+        ServiceConfig(device="cpu", index_root=str(tmp_path), grammar_model="smollm2-135m")
+    ).test_client()
     dropped = post_ok(client, {"text": ISSUE_SENTENCE})  # the issue: "She go to school every day."
     assert dropped["quality"]["ok"] is False
     assert dropped["quality"]["dropped_passages"] == ["and she like it"]

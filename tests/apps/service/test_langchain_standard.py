@@ -41,8 +41,10 @@ MAX_TOKENS = 160  # long enough for the suite's jokes as JSON, short enough to b
 
 # tests that fail on qwen2.5-coder-0.5b only because the model answers wrongly (the request and the
 # response's format are right); each passes on qwen2.5-coder-1.5b (docs/structured-outputs.md)
-JOKE_LOOPS = ("qwen2.5-coder-0.5b repeats a sentence inside the joke's first string until max_tokens "
-              "(finish_reason length: openai.LengthFinishReasonError); the JSON is well formed up to the cut")
+JOKE_LOOPS = (
+    "qwen2.5-coder-0.5b repeats a sentence inside the joke's first string until max_tokens "
+    "(finish_reason length: openai.LengthFinishReasonError); the JSON is well formed up to the cut"
+)
 WRONG_ON_SMALL: dict[str, str] = {
     "test_structured_output": JOKE_LOOPS,
     "test_structured_output_async": JOKE_LOOPS,
@@ -75,7 +77,9 @@ class TestSpecdraftChatOpenAI(ChatModelIntegrationTests):
 
     @pytest.fixture(scope="class", autouse=True)
     def server(self, request, tmp_path_factory):
-        config = ServiceConfig(model=MODEL, backend="llama-cpp", device="cpu", index_root=str(tmp_path_factory.mktemp("indexes")))
+        config = ServiceConfig(
+            model=MODEL, backend="llama-cpp", device="cpu", index_root=str(tmp_path_factory.mktemp("indexes"))
+        )
         with LiveServer(create_app(config)) as live:
             request.cls.base_url = live.url + "/v1"
             yield live
@@ -86,7 +90,15 @@ class TestSpecdraftChatOpenAI(ChatModelIntegrationTests):
 
     @property
     def chat_model_params(self) -> dict:
-        return {"model": MODEL, "base_url": self.base_url, "api_key": "not-needed", "temperature": 0, "max_tokens": MAX_TOKENS, "timeout": 300, "max_retries": 0}
+        return {
+            "model": MODEL,
+            "base_url": self.base_url,
+            "api_key": "not-needed",
+            "temperature": 0,
+            "max_tokens": MAX_TOKENS,
+            "timeout": 300,
+            "max_retries": 0,
+        }
 
     @property
     def has_tool_calling(self) -> bool:

@@ -53,7 +53,10 @@ def test_a_queued_request_is_refused_after_the_queue_timeout():
     assert 0.15 < time.monotonic() - start < 5 and gate.waiting == 0
 
 
-@pytest.mark.parametrize("field, value", [("max_concurrent", 0), ("max_queue", -1), ("queue_timeout_s", 0), ("request_timeout_s", float("nan"))])
+@pytest.mark.parametrize(
+    "field, value",
+    [("max_concurrent", 0), ("max_queue", -1), ("queue_timeout_s", 0), ("request_timeout_s", float("nan"))],
+)
 def test_bad_limits_are_refused(field, value):
     with pytest.raises(ValueError, match=field):
         LimitConfig(**{field: value})
@@ -65,7 +68,10 @@ def test_a_full_server_answers_429_with_retry_after_and_recovers(model):
     client = app.test_client()
     held = client.post("/v1/completions", json={"prompt": "hi", "max_tokens": 8, "stream": True}, buffered=False)
     assert held.status_code == 200 and gate_of(app).running == 1  # a stream holds its place while it streams
-    for path, body in [("/v1/completions", {"prompt": "hi", "max_tokens": 2}), ("/v1/chat/completions", {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 2})]:
+    for path, body in [
+        ("/v1/completions", {"prompt": "hi", "max_tokens": 2}),
+        ("/v1/chat/completions", {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 2}),
+    ]:
         busy = client.post(path, json=body)
         assert busy.status_code == 429
         assert int(busy.headers["Retry-After"]) >= 1
@@ -99,7 +105,7 @@ def test_the_time_limit_ends_a_generation_with_a_prefix_of_the_targets_own_text(
     assert 0 < body["usage"]["completion_tokens"] < LONG
     assert full.text.startswith(body["choices"][0]["text"])
     stream = client.post("/v1/completions", json={**request, "stream": True}).get_data(as_text=True)
-    events = [e[len("data: "):] for e in stream.split("\n\n") if e]
+    events = [e[len("data: ") :] for e in stream.split("\n\n") if e]
     assert events[-1] == "[DONE]"
     last = json.loads(events[-2])
     assert last["speculation"]["time_limit_reached"] is True and last["choices"][0]["finish_reason"] == "length"
@@ -115,7 +121,8 @@ def _post_then_hang_up(url: str, body: dict, after_s: float, read_first: bool = 
     with socket.create_connection((host, int(port))) as sock:
         sock.sendall(
             f"POST /v1/completions HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n"
-            f"Content-Length: {len(payload)}\r\n\r\n".encode() + payload
+            f"Content-Length: {len(payload)}\r\n\r\n".encode()
+            + payload
         )
         if read_first:
             sock.recv(256)  # the stream has begun

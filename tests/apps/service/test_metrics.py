@@ -49,7 +49,9 @@ def value(samples, name: str, **labels) -> float:
 
 
 def generation_counts(samples, route: str, drafter: str) -> dict[str, float]:
-    return {name: value(samples, f"specdraft_{name}_total", route=route, drafter=drafter) for name in metrics.STATS_COUNTERS}
+    return {
+        name: value(samples, f"specdraft_{name}_total", route=route, drafter=drafter) for name in metrics.STATS_COUNTERS
+    }
 
 
 def expected_counts(stats: dict) -> dict[str, float]:
@@ -59,7 +61,7 @@ def expected_counts(stats: dict) -> dict[str, float]:
 def sse_payloads(response) -> list[dict]:
     events = response.get_data(as_text=True).split("\n\n")[:-1]
     assert events[-1] == "data: [DONE]"
-    return [json.loads(e[len("data: "):]) for e in events[:-1]]
+    return [json.loads(e[len("data: ") :]) for e in events[:-1]]
 
 
 def test_metrics_are_prometheus_text_with_every_family_declared(client):
@@ -93,12 +95,20 @@ def test_requests_are_counted_by_url_rule_and_status_never_by_raw_path(client):
 def test_each_app_has_its_own_registry(model, tmp_path):
     first, second = make_app(model, index_root=str(tmp_path / "a")), make_app(model, index_root=str(tmp_path / "b"))
     first.test_client().get("/healthz")
-    assert value(scrape(first.test_client()), "specdraft_requests_total", route="/healthz", method="GET", status="200") == 1
-    assert value(scrape(second.test_client()), "specdraft_requests_total", route="/healthz", method="GET", status="200") == 0
+    assert (
+        value(scrape(first.test_client()), "specdraft_requests_total", route="/healthz", method="GET", status="200")
+        == 1
+    )
+    assert (
+        value(scrape(second.test_client()), "specdraft_requests_total", route="/healthz", method="GET", status="200")
+        == 0
+    )
 
 
 def test_completion_counters_equal_the_stats_in_the_response(client):
-    body = client.post("/v1/completions", json={"prompt": "Grammar correction returns", "max_tokens": MAX_TOKENS}).get_json()
+    body = client.post(
+        "/v1/completions", json={"prompt": "Grammar correction returns", "max_tokens": MAX_TOKENS}
+    ).get_json()
     stats = body["speculation"]
     samples = scrape(client)
     assert generation_counts(samples, "/v1/completions", "prompt-lookup") == expected_counts(stats)
@@ -108,17 +118,26 @@ def test_completion_counters_equal_the_stats_in_the_response(client):
 
 
 def test_several_choices_count_as_generations_with_one_time_to_first_token(client):
-    body = client.post("/v1/completions", json={"prompt": ["Grammar correction", "The fox"], "n": 2, "max_tokens": MAX_TOKENS}).get_json()
+    body = client.post(
+        "/v1/completions", json={"prompt": ["Grammar correction", "The fox"], "n": 2, "max_tokens": MAX_TOKENS}
+    ).get_json()
     assert len(body["choices"]) == 4
     samples = scrape(client)
     assert value(samples, "specdraft_generations_total", route="/v1/completions", drafter="prompt-lookup") == 4
-    assert value(samples, "specdraft_generated_tokens_total", route="/v1/completions", drafter="prompt-lookup") == body["usage"]["completion_tokens"]
+    assert (
+        value(samples, "specdraft_generated_tokens_total", route="/v1/completions", drafter="prompt-lookup")
+        == body["usage"]["completion_tokens"]
+    )
     assert value(samples, "specdraft_time_to_first_token_seconds_count", route="/v1/completions") == 1
 
 
 def test_streamed_chat_is_counted_when_the_stream_ends(client):
     messages = [{"role": "user", "content": "What does the fox do?"}]
-    response = client.post("/v1/chat/completions", json={"messages": messages, "max_tokens": MAX_TOKENS, "stream": True, "drafter": "none"}, buffered=True)
+    response = client.post(
+        "/v1/chat/completions",
+        json={"messages": messages, "max_tokens": MAX_TOKENS, "stream": True, "drafter": "none"},
+        buffered=True,
+    )
     stats = sse_payloads(response)[-1]["speculation"]
     samples = scrape(client)
     assert generation_counts(samples, "/v1/chat/completions", "none") == expected_counts(stats)
@@ -130,7 +149,9 @@ def test_streamed_chat_is_counted_when_the_stream_ends(client):
 @pytest.mark.parametrize("stream", [False, True])
 def test_rag_answers_are_counted_by_their_drafter(client, stream):
     assert client.post("/v1/rag/documents", json={"documents": DOCS}).status_code == 200
-    response = client.post("/v1/rag/query", json={"question": "What does the fox answer?", "max_tokens": MAX_TOKENS, "stream": stream})
+    response = client.post(
+        "/v1/rag/query", json={"question": "What does the fox answer?", "max_tokens": MAX_TOKENS, "stream": stream}
+    )
     stats = sse_payloads(response)[-1]["answer"]["stats"] if stream else response.get_json()["stats"]
     samples = scrape(client)
     assert generation_counts(samples, "/v1/rag/query", "reference") == expected_counts(stats)

@@ -32,12 +32,20 @@ def chunks(response):
 def test_several_prompts_times_n_in_openai_order(client, model):
     body = {"prompt": [PROMPT, OTHER], "n": 2, "max_tokens": MAX_TOKENS, "temperature": 1.0, "seed": 3}
     answer = post_ok(client, "/v1/completions", body)
-    expected = [greedy(model, model.encode(p), MAX_TOKENS, temperature=1.0, seed=3 + j) for p in (PROMPT, OTHER) for j in range(2)]
+    expected = [
+        greedy(model, model.encode(p), MAX_TOKENS, temperature=1.0, seed=3 + j)
+        for p in (PROMPT, OTHER)
+        for j in range(2)
+    ]
     assert [(c["index"], c["text"]) for c in answer["choices"]] == [(i, r.text) for i, r in enumerate(expected)]
     prompt_tokens = len(model.encode(PROMPT)) + len(model.encode(OTHER))  # each prompt once
     completion = sum(len(r.token_ids) for r in expected)
-    assert answer["usage"] == {"prompt_tokens": prompt_tokens, "completion_tokens": completion, "total_tokens": prompt_tokens + completion,
-                               "prompt_tokens_details": {"cached_tokens": 0}}  # prompts too short for the prefix cache
+    assert answer["usage"] == {
+        "prompt_tokens": prompt_tokens,
+        "completion_tokens": completion,
+        "total_tokens": prompt_tokens + completion,
+        "prompt_tokens_details": {"cached_tokens": 0},
+    }  # prompts too short for the prefix cache
     assert answer["speculation"]["generated_tokens"] == completion
 
 
@@ -108,13 +116,17 @@ def test_a_backend_without_logits_refuses_logprobs(tokenizer):
             target = self.inner.new_target(chooser)
             target.returns_logits = False
             verify = target.verify
-            target.verify = lambda draft: Verification.from_choices([verify(draft).choice(r) for r in range(1 + len(draft))])
+            target.verify = lambda draft: Verification.from_choices(
+                [verify(draft).choice(r) for r in range(1 + len(draft))]
+            )
             return target
 
     client = make_app(ChoicesOnlyModel(make_chat_model(tokenizer))).test_client()
     post_ok(client, "/v1/completions", {"prompt": PROMPT, "max_tokens": 3})
     for stream in (False, True):
-        response = client.post("/v1/completions", json={"prompt": PROMPT, "max_tokens": 3, "logprobs": 1, "stream": stream})
+        response = client.post(
+            "/v1/completions", json={"prompt": PROMPT, "max_tokens": 3, "logprobs": 1, "stream": stream}
+        )
         assert response.status_code == 400
         assert response.get_json()["error"] == {
             "message": "logprobs are not available on this backend (its verification returns no logits)",
@@ -141,6 +153,8 @@ def test_what_cannot_be_answered_is_a_400(client, body, param, words):
 
 def test_serve_any_model_name(model):
     client = make_app(model, serve_any_model_name=True).test_client()
-    answer = post_ok(client, "/v1/completions", {"prompt": PROMPT, "max_tokens": MAX_TOKENS, "model": "gpt-3.5-turbo-instruct"})
+    answer = post_ok(
+        client, "/v1/completions", {"prompt": PROMPT, "max_tokens": MAX_TOKENS, "model": "gpt-3.5-turbo-instruct"}
+    )
     assert answer["model"] == SERVED
     assert answer["choices"][0]["text"] == greedy(model, model.encode(PROMPT), MAX_TOKENS).text

@@ -35,19 +35,35 @@ def test_content_parts_are_joined_and_developer_is_a_system_message():
         {"role": "assistant", "content": [], "refusal": None},
     ]
     request = parse_completion_request({"messages": messages}, chat=True, config=CONFIG)
-    assert request.messages == (ChatMessage("system", "Be brief."), ChatMessage("user", "one\ntwo"), ChatMessage("assistant", ""))
+    assert request.messages == (
+        ChatMessage("system", "Be brief."),
+        ChatMessage("user", "one\ntwo"),
+        ChatMessage("assistant", ""),
+    )
 
 
 @pytest.mark.parametrize(
     ("message", "param", "words"),
     [
-        ({"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}]}, "messages[0].content[0]", 'string "image_url" part'),
+        (
+            {"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}]},
+            "messages[0].content[0]",
+            'string "image_url" part',
+        ),
         ({"role": "user", "content": [{"type": "input_audio"}]}, "messages[0].content[0]", "reads text only"),
         ({"role": "user", "content": ["hi"]}, "messages[0].content[0]", "must be a part"),
         ({"role": "user", "content": [{"type": "text", "text": 3}]}, "messages[0].content[0].text", "must be a string"),
-        ({"role": "user", "content": 3}, "messages[0].content", "must be a string, got number 3 (or a list of text parts)"),
+        (
+            {"role": "user", "content": 3},
+            "messages[0].content",
+            "must be a string, got number 3 (or a list of text parts)",
+        ),
         ({"role": "function", "content": "42"}, "messages[0].role", "send a tool message"),
-        ({"role": "assistant", "content": None, "function_call": {"name": "f", "arguments": "{}"}}, "messages[0].function_call", "send tool_calls"),
+        (
+            {"role": "assistant", "content": None, "function_call": {"name": "f", "arguments": "{}"}},
+            "messages[0].function_call",
+            "send tool_calls",
+        ),
     ],
 )
 def test_what_a_text_only_server_cannot_read_is_named(message, param, words):
@@ -88,7 +104,10 @@ def test_model_names_the_served_model_an_alias_or_any_when_configured():
     parse_completion_request({"prompt": "hi", "model": "gpt-4o"}, chat=False, config=aliased)
     error = rejected({"prompt": "hi", "model": "gpt-4"}, config=aliased)
     assert error.param == "model"
-    assert error.message == "model 'gpt-4' is not served here; this server serves 'tiny' (also answering to 'gpt-3.5-turbo', 'gpt-4o')"
+    assert (
+        error.message
+        == "model 'gpt-4' is not served here; this server serves 'tiny' (also answering to 'gpt-3.5-turbo', 'gpt-4o')"
+    )
     anything = ServiceConfig(model="tiny", serve_any_model_name=True)
     parse_completion_request({"prompt": "hi", "model": "gpt-4"}, chat=False, config=anything)
     assert rejected({"prompt": "hi", "model": 4}, config=anything).param == "model"  # still a string
@@ -165,10 +184,25 @@ def test_include_usage_counts_only_when_streaming():
 
 def test_harmless_fields_and_neutral_values_pass():
     body = {
-        "user": "u1", "store": False, "metadata": {"a": "b"}, "service_tier": "auto", "parallel_tool_calls": True,
-        "tools": [], "tool_choice": "none", "functions": [], "function_call": "auto", "response_format": {"type": "text"},
-        "presence_penalty": 0, "frequency_penalty": 0.0, "logit_bias": {}, "echo": False, "best_of": 1, "suffix": "",
-        "modalities": ["text"], "audio": None, "reasoning_effort": "low",
+        "user": "u1",
+        "store": False,
+        "metadata": {"a": "b"},
+        "service_tier": "auto",
+        "parallel_tool_calls": True,
+        "tools": [],
+        "tool_choice": "none",
+        "functions": [],
+        "function_call": "auto",
+        "response_format": {"type": "text"},
+        "presence_penalty": 0,
+        "frequency_penalty": 0.0,
+        "logit_bias": {},
+        "echo": False,
+        "best_of": 1,
+        "suffix": "",
+        "modalities": ["text"],
+        "audio": None,
+        "reasoning_effort": "low",
     }
     assert chat(**body).generation == GenerationConfig(max_new_tokens=16)
 
@@ -189,7 +223,7 @@ def test_harmless_fields_and_neutral_values_pass():
         ("best_of", 0, "best_of must be >= 1"),
         ("suffix", "}", "suffix is not supported"),
         ("audio", {"voice": "alloy", "format": "wav"}, "audio is not supported"),
-        ("modalities", ["text", "audio"], "only [\"text\"]"),
+        ("modalities", ["text", "audio"], 'only ["text"]'),
     ],
 )
 def test_unsupported_fields_are_refused_not_ignored(field, value, words):

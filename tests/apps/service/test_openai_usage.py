@@ -70,7 +70,10 @@ def result(token_ids: list[int]) -> GenerationResult:
 def test_usage_counts_each_choice_against_the_whole_prediction():
     answer = usage(3, [result([5, 6, 7]), result([5, 9, 7, 8])], prediction_ids=[5, 6, 7])
     assert answer["completion_tokens"] == 7 and answer["total_tokens"] == 10
-    assert answer["completion_tokens_details"] == {"accepted_prediction_tokens": 3 + 2, "rejected_prediction_tokens": 0 + 1}
+    assert answer["completion_tokens_details"] == {
+        "accepted_prediction_tokens": 3 + 2,
+        "rejected_prediction_tokens": 0 + 1,
+    }
 
 
 def test_usage_without_a_prediction_has_no_prediction_details():
@@ -106,19 +109,28 @@ def client(model):
 @pytest.fixture(scope="module")
 def references(model) -> dict[str, GenerationResult]:
     """endpoint -> the target's own answer to its prompt."""
-    return {"chat": greedy(model, model.encode_chat(MESSAGES), MAX_TOKENS), "text": greedy(model, model.encode(PROMPT), MAX_TOKENS)}
+    return {
+        "chat": greedy(model, model.encode_chat(MESSAGES), MAX_TOKENS),
+        "text": greedy(model, model.encode(PROMPT), MAX_TOKENS),
+    }
 
 
-def ask(client: OpenAI, endpoint: str, prediction: str, n: int, stream: bool) -> tuple[list[str], Any, list[tuple[dict, dict]]]:
+def ask(
+    client: OpenAI, endpoint: str, prediction: str, n: int, stream: bool
+) -> tuple[list[str], Any, list[tuple[dict, dict]]]:
     """(each choice's text, the answer's usage, the spec_decode_metrics and speculation pairs it
     carried: the answer's, or each streamed choice's), as the SDK gives them."""
     common = {"model": SERVED, "max_tokens": MAX_TOKENS, "n": n}
     if stream:
         common.update(stream=True, stream_options={"include_usage": True})
     if endpoint == "chat":
-        answer = client.chat.completions.create(messages=MESSAGES, prediction={"type": "content", "content": prediction}, **common)
+        answer = client.chat.completions.create(
+            messages=MESSAGES, prediction={"type": "content", "content": prediction}, **common
+        )
     else:
-        answer = client.completions.create(prompt=PROMPT, extra_body={"prediction": {"type": "content", "content": prediction}}, **common)
+        answer = client.completions.create(
+            prompt=PROMPT, extra_body={"prediction": {"type": "content", "content": prediction}}, **common
+        )
     if not stream:
         texts = [c.message.content if endpoint == "chat" else c.text for c in answer.choices]
         return texts, answer.usage, [(answer.model_extra["spec_decode_metrics"], answer.model_extra["speculation"])]
@@ -196,7 +208,11 @@ def test_streamed_usage_on_the_last_choice_without_include_usage(client, model, 
     reference = references["chat"]
     chunks = list(
         client.chat.completions.create(
-            model=SERVED, messages=MESSAGES, max_tokens=MAX_TOKENS, n=2, stream=True,
+            model=SERVED,
+            messages=MESSAGES,
+            max_tokens=MAX_TOKENS,
+            n=2,
+            stream=True,
             prediction={"type": "content", "content": reference.text},
         )
     )
@@ -209,10 +225,16 @@ def test_streamed_usage_on_the_last_choice_without_include_usage(client, model, 
 
 def test_every_answer_carries_spec_decode_metrics(client, references):
     """Without a prediction and without a drafter nothing is drafted: zero counts, empty lists."""
-    answer = client.chat.completions.create(model=SERVED, messages=MESSAGES, max_tokens=MAX_TOKENS, extra_body={"drafter": "none"})
+    answer = client.chat.completions.create(
+        model=SERVED, messages=MESSAGES, max_tokens=MAX_TOKENS, extra_body={"drafter": "none"}
+    )
     assert answer.usage.completion_tokens_details is None
     assert answer.model_extra["spec_decode_metrics"] == {
-        "num_drafts": 0, "num_draft_tokens": 0, "num_accepted_tokens": 0, "num_accepted_tokens_per_pos": [], "num_draft_tokens_per_pos": [],
+        "num_drafts": 0,
+        "num_draft_tokens": 0,
+        "num_accepted_tokens": 0,
+        "num_accepted_tokens_per_pos": [],
+        "num_draft_tokens_per_pos": [],
     }
     drafted = client.completions.create(model=SERVED, prompt=PROMPT, max_tokens=MAX_TOKENS)  # the default drafter
     check_metrics([(drafted.model_extra["spec_decode_metrics"], drafted.model_extra["speculation"])])

@@ -44,7 +44,10 @@ def _documents(body, config):
 # The validator of each request body: (schema component, validator(body, config)).
 VALIDATORS: dict[str, tuple[str, Callable[[Any, ServiceConfig], Any]]] = {
     "/v1/completions": ("CompletionRequest", lambda body, config: parse_completion_request(body, False, config)),
-    "/v1/chat/completions": ("ChatCompletionRequest", lambda body, config: parse_completion_request(body, True, config)),
+    "/v1/chat/completions": (
+        "ChatCompletionRequest",
+        lambda body, config: parse_completion_request(body, True, config),
+    ),
     "/v1/grammar/correct": ("GrammarRequest", parse_grammar_request),
     "/v1/rag/documents": ("DocumentsRequest", _documents),
     "/v1/rag/query": ("QueryRequest", parse_query_request),
@@ -88,7 +91,14 @@ def test_the_document_is_valid_openapi_3_1_and_served_as_built():
 
 
 def test_the_served_document_is_built_from_the_apps_config(model, tmp_path):
-    limits = dict(max_tokens_limit=7, default_max_tokens=5, max_grammar_chars=33, max_rag_top_k=4, rag_top_k=2, max_rag_documents=9)
+    limits = dict(
+        max_tokens_limit=7,
+        default_max_tokens=5,
+        max_grammar_chars=33,
+        max_rag_top_k=4,
+        rag_top_k=2,
+        max_rag_documents=9,
+    )
     app = make_app(model, index_root=str(tmp_path), **limits)
     served = app.test_client().get("/openapi.json").get_json()
     assert served == openapi.document(app.extensions["specdraft"].config)
@@ -167,30 +177,87 @@ def _is_documented(read: str, documented: set[str]) -> bool:
 
 
 NEUTRAL = {  # the refused OpenAI fields, each with a value that passes
-    "tools": [], "functions": None, "tool_choice": "none", "function_call": "auto", "response_format": {"type": "text"},
-    "presence_penalty": 0, "frequency_penalty": 0.0, "logit_bias": {}, "echo": False, "best_of": 1, "suffix": "",
-    "audio": None, "modalities": ["text"],
+    "tools": [],
+    "functions": None,
+    "tool_choice": "none",
+    "function_call": "auto",
+    "response_format": {"type": "text"},
+    "presence_penalty": 0,
+    "frequency_penalty": 0.0,
+    "logit_bias": {},
+    "echo": False,
+    "best_of": 1,
+    "suffix": "",
+    "audio": None,
+    "modalities": ["text"],
 }
-TOOL = {"type": "function", "function": {"name": "get_weather", "description": "d", "strict": True,
-                                         "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}
+TOOL = {
+    "type": "function",
+    "function": {
+        "name": "get_weather",
+        "description": "d",
+        "strict": True,
+        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
+    },
+}
 TOOL_HISTORY = [  # a call and its result
-    {"role": "assistant", "content": None, "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "get_weather", "arguments": "{}"}}]},
+    {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "get_weather", "arguments": "{}"}}],
+    },
     {"role": "tool", "tool_call_id": "c1", "content": [{"type": "text", "text": "sunny"}]},
 ]
-SAMPLING = {"model": SERVED, "max_tokens": 2, "n": 2, "temperature": 0.5, "top_p": 0.9, "top_k": 5, "seed": 1, "stream": True,
-            "stream_options": {"include_usage": True}, "prediction": {"type": "content", "content": [{"type": "text", "text": "hi"}]}}
+SAMPLING = {
+    "model": SERVED,
+    "max_tokens": 2,
+    "n": 2,
+    "temperature": 0.5,
+    "top_p": 0.9,
+    "top_k": 5,
+    "seed": 1,
+    "stream": True,
+    "stream_options": {"include_usage": True},
+    "prediction": {"type": "content", "content": [{"type": "text", "text": "hi"}]},
+}
 FULL_BODIES = {  # fields set so that every branch of a validator reads its fields
-    "/v1/completions": {"prompt": ["hi", [1, 2]], **SAMPLING, "stop": ["x"], "drafter": "none", "logprobs": 2, **NEUTRAL},
+    "/v1/completions": {
+        "prompt": ["hi", [1, 2]],
+        **SAMPLING,
+        "stop": ["x"],
+        "drafter": "none",
+        "logprobs": 2,
+        **NEUTRAL,
+    },
     "/v1/chat/completions": {
-        "messages": [{"role": "developer", "content": "Be brief."}, {"role": "user", "content": [{"type": "text", "text": "hi"}], "name": "me"},
-                     *TOOL_HISTORY],
-        **SAMPLING, "stop": "x", "drafter": f"model:{DRAFT}", "logprobs": True, "top_logprobs": 3, **NEUTRAL,
-        "tools": [TOOL], "parallel_tool_calls": False,  # tool_choice "none": the answer follows response_format
-        "response_format": {"type": "json_schema", "json_schema": {"name": "answer", "description": "d", "strict": True, "schema": {"type": "object"}}},
+        "messages": [
+            {"role": "developer", "content": "Be brief."},
+            {"role": "user", "content": [{"type": "text", "text": "hi"}], "name": "me"},
+            *TOOL_HISTORY,
+        ],
+        **SAMPLING,
+        "stop": "x",
+        "drafter": f"model:{DRAFT}",
+        "logprobs": True,
+        "top_logprobs": 3,
+        **NEUTRAL,
+        "tools": [TOOL],
+        "parallel_tool_calls": False,  # tool_choice "none": the answer follows response_format
+        "response_format": {
+            "type": "json_schema",
+            "json_schema": {"name": "answer", "description": "d", "strict": True, "schema": {"type": "object"}},
+        },
     },
     "/v1/grammar/correct": {"text": "a text", "model": SERVED, "speculate": False, "compare": True},
     "/v1/rag/documents": {"index": "notes", "documents": [{"id": "a", "text": "b", "metadata": {"k": {"nested": 1}}}]},
-    "/v1/rag/query": {"index": "notes", "question": "why?", "top_k": 2, "drafter": "reference", "max_tokens": 3, "stream": True},
+    "/v1/rag/query": {
+        "index": "notes",
+        "question": "why?",
+        "top_k": 2,
+        "drafter": "reference",
+        "max_tokens": 3,
+        "stream": True,
+    },
 }
 
 
@@ -220,10 +287,16 @@ def _bound_cases(schema: dict, base: dict) -> list[tuple[str, Any, bool]]:
         sub = sub.get("anyOf", [sub])[0] if "anyOf" in sub else sub
         if "maximum" in sub:
             high = sub["maximum"]
-            cases += [(name, high, True), (name, high + 1 if isinstance(high, int) else math.nextafter(high, math.inf), False)]
+            cases += [
+                (name, high, True),
+                (name, high + 1 if isinstance(high, int) else math.nextafter(high, math.inf), False),
+            ]
         if "minimum" in sub:
             low = sub["minimum"]
-            cases += [(name, low, True), (name, low - 1 if isinstance(low, int) else math.nextafter(low, -math.inf), False)]
+            cases += [
+                (name, low, True),
+                (name, low - 1 if isinstance(low, int) else math.nextafter(low, -math.inf), False),
+            ]
         if "exclusiveMinimum" in sub:
             cases.append((name, sub["exclusiveMinimum"], False))
         if "maxLength" in sub:
@@ -354,7 +427,7 @@ def client(model, tmp_path_factory):
 
 
 def _events(response) -> list[dict]:
-    return [{"data": e[len("data: "):]} for e in response.get_data(as_text=True).split("\n\n")[:-1]]
+    return [{"data": e[len("data: ") :]} for e in response.get_data(as_text=True).split("\n\n")[:-1]]
 
 
 def test_real_answers_match_the_documented_responses(client):
@@ -362,7 +435,12 @@ def test_real_answers_match_the_documented_responses(client):
         ("Health", client.get("/healthz")),
         ("Models", client.get("/v1/models")),
         ("Completion", client.post("/v1/completions", json={"prompt": "hi", "max_tokens": 3})),
-        ("ChatCompletion", client.post("/v1/chat/completions", json={**FULL_BODIES["/v1/chat/completions"], "stream": False, "drafter": "none"})),
+        (
+            "ChatCompletion",
+            client.post(
+                "/v1/chat/completions", json={**FULL_BODIES["/v1/chat/completions"], "stream": False, "drafter": "none"}
+            ),
+        ),
         ("Grammar", client.post("/v1/grammar/correct", json={"text": GRAMMAR_TEXT, "compare": True})),
         ("DocumentsAdded", client.post("/v1/rag/documents", json=example("/v1/rag/documents"))),
         ("Answer", client.post("/v1/rag/query", json={**example("/v1/rag/query"), "max_tokens": 3})),
@@ -380,11 +458,18 @@ def test_real_answers_match_the_documented_responses(client):
 def test_streamed_events_match_the_documented_events(client):
     for name, path, body in [
         ("CompletionEvent", "/v1/completions", {"prompt": "hi", "max_tokens": 3, "stream": True}),
-        ("ChatCompletionEvent", "/v1/chat/completions", {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 3, "stream": True}),
+        (
+            "ChatCompletionEvent",
+            "/v1/chat/completions",
+            {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 3, "stream": True},
+        ),
         ("AnswerEvent", "/v1/rag/query", {**example("/v1/rag/query"), "max_tokens": 3, "stream": True}),
     ]:
         if path == "/v1/rag/query":
-            client.post("/v1/rag/documents", json={"index": "streamed", "documents": [{"id": "x", "text": "The Eiffel Tower is tall."}]})
+            client.post(
+                "/v1/rag/documents",
+                json={"index": "streamed", "documents": [{"id": "x", "text": "The Eiffel Tower is tall."}]},
+            )
             body["index"] = "streamed"
         events = _events(client.post(path, json=body))
         assert events[-1] == {"data": "[DONE]"}
@@ -394,4 +479,6 @@ def test_streamed_events_match_the_documented_events(client):
             if event["data"] != "[DONE]":  # the JSON payload itself, which the event's contentSchema describes
                 payload_schema = DOC["components"]["schemas"][name]["properties"]["data"]["anyOf"][1]["contentSchema"]
                 payload = json.loads(event["data"])
-                assert jsonschema_rs.validator_for({**payload_schema, "components": DOC["components"]}).is_valid(payload), (name, payload)
+                assert jsonschema_rs.validator_for({**payload_schema, "components": DOC["components"]}).is_valid(
+                    payload
+                ), (name, payload)

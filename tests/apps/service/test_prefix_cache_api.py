@@ -63,11 +63,22 @@ def test_streamed_usage_chunk_carries_cached_tokens(client, model):
     post_chat(client, chat("Where is the fox?"))
     response = client.post(
         "/v1/chat/completions",
-        json={"messages": chat("Where is the dog?"), "max_tokens": MAX_TOKENS, "stream": True, "stream_options": {"include_usage": True}},
+        json={
+            "messages": chat("Where is the dog?"),
+            "max_tokens": MAX_TOKENS,
+            "stream": True,
+            "stream_options": {"include_usage": True},
+        },
     )
-    events = [json.loads(e[len("data: "):]) for e in response.get_data(as_text=True).split("\n\n")[:-1] if e != "data: [DONE]"]
+    events = [
+        json.loads(e[len("data: ") :])
+        for e in response.get_data(as_text=True).split("\n\n")[:-1]
+        if e != "data: [DONE]"
+    ]
     usage = events[-1]["usage"]
-    assert events[-1]["choices"] == [] and usage["prompt_tokens_details"]["cached_tokens"] >= len(model.tokenizer.encode(SYSTEM))
+    assert events[-1]["choices"] == [] and usage["prompt_tokens_details"]["cached_tokens"] >= len(
+        model.tokenizer.encode(SYSTEM)
+    )
     text = "".join(e["choices"][0]["delta"].get("content", "") for e in events if e["choices"])
     assert text == uncached_text(model, chat("Where is the dog?"))
 

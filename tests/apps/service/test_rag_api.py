@@ -65,7 +65,13 @@ def folder_bytes(folder: Path) -> dict[str, bytes]:
 def test_adding_documents_creates_the_index_on_disk(app, root):
     client = app.test_client()
     first = client.post("/v1/rag/documents", json={"index": "notes", "documents": DOCS[:2]}).get_json()
-    assert first == {"index": "notes", "created": True, "added": {"documents": 2, "chunks": 2}, "documents": 2, "chunks": 2}
+    assert first == {
+        "index": "notes",
+        "created": True,
+        "added": {"documents": 2, "chunks": 2},
+        "documents": 2,
+        "chunks": 2,
+    }
     second = client.post("/v1/rag/documents", json={"index": "notes", "documents": DOCS[2:]}).get_json()
     assert second["created"] is False and second["documents"] == 3
     assert DocumentIndex.load(root / "notes", HashEmbedder()).documents == 3
@@ -129,7 +135,10 @@ def test_an_index_built_with_another_embedding_model_is_refused(client, root):
     other.add(DOCS[:1])
     other.save(root / "other")
     before = folder_bytes(root / "other")
-    for path, body in [("/v1/rag/query", {"index": "other", "question": "fox?"}), ("/v1/rag/documents", {"index": "other", "documents": DOCS[2:]})]:
+    for path, body in [
+        ("/v1/rag/query", {"index": "other", "question": "fox?"}),
+        ("/v1/rag/documents", {"index": "other", "documents": DOCS[2:]}),
+    ]:
         response = client.post(path, json=body)
         assert response.status_code == 409, path
         error = response.get_json()["error"]

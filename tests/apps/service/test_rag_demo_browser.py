@@ -78,9 +78,17 @@ def test_add_ask_and_follow_a_drafted_run_to_its_passage(browser, server, app, t
         assert passage.get_attribute("data-id") == span["passage"] == "fox#0"
         assert span["text"].strip() in mark.text or mark.text in span["text"]
     links[0].click()
-    wait_for(browser, lambda: "active" in browser.find_element(By.CSS_SELECTOR, "#passages li[data-id='fox#0']").get_attribute("class"))
+    wait_for(
+        browser,
+        lambda: (
+            "active" in browser.find_element(By.CSS_SELECTOR, "#passages li[data-id='fox#0']").get_attribute("class")
+        ),
+    )
     stats = answer["stats"]
-    assert browser.find_element(By.ID, "draft-share").text == f"{stats['accepted_tokens']} of {stats['generated_tokens']} tokens drafted"
+    assert (
+        browser.find_element(By.ID, "draft-share").text
+        == f"{stats['accepted_tokens']} of {stats['generated_tokens']} tokens drafted"
+    )
 
     screenshot = tmp_path / "rag-demo.png"
     assert browser.save_screenshot(str(screenshot)) and screenshot.stat().st_size > 10_000
@@ -111,7 +119,9 @@ def test_iterative_answer_shows_each_retrieval_and_the_time_split(browser, serve
     results, error = ask(browser, QUESTION)
     assert not error.is_displayed(), error.text
     answer = browser.execute_script("return window.answers;")[-1]
-    plain = client.post("/v1/rag/query", json={"question": QUESTION, "iterative": True, "retriever": retriever}).get_json()
+    plain = client.post(
+        "/v1/rag/query", json={"question": QUESTION, "iterative": True, "retriever": retriever}
+    ).get_json()
     assert answer["speculative_retrieval"] is True and answer["retriever"] == retriever
     assert answer["token_ids"] == plain["token_ids"]
     assert [r["docs"] for r in answer["retrievals"]] == [r["docs"] for r in plain["retrievals"]]

@@ -53,7 +53,11 @@ def test_speculative_retrieval_gives_the_plain_answer(client, retriever):
     plain, fast = plain.get_json(), fast.get_json()
     assert fast["token_ids"] == plain["token_ids"] and fast["answer"] == plain["answer"]
     assert [r["docs"] for r in fast["retrievals"]] == [r["docs"] for r in plain["retrievals"]]
-    assert plain["retriever"] == retriever and plain["speculative_retrieval"] is False and fast["speculative_retrieval"] is True
+    assert (
+        plain["retriever"] == retriever
+        and plain["speculative_retrieval"] is False
+        and fast["speculative_retrieval"] is True
+    )
     assert plain["index"] == "default" and plain["model"] == "tiny"
     assert {"retrieval_seconds", "generation_seconds", "wall_seconds"} <= set(plain["stats"])
     assert all(r["source"] == "retriever" and r["status"] == "exact" for r in plain["retrievals"])
@@ -139,7 +143,11 @@ class FailingRetriever:
 @pytest.mark.parametrize("speculative", [False, True])
 def test_a_retriever_failing_mid_answer_is_a_502_naming_it(client, monkeypatch, speculative):
     real_get = IterativeRetrievers.get
-    monkeypatch.setattr(IterativeRetrievers, "get", lambda self, index, kind: (FailingRetriever(real_get(self, index, kind)[0], 2), real_get(self, index, kind)[1]))
+    monkeypatch.setattr(
+        IterativeRetrievers,
+        "get",
+        lambda self, index, kind: (FailingRetriever(real_get(self, index, kind)[0], 2), real_get(self, index, kind)[1]),
+    )
     response = ask(client, speculative_retrieval=speculative)
     assert response.status_code == 502
     error = response.get_json()["error"]
@@ -155,8 +163,17 @@ def test_documents_added_mid_answer_do_not_mix_into_it(client, speculative):
     (one of them the best match for its question) change neither its retrievals nor its tokens; the
     next question sees them."""
     before = ask(client, speculative_retrieval=speculative).get_json()
-    response = client.post("/v1/rag/query", json={"question": QUESTION, "max_tokens": 16, "iterative": True,
-                                                  "speculative_retrieval": speculative, "stream": True}, buffered=False)
+    response = client.post(
+        "/v1/rag/query",
+        json={
+            "question": QUESTION,
+            "max_tokens": 16,
+            "iterative": True,
+            "speculative_retrieval": speculative,
+            "stream": True,
+        },
+        buffered=False,
+    )
     chunks = iter(response.response)
     first = next(chunks)  # the answer is under way
     lure = {"id": "lure", "text": "What does the fox answer? The fox answers what does the fox answer."}
@@ -168,8 +185,11 @@ def test_documents_added_mid_answer_do_not_mix_into_it(client, speculative):
     assert [r["docs"] for r in records] == [r["docs"] for r in before["retrievals"]]
     assert not any(r["doc_id"].startswith("lure#") for r in records)
     after = ask(client, speculative_retrieval=speculative).get_json()
-    assert any(r["docs"] != b["docs"] for r, b in zip(after["retrievals"], before["retrievals"])) or \
-        len(after["retrievals"]) != len(before["retrievals"]) or after["token_ids"] != before["token_ids"]
+    assert (
+        any(r["docs"] != b["docs"] for r, b in zip(after["retrievals"], before["retrievals"]))
+        or len(after["retrievals"]) != len(before["retrievals"])
+        or after["token_ids"] != before["token_ids"]
+    )
 
 
 def sse_text(data: bytes) -> list:
@@ -220,6 +240,12 @@ def test_speculative_answers_over_one_index_share_one_os3_scheduler(client, mode
 def test_stats_use_the_core_names_and_keep_the_old_ones_for_a_release(client):
     """``wall_s`` as every other route says it; ``wall_seconds`` and the other old names stay beside."""
     stats = ask(client).get_json()["stats"]
-    for new, old in (("wall_s", "wall_seconds"), ("retrieval_s", "retrieval_seconds"), ("generation_s", "generation_seconds"),
-                     ("retrieval_wait_s", "retrieval_wait_seconds"), ("cache_s", "cache_seconds"), ("target_forward_passes", "model_passes")):
+    for new, old in (
+        ("wall_s", "wall_seconds"),
+        ("retrieval_s", "retrieval_seconds"),
+        ("generation_s", "generation_seconds"),
+        ("retrieval_wait_s", "retrieval_wait_seconds"),
+        ("cache_s", "cache_seconds"),
+        ("target_forward_passes", "model_passes"),
+    ):
         assert new in stats and old in stats and stats[new] == stats[old], new

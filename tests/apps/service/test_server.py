@@ -32,11 +32,17 @@ def _raw_post(url: str, body: bytes, chunked: bool) -> tuple[int, dict]:
     host, port = url.removeprefix("http://").split(":")
     if chunked:
         head = "Transfer-Encoding: chunked"
-        body = b"".join(b"%x\r\n%s\r\n" % (len(body[i : i + 100]), body[i : i + 100]) for i in range(0, len(body), 100)) + b"0\r\n\r\n"
+        body = (
+            b"".join(b"%x\r\n%s\r\n" % (len(body[i : i + 100]), body[i : i + 100]) for i in range(0, len(body), 100))
+            + b"0\r\n\r\n"
+        )
     else:
         head = f"Content-Length: {len(body)}"
     with socket.create_connection((host, int(port)), timeout=30) as sock:
-        sock.sendall(f"POST /v1/completions HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nConnection: close\r\n{head}\r\n\r\n".encode() + body)
+        sock.sendall(
+            f"POST /v1/completions HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nConnection: close\r\n{head}\r\n\r\n".encode()
+            + body
+        )
         answer = b""
         while chunk := sock.recv(65536):
             answer += chunk

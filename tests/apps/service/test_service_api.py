@@ -15,8 +15,8 @@ import pytest
 from tiny_service import DRAFT, SERVED, make_app, make_chat_model
 
 from specdraft import GenerationConfig, SpeculativeGenerator
-from specdraft.apps.service import ServiceConfig, create_app
 from specdraft.apps.model_pool import ModelPool
+from specdraft.apps.service import ServiceConfig, create_app
 
 # The tiny model repeats itself after this prompt, so prompt lookup drafts tokens that the target
 # accepts, within the first speculative steps (before the policy's timing-based fall-back can act).
@@ -95,7 +95,12 @@ def test_completion_is_the_targets_greedy_output(client, completion_reference):
     assert body["object"] == "text_completion"
     assert body["model"] == SERVED and isinstance(body["created"], int)
     [choice] = body["choices"]
-    assert choice == {"index": 0, "text": completion_reference.text, "logprobs": None, "finish_reason": completion_reference.finish_reason}
+    assert choice == {
+        "index": 0,
+        "text": completion_reference.text,
+        "logprobs": None,
+        "finish_reason": completion_reference.finish_reason,
+    }
     prompt_tokens, completion_tokens = len(completion_reference.prompt_token_ids), len(completion_reference.token_ids)
     assert body["usage"] == {
         "prompt_tokens": prompt_tokens,
@@ -127,7 +132,12 @@ def test_stop_string_ends_the_text_before_it(client, completion_reference):
     assert len(text) >= 9, "the reference must be long enough to hold a stop string"
     stop = text[6:9]
     body = post_ok(client, "/v1/completions", {"prompt": PROMPT, "max_tokens": MAX_TOKENS, "stop": [stop]})
-    assert body["choices"][0] == {"index": 0, "text": text[: text.index(stop)], "logprobs": None, "finish_reason": "stop"}
+    assert body["choices"][0] == {
+        "index": 0,
+        "text": text[: text.index(stop)],
+        "logprobs": None,
+        "finish_reason": "stop",
+    }
 
 
 # --- chat -----------------------------------------------------------------------------------------
@@ -286,6 +296,7 @@ def test_concurrent_requests_get_the_text_they_get_alone(app):
 
 
 # --- predicted outputs ----------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("prediction", ["exact", "edited", "parts"])
 def test_predicted_output_drafts_from_the_prediction_without_changing_the_answer(client, chat_reference, prediction):

@@ -3,11 +3,11 @@
 import pytest
 
 from specdraft import GenerationConfig
+from specdraft.apps.model_pool import DrafterSpec
 from specdraft.apps.service.config import ServiceConfig
 from specdraft.apps.service.protocol.chat import ChatMessage
 from specdraft.apps.service.protocol.errors import RequestError, parse_json_body
 from specdraft.apps.service.validation import check_context_length, parse_completion_request
-from specdraft.apps.model_pool import DrafterSpec
 
 CONFIG = ServiceConfig(model="tiny", drafter="prompt-lookup", max_tokens_limit=100, default_max_tokens=16)
 
@@ -64,7 +64,12 @@ def test_chat_messages_are_parsed_in_order():
     ("body", "chat", "param", "message"),
     [
         ({}, False, "prompt", "prompt is required"),
-        ({"prompt": {"text": "a"}}, False, "prompt", "prompt must be a string, got object"),  # lists: test_openai_fields.py
+        (
+            {"prompt": {"text": "a"}},
+            False,
+            "prompt",
+            "prompt must be a string, got object",
+        ),  # lists: test_openai_fields.py
         ({"prompt": ""}, False, "prompt", "must not be empty"),
         ({"prompt": "hi", "model": 3}, False, "model", "model must be a string"),
         ({"prompt": "hi", "model": "gpt-4"}, False, "model", "this server serves 'tiny'"),
@@ -85,8 +90,18 @@ def test_chat_messages_are_parsed_in_order():
         ({"messages": "hi"}, True, "messages", "messages must be a list"),
         ({"messages": []}, True, "messages", "at least one message"),
         ({"messages": ["hi"]}, True, "messages[0]", "must be an object with role and content"),
-        ({"messages": [{"role": "function", "content": "x"}]}, True, "messages[0].role", "one of system, user, assistant"),
-        ({"messages": [{"role": "tool", "content": "x"}]}, True, "messages[0].tool_call_id", "tool_call_id is required"),
+        (
+            {"messages": [{"role": "function", "content": "x"}]},
+            True,
+            "messages[0].role",
+            "one of system, user, assistant",
+        ),
+        (
+            {"messages": [{"role": "tool", "content": "x"}]},
+            True,
+            "messages[0].tool_call_id",
+            "tool_call_id is required",
+        ),
         ({"messages": [{"role": "user"}]}, True, "messages[0].content", "must be a string, got null"),
     ],
 )

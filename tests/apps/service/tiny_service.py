@@ -13,8 +13,8 @@ from chat_checkpoint import CHAT_TEMPLATE  # noqa: F401 (re-exported for the ser
 from conftest import make_tiny_model
 
 from specdraft import SpeculationConfig, TransformersModel
-from specdraft.apps.service import ServiceConfig, create_app
 from specdraft.apps.model_pool import ModelPool
+from specdraft.apps.service import ServiceConfig, create_app
 
 SERVED = "tiny"
 DRAFT = "tiny-draft"

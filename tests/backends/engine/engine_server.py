@@ -33,8 +33,21 @@ class LlamaServer:
 
     def __enter__(self) -> "LlamaServer":
         env = dict(os.environ, GGML_CPU_TILED_MM="0")
-        command = [sys.executable, "-m", "llama_cpp.server", "--model", self.gguf, "--host", "127.0.0.1",
-                   "--port", str(self.port), "--n_ctx", str(self.context), "--verbose", "False"]
+        command = [
+            sys.executable,
+            "-m",
+            "llama_cpp.server",
+            "--model",
+            self.gguf,
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
+            "--n_ctx",
+            str(self.context),
+            "--verbose",
+            "False",
+        ]
         self.process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         deadline = time.monotonic() + self.startup_s
         while time.monotonic() < deadline:
@@ -51,7 +64,9 @@ class LlamaServer:
     def complete(self, prompt: str, max_tokens: int) -> dict:
         """The engine's own greedy completion of ``prompt`` (its first choice)."""
         body = {"prompt": prompt, "max_tokens": max_tokens, "temperature": 0.0, "repeat_penalty": 1.0}
-        request = urllib.request.Request(self.url + "/v1/completions", json.dumps(body).encode(), {"Content-Type": "application/json"})
+        request = urllib.request.Request(
+            self.url + "/v1/completions", json.dumps(body).encode(), {"Content-Type": "application/json"}
+        )
         with urllib.request.urlopen(request, timeout=600) as response:
             return json.loads(response.read())["choices"][0]
 

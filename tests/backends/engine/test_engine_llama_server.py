@@ -16,12 +16,12 @@ prompt token), seconds per request; prompts and answers are kept short.
 from __future__ import annotations
 
 import pytest
-
 from engine_server import LlamaServer
+
 from specdraft import ROOT, Draft, GenerationConfig, LlamaCppModel, SpeculativeGenerator, TokenChooser
+from specdraft.backends.engine import EngineConfig, EngineError, EngineModel
 from specdraft.copydraft import CopyDrafter
 from specdraft.drafters import PromptLookupDrafter
-from specdraft.backends.engine import EngineConfig, EngineError, EngineModel
 from specdraft.models import gguf_path
 
 pytestmark = pytest.mark.slow

@@ -9,15 +9,31 @@ import socket
 import pytest
 
 from specdraft import ROOT, Draft, GenerationConfig, SamplingParams, SpeculativeGenerator, TokenChooser
-from specdraft.backends.engine import EngineClient, EngineConfig, EngineError, EngineModel, EngineTarget, SglangApi, VllmApi
+from specdraft.backends.engine import (
+    EngineClient,
+    EngineConfig,
+    EngineError,
+    EngineModel,
+    EngineTarget,
+    SglangApi,
+    VllmApi,
+)
 
 
 def test_vllm_rows_come_from_rank_one_and_the_generated_token_id():
-    answer = {"choices": [{
-        "prompt_logprobs": [None, {"7": {"logprob": -0.1, "rank": 1}}, {"9": {"logprob": -3.0, "rank": 4}, "8": {"logprob": -0.2, "rank": 1}},
-                            {"5": {"logprob": -0.3, "rank": 1}}],
-        "logprobs": {"tokens": ["token_id:42"]},
-    }]}
+    answer = {
+        "choices": [
+            {
+                "prompt_logprobs": [
+                    None,
+                    {"7": {"logprob": -0.1, "rank": 1}},
+                    {"9": {"logprob": -3.0, "rank": 4}, "8": {"logprob": -0.2, "rank": 1}},
+                    {"5": {"logprob": -0.3, "rank": 1}},
+                ],
+                "logprobs": {"tokens": ["token_id:42"]},
+            }
+        ]
+    }
     # ids of length 4, context of 2: rows after ids[:2], ids[:3] and ids[:4]
     assert VllmApi.parse(answer, 4, 2) == [8, 5, 42]
     assert VllmApi(None, "m").request([1, 2])["prompt_logprobs"] == 1
@@ -29,10 +45,19 @@ def test_vllm_without_prompt_logprobs_is_an_engine_error():
 
 
 def test_sglang_rows_start_at_logprob_start_len():
-    answer = {"meta_info": {"input_top_logprobs": [[[-0.1, 11, None]], [[-0.5, 12, None]]], "output_token_logprobs": [[-0.2, 13, None]]}}
+    answer = {
+        "meta_info": {
+            "input_top_logprobs": [[[-0.1, 11, None]], [[-0.5, 12, None]]],
+            "output_token_logprobs": [[-0.2, 13, None]],
+        }
+    }
     assert SglangApi.parse(answer, 5, 3) == [11, 12, 13]
     request = SglangApi(None, "").request([1, 2, 3, 4, 5], 3)
-    assert request["logprob_start_len"] == 3 and request["top_logprobs_num"] == 1 and request["input_ids"] == [1, 2, 3, 4, 5]
+    assert (
+        request["logprob_start_len"] == 3
+        and request["top_logprobs_num"] == 1
+        and request["input_ids"] == [1, 2, 3, 4, 5]
+    )
 
 
 class ScriptedApi:
@@ -130,7 +155,9 @@ def test_speculative_greedy_equals_plain_greedy_over_the_scripted_engine():
         def observe(self, accepted):
             pass
 
-    drafted = SpeculativeGenerator(model).generate([5, 6], Oracle(), GenerationConfig(max_new_tokens=12, ignore_eos=True))
+    drafted = SpeculativeGenerator(model).generate(
+        [5, 6], Oracle(), GenerationConfig(max_new_tokens=12, ignore_eos=True)
+    )
     assert drafted.token_ids == plain.token_ids and drafted.stats.verify_steps < 12
 
 
@@ -189,9 +216,13 @@ def test_the_command_line_selects_the_engine_backend():
 
     parser = argparse.ArgumentParser()
     add_model_args(parser, "smollm2-135m")
-    pool = model_pool(parser.parse_args(["--backend", "engine", "--engine-url", "http://gpu-box:8000", "--engine-api", "sglang"]))
+    pool = model_pool(
+        parser.parse_args(["--backend", "engine", "--engine-url", "http://gpu-box:8000", "--engine-api", "sglang"])
+    )
     assert pool.engine == EngineConfig("http://gpu-box:8000", "sglang") and pool.local_backend == "auto"
-    pool = model_pool(parser.parse_args(["--backend", "engine", "--engine-url", "http://h:1", "--engine-api", "llama-cpp-server"]))
+    pool = model_pool(
+        parser.parse_args(["--backend", "engine", "--engine-url", "http://h:1", "--engine-api", "llama-cpp-server"])
+    )
     assert pool.local_backend == "llama-cpp"  # the same GGUF file, for its tokenizer
     with pytest.raises(SystemExit, match="--engine-url"):
         model_pool(parser.parse_args(["--backend", "engine"]))

@@ -37,8 +37,8 @@ from openai import OpenAI
 from benchmarks.http_rag import Server
 from benchmarks.vllm_server import EXACT_FLAGS, VllmServer
 from specdraft import GenerationConfig, ModelConfig, SpeculativeGenerator, TransformersModel
-from specdraft.drafters import PromptLookupDrafter
 from specdraft.backends.engine import EngineConfig, EngineModel
+from specdraft.drafters import PromptLookupDrafter
 from specdraft.models import resolve_checkpoint
 
 pytestmark = pytest.mark.slow
@@ -46,7 +46,9 @@ pytestmark = pytest.mark.slow
 MODEL = "smollm2-135m"
 N_NEW = 24
 BLOCK = 128  # vLLM's KV block size on the CPU: only whole blocks are cached
-COPY_PROMPT = 'Repeat exactly: "The cat sat on the mat and looked out of the window at the birds in the garden."\nRepeated: "'
+COPY_PROMPT = (
+    'Repeat exactly: "The cat sat on the mat and looked out of the window at the birds in the garden."\nRepeated: "'
+)
 PASSAGES = [
     "The Eiffel Tower is 330 metres tall and stands on the Champ de Mars in Paris.",
     "The Great Wall of China is more than 21,000 kilometres long.",
@@ -55,7 +57,9 @@ DOCUMENT_MESSAGES = [
     {"role": "system", "content": "Answer the question from these passages.\n\n" + "\n\n".join(PASSAGES)},
     {"role": "user", "content": "How tall is the Eiffel Tower, and where does it stand?"},
 ]
-REWRITE_MESSAGES = [{"role": "user", "content": "Rewrite in the past tense: The cat sits on the mat and looks at the birds."}]
+REWRITE_MESSAGES = [
+    {"role": "user", "content": "Rewrite in the past tense: The cat sits on the mat and looks at the birds."}
+]
 # three paragraphs (one of vLLM's 128-token blocks and more), then a copy
 LONG_TEXT = (
     "The committee met on Tuesday morning to discuss the budget for the coming year. After a long debate "
@@ -80,8 +84,20 @@ def vllm() -> Iterator[VllmServer]:
 def service(vllm: VllmServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     """``specdraft serve --backend engine --engine-url <vllm>`` in its own process."""
     folder = tmp_path_factory.mktemp("serve")
-    args = ["--model", MODEL, "--backend", "engine", "--engine-url", vllm.url, "--engine-api", "vllm",
-            "--device", "cpu", "--index-root", str(folder / "indexes")]
+    args = [
+        "--model",
+        MODEL,
+        "--backend",
+        "engine",
+        "--engine-url",
+        vllm.url,
+        "--engine-api",
+        "vllm",
+        "--device",
+        "cpu",
+        "--index-root",
+        str(folder / "indexes"),
+    ]
     with Server(args, folder / "serve.log") as served:
         yield served
 
@@ -110,37 +126,52 @@ def speculation(response: Any) -> dict:
 
 def vllm_chat(vllm_client: OpenAI, vllm: VllmServer, messages: list[dict], max_tokens: int = N_NEW) -> str:
     """vLLM's own greedy chat answer (its chat template: the checkpoint's, the same as specdraft's)."""
-    answer = vllm_client.chat.completions.create(model=vllm.model, messages=messages, max_tokens=max_tokens, temperature=0)
+    answer = vllm_client.chat.completions.create(
+        model=vllm.model, messages=messages, max_tokens=max_tokens, temperature=0
+    )
     return answer.choices[0].message.content
 
 
 def vllm_text(vllm_client: OpenAI, vllm: VllmServer, prompt: str, max_tokens: int = N_NEW) -> str:
-    return vllm_client.completions.create(model=vllm.model, prompt=prompt, max_tokens=max_tokens, temperature=0).choices[0].text
+    return (
+        vllm_client.completions.create(model=vllm.model, prompt=prompt, max_tokens=max_tokens, temperature=0)
+        .choices[0]
+        .text
+    )
 
 
 def test_prompt_lookup_through_specdraft_serve_equals_vllms_own_greedy_completion(client, vllm_client, vllm):
-    answer = client.completions.create(model=MODEL, prompt=COPY_PROMPT, max_tokens=N_NEW, temperature=0,
-                                       extra_body={"drafter": "prompt-lookup"})
+    answer = client.completions.create(
+        model=MODEL, prompt=COPY_PROMPT, max_tokens=N_NEW, temperature=0, extra_body={"drafter": "prompt-lookup"}
+    )
     assert answer.choices[0].text == vllm_text(vllm_client, vllm, COPY_PROMPT)
     stats = speculation(answer)
     assert stats["accepted_tokens"] > 0 and stats["target_forward_passes"] < answer.usage.completion_tokens
 
 
 def test_documents_through_specdraft_serve_equal_vllms_own_greedy_chat_answer(client, vllm_client, vllm):
-    answer = client.chat.completions.create(model=MODEL, messages=DOCUMENT_MESSAGES, max_tokens=N_NEW, temperature=0,
-                                            extra_body={"drafter": "documents"})
+    answer = client.chat.completions.create(
+        model=MODEL, messages=DOCUMENT_MESSAGES, max_tokens=N_NEW, temperature=0, extra_body={"drafter": "documents"}
+    )
     assert answer.choices[0].message.content == vllm_chat(vllm_client, vllm, DOCUMENT_MESSAGES)
     stats = speculation(answer)
     assert stats["drafter"] == "documents" and stats["accepted_tokens"] > 0
 
 
 @pytest.mark.parametrize("prediction", ["right", "partly wrong"])
-def test_predicted_outputs_through_specdraft_serve_equal_vllms_own_greedy_chat_answer(client, vllm_client, vllm, prediction):
+def test_predicted_outputs_through_specdraft_serve_equal_vllms_own_greedy_chat_answer(
+    client, vllm_client, vllm, prediction
+):
     own = vllm_chat(vllm_client, vllm, REWRITE_MESSAGES)
     predicted = own if prediction == "right" else own.replace("cat", "dog")
     assert predicted != own or prediction == "right"
-    answer = client.chat.completions.create(model=MODEL, messages=REWRITE_MESSAGES, max_tokens=N_NEW, temperature=0,
-                                            prediction={"type": "content", "content": predicted})
+    answer = client.chat.completions.create(
+        model=MODEL,
+        messages=REWRITE_MESSAGES,
+        max_tokens=N_NEW,
+        temperature=0,
+        prediction={"type": "content", "content": predicted},
+    )
     assert answer.choices[0].message.content == own
     details = answer.usage.completion_tokens_details
     assert details.accepted_prediction_tokens > 0
@@ -152,8 +183,12 @@ def test_the_same_long_prompt_twice_equals_vllms_own_greedy_completion_both_time
     wrote them); the answer must not change."""
     assert len(engine.encode(LONG_PROMPT)) > BLOCK
     own = vllm_text(vllm_client, vllm, LONG_PROMPT)
-    answers = [client.completions.create(model=MODEL, prompt=LONG_PROMPT, max_tokens=N_NEW, temperature=0,
-                                         extra_body={"drafter": "prompt-lookup"}) for _ in range(2)]
+    answers = [
+        client.completions.create(
+            model=MODEL, prompt=LONG_PROMPT, max_tokens=N_NEW, temperature=0, extra_body={"drafter": "prompt-lookup"}
+        )
+        for _ in range(2)
+    ]
     assert [a.choices[0].text for a in answers] == [own, own]
     assert all(speculation(a)["accepted_tokens"] > 0 for a in answers)
 

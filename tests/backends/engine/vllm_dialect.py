@@ -39,13 +39,19 @@ def make_vllm_dialect_app(model, name: str = "tiny") -> Flask:
     @app.post("/tokenize")
     def tokenize():
         body = request.get_json()
-        return {"tokens": model.tokenizer.encode(body["prompt"], add_special_tokens=bool(body.get("add_special_tokens", True)))}
+        return {
+            "tokens": model.tokenizer.encode(
+                body["prompt"], add_special_tokens=bool(body.get("add_special_tokens", True))
+            )
+        }
 
     @app.post("/v1/completions")
     def completions():
         body = request.get_json()
         ids = [int(t) for t in body["prompt"]]
-        if not (body.get("prompt_logprobs") and body.get("return_tokens_as_token_ids") and body.get("temperature") == 0.0):
+        if not (
+            body.get("prompt_logprobs") and body.get("return_tokens_as_token_ids") and body.get("temperature") == 0.0
+        ):
             return jsonify({"error": "this test server answers only the engine target's request"}), 400
         with lock:
             target = model.new_target(TokenChooser())
@@ -57,8 +63,18 @@ def make_vllm_dialect_app(model, name: str = "tiny") -> Flask:
             top = verification.choice(j - 1)
             prompt_logprobs.append({str(top): {"logprob": _log_softmax_at(verification.logits[j - 1], top), "rank": 1}})
         generated = verification.choice(len(ids) - 1)
-        choice = {"index": 0, "text": "", "finish_reason": "length", "prompt_logprobs": prompt_logprobs,
-                  "logprobs": {"tokens": [f"token_id:{generated}"], "token_logprobs": [0.0], "top_logprobs": None, "text_offset": [0]}}
+        choice = {
+            "index": 0,
+            "text": "",
+            "finish_reason": "length",
+            "prompt_logprobs": prompt_logprobs,
+            "logprobs": {
+                "tokens": [f"token_id:{generated}"],
+                "token_logprobs": [0.0],
+                "top_logprobs": None,
+                "text_offset": [0],
+            },
+        }
         return {"id": "cmpl-test", "object": "text_completion", "model": name, "choices": [choice]}
 
     return app

@@ -30,7 +30,10 @@ def test_a_fast_pool_loads_a_fast_model_with_the_plain_output(tiny_checkpoint):
     assert not isinstance(plain, FastPathModel)
     ids = reference.encode("The quick brown fox")
     config = GenerationConfig(max_new_tokens=16, ignore_eos=True)
-    assert SpeculativeGenerator(fast).generate(ids, None, config).token_ids == SpeculativeGenerator(plain).generate(ids, None, config).token_ids
+    assert (
+        SpeculativeGenerator(fast).generate(ids, None, config).token_ids
+        == SpeculativeGenerator(plain).generate(ids, None, config).token_ids
+    )
 
 
 def test_other_backends_refuse_it():

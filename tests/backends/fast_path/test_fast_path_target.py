@@ -133,6 +133,13 @@ def test_configuration_is_checked():
 def test_sliding_window_architectures_are_refused():
     from transformers import MistralConfig
 
-    config = MistralConfig(vocab_size=32, hidden_size=16, intermediate_size=32, num_hidden_layers=1, num_attention_heads=2,
-                           num_key_value_heads=1, sliding_window=4)
+    config = MistralConfig(
+        vocab_size=32,
+        hidden_size=16,
+        intermediate_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        sliding_window=4,
+    )
     assert not supports_static_cache(config)

@@ -52,7 +52,14 @@ print(json.dumps({"exact": model.exact, "differing": sum(not c.exact for c in co
 
 def test_negative_control_the_tiled_kernel_breaks_it_and_the_probe_sees_it():
     env = dict(os.environ, GGML_CPU_TILED_MM="1")  # tiled from 8 rows, dot products below
-    out = subprocess.run([sys.executable, "-c", NEGATIVE_CONTROL, "qwen2.5-coder-0.5b"], env=env, capture_output=True, text=True, timeout=300, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", NEGATIVE_CONTROL, "qwen2.5-coder-0.5b"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    ).stdout
     result = json.loads(out.strip().splitlines()[-1])
     assert result["differing"] > 0
     assert result["exact"] is False

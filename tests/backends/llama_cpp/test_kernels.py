@@ -64,7 +64,9 @@ with GgmlProduct(ProductShape("q6_K", k=2048, rows=64)) as product:
 
 def test_negative_control_the_tiled_kernel_differs_from_eight_columns():
     env = dict(os.environ, GGML_CPU_TILED_MM="1")
-    run = subprocess.run([sys.executable, "-c", NEGATIVE_CONTROL], env=env, capture_output=True, text=True, timeout=300, check=True)
+    run = subprocess.run(
+        [sys.executable, "-c", NEGATIVE_CONTROL], env=env, capture_output=True, text=True, timeout=300, check=True
+    )
     out = run.stdout
     differing = {int(k): v for k, v in json.loads(out.strip().splitlines()[-1]).items()}
     assert differing[1] == differing[4] == 0

@@ -6,8 +6,8 @@ import argparse
 import json
 
 import pytest
-
 from hash_embedder import HashEmbedder
+
 from specdraft.apps.cli import main
 from specdraft.apps.service import ServiceConfig, create_app
 from specdraft.retrieval.index import DocumentIndex
@@ -15,7 +15,10 @@ from specdraft.retrieval.index import DocumentIndex
 pytestmark = pytest.mark.slow
 
 DOCS = [
-    {"id": "eiffel", "text": "The Eiffel Tower is 330 metres tall. It was built in 1889 for the World's Fair in Paris."},
+    {
+        "id": "eiffel",
+        "text": "The Eiffel Tower is 330 metres tall. It was built in 1889 for the World's Fair in Paris.",
+    },
     {"id": "tea", "text": "Green tea is steeped in hot water for two minutes."},
 ]
 
@@ -31,8 +34,10 @@ def test_correct_on_llama_cpp_equals_plain(capsys):
     # Two sentences: the first request of a process now drafts from the pass costs the load probe
     # measured, so an answer made only of edits (every early copy refused) rightly decodes plainly;
     # the error-free second sentence is where copying pays and must be drafted and accepted.
-    text = ("She go to school every days and she like it. The weather was nice, and the children played "
-            "outside in the garden until the sun went down behind the hills.")
+    text = (
+        "She go to school every days and she like it. The weather was nice, and the children played "
+        "outside in the garden until the sun went down behind the hills."
+    )
     fast = run(capsys, "correct", "--backend", "llama-cpp", "--json", text)
     plain = run(capsys, "correct", "--backend", "llama-cpp", "--json", "--no-speculation", text)
     assert fast["token_ids"] == plain["token_ids"] and fast["corrected"] == plain["corrected"]
@@ -55,7 +60,17 @@ def test_iterative_ask_on_llama_cpp_speculative_equals_plain(capsys, tmp_path):
     index = DocumentIndex.create()
     index.add(DOCS)
     index.save(tmp_path / "index")
-    args = ["ask", "--backend", "llama-cpp", "--index", str(tmp_path / "index"), "--max-new-tokens", "16", "--json", "--iterative"]
+    args = [
+        "ask",
+        "--backend",
+        "llama-cpp",
+        "--index",
+        str(tmp_path / "index"),
+        "--max-new-tokens",
+        "16",
+        "--json",
+        "--iterative",
+    ]
     plain = run(capsys, *args, "How tall is the Eiffel Tower?")
     speculative = run(capsys, *args, "--speculative-retrieval", "How tall is the Eiffel Tower?")
     assert plain["token_ids"] and speculative["token_ids"] == plain["token_ids"]
@@ -65,7 +80,9 @@ def test_iterative_ask_on_llama_cpp_speculative_equals_plain(capsys, tmp_path):
 
 @pytest.fixture(scope="module")
 def client(tmp_path_factory):
-    config = ServiceConfig(model="smollm2-135m", backend="llama-cpp", index_root=str(tmp_path_factory.mktemp("indexes")))
+    config = ServiceConfig(
+        model="smollm2-135m", backend="llama-cpp", index_root=str(tmp_path_factory.mktemp("indexes"))
+    )
     return create_app(config, embedder=HashEmbedder()).test_client()
 
 
@@ -79,7 +96,9 @@ def test_service_answers_on_llama_cpp(client):
     assert grammar["comparison"]["identical"] is True
     added = client.post("/v1/rag/documents", json={"documents": DOCS})
     assert added.status_code == 200
-    answer = client.post("/v1/rag/query", json={"question": "How tall is the Eiffel Tower?", "max_tokens": 16}).get_json()
+    answer = client.post(
+        "/v1/rag/query", json={"question": "How tall is the Eiffel Tower?", "max_tokens": 16}
+    ).get_json()
     assert answer["passages"] and answer["token_ids"]
 
 
@@ -90,7 +109,9 @@ def test_bench_runs_llama_cpp_python_as_the_peer(tmp_path):
     from specdraft.apps.model_pool import ModelPool
 
     model = ModelPool(backend="llama-cpp").get("smollm2-135m")
-    case = BenchCase("c0", tuple(model.encode_chat([{"role": "user", "content": "Repeat: the cat sat on the mat."}])), 16)
+    case = BenchCase(
+        "c0", tuple(model.encode_chat([{"role": "user", "content": "Repeat: the cat sat on the mat."}])), 16
+    )
     peer = LlamaCppPeer("llama-cpp-python:plain", model.file.path, model.max_length, model.threads)
     result = run_benchmark("probe", model.name, [plain(model), peer], [case])
     assert [s.method for s in result.summaries] == ["plain", "llama-cpp-python:plain"]

@@ -8,9 +8,17 @@ import json
 
 import numpy as np
 import pytest
-
 from oracle import Recording
-from specdraft import Draft, GenerationConfig, LlamaCppModel, ModelConfig, SpeculativeGenerator, TokenChooser, TransformersModel
+
+from specdraft import (
+    Draft,
+    GenerationConfig,
+    LlamaCppModel,
+    ModelConfig,
+    SpeculativeGenerator,
+    TokenChooser,
+    TransformersModel,
+)
 from specdraft.drafters import DraftModelConfig, DraftModelDrafter
 
 pytestmark = pytest.mark.slow
@@ -51,15 +59,28 @@ def test_tokenizer_and_chat_template_agree_with_transformers(smollm2_gguf, smoll
     assert smollm2_gguf.vocab_size == smollm2_hf.vocab_size
 
 
-TOOLS = [{"type": "function", "function": {"name": "get_weather", "description": "The weather in a city",
-                                         "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}},
-         {"type": "function", "function": {"name": "get_time"}}]
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "get_weather",
+            "description": "The weather in a city",
+            "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+        },
+    },
+    {"type": "function", "function": {"name": "get_time"}},
+]
 TOOL_HISTORY = [
     {"role": "system", "content": "Be brief."},
     {"role": "user", "content": "Weather and time in Paris?"},
-    {"role": "assistant", "content": "", "tool_calls": [
-        {"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": {"city": "Paris"}}},
-        {"id": "call_2", "type": "function", "function": {"name": "get_time", "arguments": {}}}]},
+    {
+        "role": "assistant",
+        "content": "",
+        "tool_calls": [
+            {"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": {"city": "Paris"}}},
+            {"id": "call_2", "type": "function", "function": {"name": "get_time", "arguments": {}}},
+        ],
+    },
     {"role": "tool", "tool_call_id": "call_1", "content": "sunny, 21 °C"},
     {"role": "tool", "tool_call_id": "call_2", "content": "12:05"},
 ]
@@ -68,11 +89,16 @@ TOOL_HISTORY = [
 def test_tools_and_tool_calls_render_alike_on_both_backends():
     """``encode_chat(messages, tools)``: the template's tools section, replayed ``<tool_call>`` blocks
     (arguments given as objects) and tool results, the same tokens on llama.cpp and transformers."""
-    gguf, hf = LlamaCppModel.load("qwen2.5-coder-0.5b"), TransformersModel.load(ModelConfig("qwen2.5-coder-0.5b", device="cpu"))
+    gguf, hf = (
+        LlamaCppModel.load("qwen2.5-coder-0.5b"),
+        TransformersModel.load(ModelConfig("qwen2.5-coder-0.5b", device="cpu")),
+    )
     for messages in (TOOL_HISTORY[:2], TOOL_HISTORY):
         ids = gguf.encode_chat(messages, TOOLS)
         assert ids == hf.encode_chat(messages, TOOLS)
-        assert ids == hf.tokenizer.encode(hf.hf_tokenizer.apply_chat_template(messages, tools=TOOLS, add_generation_prompt=True, tokenize=False))
+        assert ids == hf.tokenizer.encode(
+            hf.hf_tokenizer.apply_chat_template(messages, tools=TOOLS, add_generation_prompt=True, tokenize=False)
+        )
         assert gguf.decode(ids) == hf.decode(ids)
         assert '"name": "get_weather"' in gguf.decode(ids) and ids != gguf.encode_chat(messages)
         assert gguf.encode_chat(messages) == hf.encode_chat(messages)
@@ -106,7 +132,9 @@ def test_a_gguf_draft_model_drafts_losslessly_for_a_transformers_target(smollm2_
     ids = smollm2_hf.encode_chat([{"role": "user", "content": TEXTS[2]}])
     config = GenerationConfig(max_new_tokens=40)
     plain = SpeculativeGenerator(smollm2_hf).generate(ids, None, config)
-    drafter = Recording(DraftModelDrafter(smollm2_gguf, smollm2_hf.vocab_size, config=DraftModelConfig(tree_width=width)))
+    drafter = Recording(
+        DraftModelDrafter(smollm2_gguf, smollm2_hf.vocab_size, config=DraftModelConfig(tree_width=width))
+    )
     result = SpeculativeGenerator(smollm2_hf).generate(ids, drafter, config)
     assert result.token_ids == plain.token_ids
     assert result.stats.accepted_tokens > 0  # the same weights in Q4 mostly agree with float32
@@ -119,7 +147,9 @@ def test_sampled_drafts_carry_their_distributions(smollm2_gguf):
     from specdraft.sampling import PositionalRandom
 
     sampling = SamplingParams(temperature=0.9)
-    drafter = DraftModelDrafter(smollm2_gguf, smollm2_gguf.vocab_size, sampling, PositionalRandom(3), DraftModelConfig(tree_width=2))
+    drafter = DraftModelDrafter(
+        smollm2_gguf, smollm2_gguf.vocab_size, sampling, PositionalRandom(3), DraftModelConfig(tree_width=2)
+    )
     draft = drafter.propose(smollm2_gguf.encode(TEXTS[0]), 6)
     assert len(draft) == 6 and draft.probs is not None and draft.probs.shape == (6, smollm2_gguf.vocab_size)
     for node, token in enumerate(draft.tokens):
@@ -129,7 +159,20 @@ def test_sampled_drafts_carry_their_distributions(smollm2_gguf):
 def test_generate_command_keeps_its_json_contract_on_llama_cpp(capsys):
     from specdraft.apps.cli import main
 
-    code = main(["generate", "--backend", "llama-cpp", "--model", "smollm2-135m", "--max-new-tokens", "12", "--json", "--chat", "Repeat: the cat sat on the mat."])
+    code = main(
+        [
+            "generate",
+            "--backend",
+            "llama-cpp",
+            "--model",
+            "smollm2-135m",
+            "--max-new-tokens",
+            "12",
+            "--json",
+            "--chat",
+            "Repeat: the cat sat on the mat.",
+        ]
+    )
     assert code == 0
     payload = json.loads(capsys.readouterr().out)
     assert set(payload) == {"text", "token_ids", "prompt_token_ids", "finish_reason", "model", "drafter", "stats"}

@@ -3,8 +3,8 @@ backend-independent checks are in test_target_conformance.py)."""
 
 import pytest
 import torch
-
 from oracle import started_target
+
 from specdraft import ROOT, Draft
 
 

@@ -8,14 +8,14 @@ import time
 
 import pytest
 import torch
-
 from conftest import make_tiny_model
 from oracle import OracleDrafter, greedy_continuations
+
 from specdraft import ROOT, Draft, GenerationConfig, SpeculativeGenerator
-from specdraft.drafters import PromptLookupDrafter
 from specdraft.backends.transformers.kv_cache import KVCache
 from specdraft.backends.transformers.model import disable_verify_batching, enable_verify_batching
 from specdraft.backends.transformers.verify_batch_config import VerifyBatchConfig
+from specdraft.drafters import PromptLookupDrafter
 
 PROMPTS = [
     "The quick brown fox jumps over the lazy dog. The dog",
@@ -59,11 +59,19 @@ def _drafter(kind: str, reference, vocab: int):
 
 def _jobs(model, tokenizer, sampled: bool):
     """(prompt ids, drafter kind, config) per request: chains, trees and plain decoding mixed."""
-    kinds = ["prompt-lookup", "context-tree", "none"] if sampled else ["partly", "tree", "prompt-lookup", "context-tree", "none"]
+    kinds = (
+        ["prompt-lookup", "context-tree", "none"]
+        if sampled
+        else ["partly", "tree", "prompt-lookup", "context-tree", "none"]
+    )
     jobs = []
     for i, prompt in enumerate(PROMPTS):
         ids = tokenizer(prompt).input_ids
-        config = GenerationConfig(max_new_tokens=N_NEW, temperature=0.8, top_p=0.95, seed=7 + i) if sampled else GenerationConfig(max_new_tokens=N_NEW)
+        config = (
+            GenerationConfig(max_new_tokens=N_NEW, temperature=0.8, top_p=0.95, seed=7 + i)
+            if sampled
+            else GenerationConfig(max_new_tokens=N_NEW)
+        )
         jobs.append((ids, kinds[i % len(kinds)], config))
     return jobs
 
@@ -216,13 +224,19 @@ def test_a_failing_batched_forward_runs_every_row_alone(model, tokenizer, monkey
 
 def test_a_lone_request_runs_alone_without_waiting(model, tokenizer):
     ids = tokenizer(PROMPTS[0]).input_ids
-    plain = SpeculativeGenerator(model, prefix_cache=False).generate(ids, PromptLookupDrafter(), GenerationConfig(max_new_tokens=12))
+    plain = SpeculativeGenerator(model, prefix_cache=False).generate(
+        ids, PromptLookupDrafter(), GenerationConfig(max_new_tokens=12)
+    )
     recorded = dict(model.cost.snapshot())
     batcher = enable_verify_batching(model, VerifyBatchConfig(window_ms=1000, max_batch=4, active_ms=1))
     start = time.perf_counter()
-    again = SpeculativeGenerator(model, prefix_cache=False).generate(ids, PromptLookupDrafter(), GenerationConfig(max_new_tokens=12))
+    again = SpeculativeGenerator(model, prefix_cache=False).generate(
+        ids, PromptLookupDrafter(), GenerationConfig(max_new_tokens=12)
+    )
     assert again.token_ids == plain.token_ids
-    assert batcher.batched_passes == 0 and batcher.lone_passes == again.stats.target_forward_passes - 1  # the prefill is not a verify pass
+    assert (
+        batcher.batched_passes == 0 and batcher.lone_passes == again.stats.target_forward_passes - 1
+    )  # the prefill is not a verify pass
     assert time.perf_counter() - start < 1.0  # no window of 1 s was waited
     assert model.cost.snapshot().keys() >= recorded.keys()  # lone passes keep recording their cost
 
@@ -244,12 +258,18 @@ def test_prefills_and_sliding_window_caches_are_never_batched(model):
 
     batcher = enable_verify_batching(model)
     assert not batcher.accepts(KVCache(model.hf_model.config))  # empty: a prefill's cache
-    sliding = KVCache(MistralConfig(num_hidden_layers=1, hidden_size=16, num_attention_heads=2, num_key_value_heads=1, sliding_window=4))
+    sliding = KVCache(
+        MistralConfig(
+            num_hidden_layers=1, hidden_size=16, num_attention_heads=2, num_key_value_heads=1, sliding_window=4
+        )
+    )
     assert not sliding.supports_snapshots and not batcher.accepts(sliding)
     assert not batcher.accepts(object())
 
 
-@pytest.mark.parametrize("field,value", [("window_ms", -1), ("window_ms", 5000), ("max_batch", 1), ("max_batch", 65), ("active_ms", 0)])
+@pytest.mark.parametrize(
+    "field,value", [("window_ms", -1), ("window_ms", 5000), ("max_batch", 1), ("max_batch", 65), ("active_ms", 0)]
+)
 def test_config_is_validated(field, value):
     with pytest.raises(ValueError, match=field):
         VerifyBatchConfig(**{field: value})

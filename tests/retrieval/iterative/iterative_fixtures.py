@@ -8,8 +8,8 @@ import threading
 import time
 
 import numpy as np
-
 from hash_embedder import HashEmbedder
+
 from specdraft.retrieval.iterative import Collection, make_retriever
 from specdraft.retrieval.iterative.prompt import build_layout
 

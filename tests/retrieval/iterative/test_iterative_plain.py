@@ -2,8 +2,8 @@
 for every token; the prompt layout; stop strings, EOS, limits; streaming and stop()."""
 
 import pytest
-
 from iterative_fixtures import QUESTION, reference_answer, retrievers, salad_collection
+
 from specdraft import GenerationConfig
 from specdraft.retrieval.iterative import IterativeRAG, IterativeRAGConfig, RetrievalRecord, RetrieverError
 from specdraft.retrieval.iterative.prompt import DOCUMENT_FORMAT, build_layout
@@ -73,7 +73,10 @@ def test_stop_strings_eos_and_seeded_sampling(tiny_model, collection, all_retrie
     stop = full.text[10:13]
     cut = rag.generate(QUESTION, GenerationConfig(max_new_tokens=24, ignore_eos=True, stop=(stop,)))
     assert cut.finish_reason == "stop" and cut.text == full.text[: full.text.index(stop)]
-    sampled = [rag.generate(QUESTION, GenerationConfig(max_new_tokens=12, temperature=1.0, seed=5, ignore_eos=True)) for _ in range(2)]
+    sampled = [
+        rag.generate(QUESTION, GenerationConfig(max_new_tokens=12, temperature=1.0, seed=5, ignore_eos=True))
+        for _ in range(2)
+    ]
     assert sampled[0].token_ids == sampled[1].token_ids and sampled[0].docs == sampled[1].docs
 
 

@@ -92,7 +92,9 @@ def test_split_at_needs_exactly_one_occurrence():
 def test_stats_carry_the_core_names_and_the_old_ones(tiny_model, collection, speculative):
     retriever = retrievers(collection)["bm25"]
     config = IterativeRAGConfig(stride=3, query_tokens=8, max_new_tokens=9)
-    answer = IterativeRAG(tiny_model, retriever, collection, config, speculative).generate(QUESTION, GenerationConfig(max_new_tokens=9, ignore_eos=True))
+    answer = IterativeRAG(tiny_model, retriever, collection, config, speculative).generate(
+        QUESTION, GenerationConfig(max_new_tokens=9, ignore_eos=True)
+    )
     stats = answer.to_dict()["stats"]
     for old, new in STATS_ALIASES.items():
         assert stats[old] == stats[new], old

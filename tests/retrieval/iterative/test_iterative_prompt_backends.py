@@ -13,10 +13,18 @@ from specdraft.retrieval.iterative.prompt import _MARK, build_layout
 
 pytestmark = pytest.mark.slow
 
-QUESTIONS = ["How tall is the Eiffel Tower?", "What does the quick brown fox do with the lazy dog?",
-             "def add(a, b): what does it return?  ünïcödé 日本語 🙂"]
-COLLECTION = Collection.from_texts(["The Eiffel Tower is 330 metres tall.", "def add(a, b):\n    return a + b",
-                                    "Green tea is steeped in hot water for two minutes."])
+QUESTIONS = [
+    "How tall is the Eiffel Tower?",
+    "What does the quick brown fox do with the lazy dog?",
+    "def add(a, b): what does it return?  ünïcödé 日本語 🙂",
+]
+COLLECTION = Collection.from_texts(
+    [
+        "The Eiffel Tower is 330 metres tall.",
+        "def add(a, b):\n    return a + b",
+        "Green tea is steeped in hot water for two minutes.",
+    ]
+)
 
 
 @pytest.fixture(scope="module", params=["qwen2.5-coder-0.5b", "smollm2-135m"])
@@ -39,7 +47,9 @@ def test_the_chat_prompt_on_transformers_is_the_one_it_always_was(backends):
     """The template's text cut at the documents, each side tokenized alone (the layout before)."""
     hf, _ = backends
     for question in QUESTIONS:
-        text = hf.tokenizer.apply_chat_template([{"role": "user", "content": f"{INSTRUCTION}\n\n{_MARK}Question: {question}"}])
+        text = hf.tokenizer.apply_chat_template(
+            [{"role": "user", "content": f"{INSTRUCTION}\n\n{_MARK}Question: {question}"}]
+        )
         head, _, tail = text.partition(_MARK)
         layout = build_layout(hf, COLLECTION, question, INSTRUCTION)
         assert layout.prefix_ids == hf.tokenizer.encode(head) and layout.question_ids == hf.tokenizer.encode(tail)

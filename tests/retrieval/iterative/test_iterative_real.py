@@ -6,8 +6,8 @@ token and document for document (greedy and seeded sampling)."""
 import re
 
 import pytest
-
 from iterative_fixtures import Disagreeing
+
 from specdraft import GenerationConfig, ModelConfig, load_model
 from specdraft.apps.service.demo import EXAMPLE_DOCUMENTS
 from specdraft.retrieval import Embedder

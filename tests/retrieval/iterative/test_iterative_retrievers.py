@@ -2,8 +2,8 @@
 
 import numpy as np
 import pytest
-
 from hash_embedder import HashEmbedder
+
 from specdraft.retrieval.iterative import Collection, RetrieverError, make_retriever
 from specdraft.retrieval.retriever import rank
 

@@ -3,8 +3,8 @@ retriever, greedy and seeded sampling, synchronous and asynchronous verification
 misses and misses forced at chosen strides (first, middle, last, every one)."""
 
 import pytest
-
 from iterative_fixtures import QUESTION, Disagreeing, retrievers, salad_collection, same_answer
+
 from specdraft import GenerationConfig
 from specdraft.retrieval.iterative import (
     IterativeRAG,
@@ -41,13 +41,14 @@ def plain_answers(tiny_model, collection, all_retrievers):
     }
 
 
-
 @pytest.mark.parametrize("kind", ["dense", "hnsw", "bm25"])
 @pytest.mark.parametrize("sampling", ["greedy", "seeded"])
 @pytest.mark.parametrize("speculative", [SYNC, ASYNC], ids=["sync", "async"])
 def test_speculative_equals_plain(tiny_model, collection, all_retrievers, plain_answers, kind, sampling, speculative):
     generation = GREEDY if sampling == "greedy" else SEEDED
-    answer = IterativeRAG(tiny_model, all_retrievers[kind], collection, CONFIG, speculative).generate(QUESTION, generation)
+    answer = IterativeRAG(tiny_model, all_retrievers[kind], collection, CONFIG, speculative).generate(
+        QUESTION, generation
+    )
     same_answer(answer, plain_answers[(kind, sampling)])
     stats = answer.stats
     assert answer.retrievals[0].status == "exact"
@@ -58,12 +59,19 @@ def test_speculative_equals_plain(tiny_model, collection, all_retrievers, plain_
 
 @pytest.mark.parametrize("kind", ["dense", "hnsw", "bm25"])
 @pytest.mark.parametrize("where", ["first", "middle", "last", "every"])
-def test_forced_cache_misses_roll_back_to_the_same_answer(tiny_model, collection, all_retrievers, plain_answers, kind, where):
+def test_forced_cache_misses_roll_back_to_the_same_answer(
+    tiny_model, collection, all_retrievers, plain_answers, kind, where
+):
     plain = plain_answers[(kind, "greedy")]
     n = len(plain.retrievals)
     strides = {"first": [1], "middle": [n // 2], "last": [n - 1], "every": list(range(1, n))}[where]
     wrong = [plain.retrievals[i].query for i in strides]
-    modes = {"first": (SYNC,), "middle": (ASYNC,), "last": (SYNC,), "every": (ASYNC,) if kind != "dense" else (SYNC, ASYNC)}[where]
+    modes = {
+        "first": (SYNC,),
+        "middle": (ASYNC,),
+        "last": (SYNC,),
+        "every": (ASYNC,) if kind != "dense" else (SYNC, ASYNC),
+    }[where]
     for speculative in modes:
         retriever = Disagreeing(all_retrievers[kind], wrong)
         answer = IterativeRAG(tiny_model, retriever, collection, CONFIG, speculative).generate(QUESTION, GREEDY)
@@ -135,7 +143,9 @@ def test_stop_string_and_early_stop(tiny_model, collection, all_retrievers, plai
     rag = IterativeRAG(tiny_model, all_retrievers["dense"], collection, CONFIG)
     cut_plain = rag.generate(QUESTION, generation)
     for speculative in (SYNC, ASYNC):
-        cut = IterativeRAG(tiny_model, all_retrievers["dense"], collection, CONFIG, speculative).generate(QUESTION, generation)
+        cut = IterativeRAG(tiny_model, all_retrievers["dense"], collection, CONFIG, speculative).generate(
+            QUESTION, generation
+        )
         same_answer(cut, cut_plain)
         assert cut.finish_reason == "stop"
     stream = IterativeRAG(tiny_model, all_retrievers["dense"], collection, CONFIG, ASYNC).stream(QUESTION, GREEDY)

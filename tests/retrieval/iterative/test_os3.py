@@ -21,7 +21,9 @@ def test_round_seconds():
 
 
 def scheduler(g_rounds, a, b, asynchronous=False, max_strides=6, enabled=True):
-    s = OS3Scheduler(OS3Config(max_strides=max_strides, window=5, prior=0.5, asynchronous=asynchronous, enabled=enabled))
+    s = OS3Scheduler(
+        OS3Config(max_strides=max_strides, window=5, prior=0.5, asynchronous=asynchronous, enabled=enabled)
+    )
     for matched, compared in g_rounds:
         s.observe_round(matched, compared)
     s.observe_stride(a)

@@ -5,18 +5,39 @@ pipeline then retrieves that stride for real, and the answer is still plain RAG'
 and document for document."""
 
 import pytest
-
 from iterative_fixtures import QUESTION, Disagreeing, retrievers, salad_collection, same_answer
+
 from specdraft import GenerationConfig
 from specdraft.retrieval.iterative import IterativeRAG, IterativeRAGConfig, SpeculativeRetrievalConfig
 from specdraft.retrieval.iterative.os3 import OS3Config, OS3Scheduler, expected_strides, plain_seconds, round_seconds
 
 
-def scheduler(rounds, a, b, r=None, asynchronous=False, max_strides=4, window=5, allow_plain=True, enabled=True, p=None,
-              guesses=20, prior=0.5):
+def scheduler(
+    rounds,
+    a,
+    b,
+    r=None,
+    asynchronous=False,
+    max_strides=4,
+    window=5,
+    allow_plain=True,
+    enabled=True,
+    p=None,
+    guesses=20,
+    prior=0.5,
+):
     """With ``r``: a plain retrieval of ``r`` seconds and a plain stride of ``p`` (``a`` when None) measured."""
-    s = OS3Scheduler(OS3Config(max_strides=max_strides, window=window, prior=prior, asynchronous=asynchronous,
-                               enabled=enabled, allow_plain=allow_plain, guesses=guesses))
+    s = OS3Scheduler(
+        OS3Config(
+            max_strides=max_strides,
+            window=window,
+            prior=prior,
+            asynchronous=asynchronous,
+            enabled=enabled,
+            allow_plain=allow_plain,
+            guesses=guesses,
+        )
+    )
     for matched, compared in rounds:
         s.observe_round(matched, compared)
     s.observe_stride(a)
@@ -50,9 +71,16 @@ def test_expensive_retrieval_or_right_guesses_keep_speculating():
 
 
 @pytest.mark.parametrize("asynchronous", [False, True])
-@pytest.mark.parametrize("rounds,a,b,r", [([(0, 1)] * 5, 0.1, 0.05, 0.05), ([(3, 4)] * 5, 0.1, 0.02, 0.01),
-                                          ([(9, 10)] * 5, 0.2, 0.3, 0.3), ([(1, 2)] * 5, 0.05, 0.2, 0.1),
-                                          ([(4, 4)] * 5, 0.3, 0.01, 0.002)])
+@pytest.mark.parametrize(
+    "rounds,a,b,r",
+    [
+        ([(0, 1)] * 5, 0.1, 0.05, 0.05),
+        ([(3, 4)] * 5, 0.1, 0.02, 0.01),
+        ([(9, 10)] * 5, 0.2, 0.3, 0.3),
+        ([(1, 2)] * 5, 0.05, 0.2, 0.1),
+        ([(4, 4)] * 5, 0.3, 0.01, 0.002),
+    ],
+)
 def test_zero_exactly_when_plain_is_faster(asynchronous, rounds, a, b, r):
     s = scheduler(rounds, a, b, r, asynchronous)
     g = s.acceptance  # its formula: tests/retrieval/iterative/test_os3.py
@@ -75,6 +103,7 @@ def test_plain_needs_window_guesses_a_measured_retrieval_and_os3():
 def test_a_plain_stride_is_measured_once_only_where_plain_could_win():
     """Until a plain stride is measured, OS^3 takes one where even a free stride's plain rate, 1/r,
     beats speculation, and never where retrieval is expensive."""
+
     def unmeasured(rounds, a, b, r):
         s = OS3Scheduler(OS3Config(max_strides=4, window=5, asynchronous=True))
         for matched, compared in rounds:
@@ -114,6 +143,7 @@ def test_an_expensive_rollback_weighs_on_speculation():
 
 def test_before_any_rollback_its_cost_is_a_stride_that_re_prefilled():
     """A rollback always re-prefills; until one is measured, c is the measured re-prefilling strides' mean."""
+
     def choice(reprefilled, rollback=None):
         s = scheduler([(4, 5)] * 5, a=0.1, b=0.2, r=0.2, asynchronous=True, p=0.3)
         s.observe_stride(0.6, reprefilled=reprefilled)  # a = 0.35 either way
@@ -127,7 +157,8 @@ def test_before_any_rollback_its_cost_is_a_stride_that_re_prefilled():
     g = 0.8
     assert round_seconds(2, g, a=0.1, b=0.1, asynchronous=False, c=0.6) == pytest.approx(0.2 + 0.1 + (1 - g**2) * 0.6)
     assert round_seconds(2, g, a=0.1, b=0.1, asynchronous=True, c=0.6) == pytest.approx(
-        g**2 * 0.2 + (1 - g**2) * (0.2 + 0.1 + 0.6))
+        g**2 * 0.2 + (1 - g**2) * (0.2 + 0.1 + 0.6)
+    )
 
 
 def test_guesses_that_turn_right_bring_speculation_back():
@@ -154,7 +185,6 @@ def bm25(collection):
     return retrievers(collection)["bm25"]
 
 
-
 @pytest.mark.parametrize("asynchronous", [False, True], ids=["sync", "async"])
 @pytest.mark.parametrize("generation", [GREEDY, SEEDED], ids=["greedy", "seeded"])
 def test_speculation_that_goes_plain_keeps_the_answer(tiny_model, collection, bm25, asynchronous, generation):
@@ -165,7 +195,9 @@ def test_speculation_that_goes_plain_keeps_the_answer(tiny_model, collection, bm
     assert n == 10
     wrong = [r.query for r in plain.retrievals]
     speculative = SpeculativeRetrievalConfig(async_verify=asynchronous, max_strides=3, os3_window=2)
-    answer = IterativeRAG(tiny_model, Disagreeing(bm25, wrong), collection, CONFIG, speculative).generate(QUESTION, generation)
+    answer = IterativeRAG(tiny_model, Disagreeing(bm25, wrong), collection, CONFIG, speculative).generate(
+        QUESTION, generation
+    )
     same_answer(answer, plain)
     stats = answer.stats
     assert stats["plain_strides"] >= 1 and stats["plain_cache_hits"] == 0  # every guess was wrong
@@ -191,7 +223,9 @@ def test_plain_strides_keep_filling_the_cache_and_counting_hits(tiny_model, coll
     plain = IterativeRAG(tiny_model, bm25, collection, CONFIG).generate(QUESTION, GREEDY)
     wrong = [r.query for r in plain.retrievals[:4]]
     speculative = SpeculativeRetrievalConfig(async_verify=False, max_strides=3, os3_window=2)
-    answer = IterativeRAG(tiny_model, Disagreeing(bm25, wrong), collection, CONFIG, speculative).generate(QUESTION, GREEDY)
+    answer = IterativeRAG(tiny_model, Disagreeing(bm25, wrong), collection, CONFIG, speculative).generate(
+        QUESTION, GREEDY
+    )
     same_answer(answer, plain)
     stats = answer.stats
     assert stats["plain_strides"] + stats["rollbacks"] + stats["cache_hits"] == len(plain.retrievals) - 1

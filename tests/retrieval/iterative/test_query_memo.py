@@ -5,9 +5,9 @@ from collections import Counter
 
 import numpy as np
 import pytest
-
 from hash_embedder import HashEmbedder
 from iterative_fixtures import QUESTION, salad_collection
+
 from specdraft import GenerationConfig
 from specdraft.retrieval.iterative import IterativeRAG, IterativeRAGConfig, SpeculativeRetrievalConfig, make_retriever
 from specdraft.retrieval.iterative.query_memo import QueryMemo
