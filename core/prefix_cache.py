@@ -27,9 +27,8 @@ Contracts:
 - **Thread-safe.** Lookups and inserts take the cache's lock; restoring (a copy) and computing
   happen outside it, so concurrent requests only serialise on the model's own forward-pass lock.
 
-Targets take part through ``Target.prefill_cached`` (declared on the protocol; ``PrefixCachingTarget``
-names that one member); a target without a cache of its own here (an engine's) implements it as a
-miss and prefills everything.
+Targets take part through ``Target.prefill_cached`` (declared on the protocol); a target without a
+cache of its own here (an engine's) implements it as a miss and prefills everything.
 """
 
 from __future__ import annotations
@@ -38,7 +37,7 @@ import threading
 import weakref
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Any, Protocol, Sequence, runtime_checkable
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -219,19 +218,6 @@ class PrefixCache:
             }
 
 
-@runtime_checkable
-class PrefixCachingTarget(Protocol):
-    """The prefix-cache member of ``Target`` (``specdraft.target``), on its own: every target has it."""
-
-    def prefill_cached(self, context_ids: Sequence[int], cache: PrefixCache, store: bool = True) -> int:
-        """``prefill(context_ids)`` starting from the longest prefix ``cache`` holds (at least the
-        last token is always run, for the logits that predict what follows); returns how many
-        tokens came from the cache. When the target is closed, it offers the sequence it then
-        holds (prompt and committed answer) to ``cache`` if that sequence is consistent (and
-        ``store``: False only reads the cache)."""
-        ...
-
-
 # --- one cache per model -----------------------------------------------------------------------
 _by_model: "weakref.WeakKeyDictionary[Any, PrefixCache | None]" = weakref.WeakKeyDictionary()
 _registry_lock = threading.Lock()
@@ -268,13 +254,4 @@ def prefix_cache_for(model: Any) -> PrefixCache | None:
                 _by_model[model] = PrefixCache(_default) if _default.enabled else None
             return _by_model[model]
         except TypeError:  # not weakly referenceable: no cache
-            return None
-
-
-def existing_prefix_cache(model: Any) -> PrefixCache | None:
-    """``model``'s prefix cache if one exists already (never creates one; for reports)."""
-    with _registry_lock:
-        try:
-            return _by_model.get(model)
-        except TypeError:
             return None

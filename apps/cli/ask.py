@@ -15,8 +15,7 @@ batches on a worker thread (RaLMSpec): the same answer and the same chunk at eve
 when retrieval is slow. Text output: the answer, then one line per retrieval (stride, chunk id,
 from the cache or the retriever, exact/confirmed/rolled back); with ``--json``
 ``IterativeAnswer.to_dict()`` plus ``model``, ``retriever``, ``speculative_retrieval`` (its ``stats``
-in the core's names, ``wall_s`` like the other commands, with the names used before, ``wall_seconds``
-and the rest of ``specdraft.retrieval.iterative.records.STATS_ALIASES``, kept for one release).
+in the core's names, ``wall_s`` like the other commands).
 """
 
 from __future__ import annotations

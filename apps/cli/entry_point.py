@@ -7,7 +7,7 @@ import os
 import sys
 
 # MKL's default small-matrix code path is slow on some CPUs for multi-token passes; AVX2 is the
-# fastest here for every pass size (see MODELS.md). Must be set before torch loads MKL.
+# fastest here for every pass size (docs/benchmarks.md measures with it). Must be set before torch loads MKL.
 os.environ.setdefault("MKL_CBWR", "AVX2")
 
 DESCRIPTION = """\

@@ -20,8 +20,7 @@
   ``IterativeAnswer.to_dict()`` (``answer``, ``token_ids``, ``finish_reason``, ``retrievals``: one
   record per stride with ``source`` "retriever"|"cache" and ``status``
   "exact"|"confirmed"|"rolled_back", ``stats``: ``retrieval_s``/``generation_s``/``wall_s``, cache
-  hits, rollbacks, ...; the names used before, ``wall_seconds`` ..., kept for one release) plus
-  ``index``, ``model``, ``retriever``, ``speculative_retrieval``. Streamed:
+  hits, rollbacks, ...) plus ``index``, ``model``, ``retriever``, ``speculative_retrieval``. Streamed:
   ``{"retrieval": {...record, "doc_id", "text"}}`` before each stride's text, ``{"text"}`` pieces
   (confirmed text only), then ``{"answer": {...}}`` and ``[DONE]``. A retriever that fails mid-answer
   is a 502 naming it (streamed: an ``{"error"}`` event), never a different answer.

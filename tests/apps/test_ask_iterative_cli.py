@@ -80,9 +80,8 @@ def test_retriever_options_need_iterative(capsys, tiny_checkpoint, index_dir):
         assert code == 2 and "need --iterative" in err
 
 
-def test_json_stats_use_the_core_names_and_keep_the_old_ones_for_a_release(capsys, tiny_checkpoint, index_dir):
-    """``ask --iterative --json`` says ``wall_s`` as ``ask`` and ``correct`` do; ``wall_seconds`` and the
-    other old names stay beside the new ones for one release."""
+def test_json_stats_use_the_core_names(capsys, tiny_checkpoint, index_dir):
+    """``ask --iterative --json`` says ``wall_s`` as ``ask`` and ``correct`` do, and only the core's names."""
     path, _ = tiny_checkpoint
     stats = ask_json(capsys, path, index_dir, "What does the fox say?")["stats"]
     for new, old in (
@@ -93,4 +92,4 @@ def test_json_stats_use_the_core_names_and_keep_the_old_ones_for_a_release(capsy
         ("cache_s", "cache_seconds"),
         ("target_forward_passes", "model_passes"),
     ):
-        assert new in stats and old in stats and stats[new] == stats[old], new
+        assert new in stats and old not in stats, new

@@ -19,9 +19,7 @@ from specdraft.prefix_cache import (
     DEFAULT_MIN_TOKENS,
     PrefixCache,
     PrefixCacheConfig,
-    PrefixCachingTarget,
     configure_prefix_cache,
-    existing_prefix_cache,
     prefix_cache_for,
 )
 
@@ -84,11 +82,10 @@ def test_configuration_validates_and_the_registry_gives_one_cache_per_model(tiny
         PrefixCacheConfig(max_bytes=-1)
     assert PrefixCacheConfig().min_tokens == DEFAULT_MIN_TOKENS
     cache = configure_prefix_cache(tiny_model, PrefixCacheConfig(max_bytes=1234))
-    assert prefix_cache_for(tiny_model) is cache is existing_prefix_cache(tiny_model)
+    assert prefix_cache_for(tiny_model) is cache
     assert configure_prefix_cache(tiny_model, PrefixCacheConfig(enabled=False)) is None
     assert prefix_cache_for(tiny_model) is None
     configure_prefix_cache(tiny_model)
-    assert isinstance(tiny_model.new_target(), PrefixCachingTarget)
 
 
 # --- generation through the cache ---------------------------------------------------------------------

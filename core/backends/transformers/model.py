@@ -204,9 +204,6 @@ class TransformersModel:
         self.verify_batcher = VerifyBatcher(self, config)
         return self.verify_batcher
 
-    def disable_verify_batching(self) -> None:
-        self.verify_batcher = None
-
 
 class TransformersSession:
     """One sequence's KV cache on a ``TransformersModel`` (the ``Session`` protocol): feed tokens or
@@ -301,7 +298,3 @@ def enable_verify_batching(model: Model, config: VerifyBatchConfig = VerifyBatch
     if not isinstance(model, TransformersModel):
         raise ValueError(f"verify batching is for the transformers backend; {model.name} runs on {model.backend}")
     return model.enable_verify_batching(config)
-
-
-def disable_verify_batching(model: TransformersModel) -> None:
-    model.disable_verify_batching()

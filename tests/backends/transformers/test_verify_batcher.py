@@ -13,7 +13,7 @@ from oracle import OracleDrafter, greedy_continuations
 
 from specdraft import ROOT, Draft, GenerationConfig, SpeculativeGenerator
 from specdraft.backends.transformers.kv_cache import KVCache
-from specdraft.backends.transformers.model import disable_verify_batching, enable_verify_batching
+from specdraft.backends.transformers.model import enable_verify_batching
 from specdraft.backends.transformers.verify_batch_config import VerifyBatchConfig
 from specdraft.drafters import PromptLookupDrafter
 
@@ -31,9 +31,7 @@ N_NEW = 24
 @pytest.fixture()
 def model(tokenizer):
     """A private tiny float64 model (the batcher is attached to it, never to the shared one)."""
-    model = make_tiny_model(tokenizer, seed=0)
-    yield model
-    disable_verify_batching(model)
+    return make_tiny_model(tokenizer, seed=0)
 
 
 class ContextTree:

@@ -118,11 +118,11 @@ def test_async_verification_overlaps_generation(tiny_model, collection, all_retr
     assert any(name.startswith("specdraft-verify") for name in retriever.threads)
     stats = answer.stats
     searched = 0.15 * stats["searches"]
-    assert stats["retrieval_seconds"] >= searched
+    assert stats["retrieval_s"] >= searched
     assert stats["overlapped_strides"] >= 1  # strides generated while a verification ran
     # so the answering thread did not wait out every search: without overlap it would wait at least
     # the searches' sleeps (no fixed margin: the strides overlapped take milliseconds on a tiny model)
-    assert stats["retrieval_wait_seconds"] < searched
+    assert stats["retrieval_wait_s"] < searched
 
 
 def test_stream_shows_only_confirmed_work(tiny_model, collection, all_retrievers, plain_answers):
