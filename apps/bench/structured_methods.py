@@ -11,11 +11,11 @@
   ``constrained_methods`` lists the four the benchmark compares (``METHODS``).
 
 **Judging an answer** (``judge``): for ``extract`` the answer is the whole text; for ``tool-call``
-the text must hold exactly one ``<tool_call>`` block (``specdraft.tool_calls.parse_tool_calls``, as
-the service reads a reply) calling the chosen tool, and the answer is the call's arguments. ``valid_json``: the answer parses as
-JSON; ``valid_schema``: it also satisfies the case's schema (``jsonschema_rs``). ``answer`` is the
-answer's JSON text in the grammar's style (``", "`` and ``": "``, no newlines, non-ASCII kept), which
-the peer's text is compared with.
+the text must hold exactly one call in the target's tool-call format (``ToolCallFormat.parse``, as
+the service reads a reply) calling the chosen tool, and the answer is the call's arguments.
+``valid_json``: the answer parses as JSON; ``valid_schema``: it also satisfies the case's schema
+(``jsonschema_rs``). ``answer`` is the answer's JSON text in the grammar's style (``", "`` and
+``": "``, no newlines, non-ASCII kept), which the peer's text is compared with.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from specdraft import Drafter, GenerationConfig, Model, SpeculationConfig, SpeculativeGenerator
 from specdraft.constrained import Constraint
@@ -33,6 +33,9 @@ from specdraft.retrieval.prompt_passages import documents_drafter, prompt_texts
 
 from .datasets.structured_data import StructuredItem
 from .methods import BenchCase, Measurement
+
+if TYPE_CHECKING:
+    from specdraft.tool_calls import ToolCallFormat
 
 __all__ = [
     "METHODS",
@@ -55,7 +58,8 @@ METHODS = (PLAIN, "specdraft:grammar", "specdraft:grammar+prompt-lookup", "specd
 class StructuredCase(BenchCase):
     """A case of ``structured_bench``: ``prompt_ids`` encode ``messages`` (with ``tools``) in the
     target's chat template; ``constraint`` is what every specdraft method decodes under; ``schema``
-    is the answer's (``StructuredItem.answer_schema``); ``document`` is the real text."""
+    is the answer's (``StructuredItem.answer_schema``); ``document`` is the real text; ``tool_format``
+    (tool-call cases) the target's format, which reads the answer's call (None: the default, Hermes)."""
 
     task: str = ""
     constraint: Constraint | None = None
@@ -64,24 +68,27 @@ class StructuredCase(BenchCase):
     tools: tuple[dict, ...] = ()
     tool_choice: dict | None = None
     document: str = ""
+    tool_format: ToolCallFormat | None = None
 
 
 def structured_case(item: StructuredItem, target: Model, max_new_tokens: int) -> StructuredCase:
     """The case of ``item`` for ``target``: the prompt through ``target.encode_chat`` (with the
     tools for ``tool-call``), the constraint from the schema or the named tool choice."""
     if item.tools:
-        from specdraft.tool_calls import ToolChoice, tags_are_tokens, tool_call_constraint, tools_from_openai
+        from specdraft.tool_calls import ToolChoice, format_for_model, tools_from_openai
 
         prompt_ids = target.encode_chat(list(item.messages), tools=list(item.tools))
         tools = tools_from_openai(list(item.tools))
         choice = ToolChoice.from_openai(item.tool_choice, tools)
-        constraint = tool_call_constraint(tools, choice, False, tag_tokens=tags_are_tokens(target.tokenizer))
+        tool_format = format_for_model(target)
+        constraint = tool_format.constraint(tools, choice, False, target.tokenizer)
     else:
         prompt_ids = target.encode_chat(list(item.messages))
-        constraint = Constraint.json_schema(item.answer_schema)
+        constraint, tool_format = Constraint.json_schema(item.answer_schema), None
     return StructuredCase(
         item.id, tuple(prompt_ids), max_new_tokens, task=item.task, constraint=constraint, schema=item.answer_schema,
         messages=item.messages, tools=item.tools, tool_choice=item.tool_choice, document=item.document,
+        tool_format=tool_format,
     )  # fmt: skip
 
 
@@ -114,9 +121,9 @@ def judge(case: StructuredCase, text: str) -> Answer:
     """The verdict on specdraft's answer ``text`` to ``case`` (module docstring)."""
     if not case.tools:
         return judge_json(text, case.schema)
-    from specdraft.tool_calls import parse_tool_calls
+    from specdraft.tool_calls import DEFAULT
 
-    calls = parse_tool_calls(text).calls
+    calls = (case.tool_format or DEFAULT).parse(text).calls
     name = (case.tool_choice or {}).get("function", {}).get("name")
     if len(calls) != 1 or calls[0].name != name:
         return Answer(None, False, False)

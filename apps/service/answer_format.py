@@ -5,10 +5,11 @@ The text endpoint's choice is ``{"text", "logprobs"}``; a chat choice's is ``{"m
 assistant message, ``{"role": "assistant", "content", "refusal": null}`` plus ``tool_calls`` when the
 answer makes calls (``content`` is then null unless the model also wrote text). Whether calls are read
 from the text is the request's ``OutputPlan`` (``structured_output``): with tool_choice auto, required
-or a named function, ``specdraft.tool_calls.ToolCallStream`` reads the text, and a streamed answer
-sends each call's index, id and name once, then its arguments in fragments, never a partial
-``<tool_call`` tag as content (the stream holds such text back until it knows what it is). The plain
-answer and the streamed one are the same parse (``parse_tool_calls`` is the stream fed whole). In
+or a named function, the model's tool-call format (``OutputPlan.tool_format``, a
+``specdraft.tool_calls.ToolCallFormat``) reads the text with its ``stream``, and a streamed answer
+sends each call's index, id and name once, then its arguments in fragments, never a partial tag
+(``<tool_call``) as content (the stream holds such text back until it knows what it is). The plain
+answer and the streamed one are the same parse (the format's ``parse`` is the stream fed whole). In
 auto mode a reply that is only untagged calls of the request's tools (bare JSON objects or a ```json
 fence) is read as calls too.
 ``parallel_tool_calls: false`` keeps the answer's first call only.
@@ -18,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from specdraft.tool_calls import ContentDelta, ToolCallStream, parse_tool_calls
+from specdraft.tool_calls import ContentDelta
 
 from .structured_output import OutputPlan
 
@@ -85,15 +86,16 @@ class _TextFormat(Format):
 
 def _untagged_names(plan: OutputPlan) -> list[str] | None:
     """In auto mode, the tools' names: a reply of bare JSON calls of them (no ``<tool_call>`` tags,
-    as small models often write them) is read as calls too; otherwise None (tagged blocks only)."""
+    as small models often write them) is read as calls too; otherwise None (the format's own calls
+    only: tagged blocks, or a family's untagged calls of any name, the grammar having chosen them)."""
     return [tool.name for tool in plan.tools] if plan.choice.mode == "auto" else None
 
 
 class _ChatDeltas(Deltas):
-    """Content as it comes, or, when the plan reads calls, what ``ToolCallStream`` decides."""
+    """Content as it comes, or, when the plan reads calls, what the format's stream decides."""
 
     def __init__(self, plan: OutputPlan) -> None:
-        self._parser = ToolCallStream(tool_names=_untagged_names(plan)) if plan.reads_calls else None
+        self._parser = plan.tool_format.stream(_untagged_names(plan)) if plan.reads_calls else None
         self._max_calls = None if plan.parallel else 1
         self._started = False  # the role has been sent
 
@@ -147,7 +149,7 @@ class _ChatFormat(Format):
         message: dict[str, Any] = {"role": ASSISTANT, "content": text, "refusal": None}
         if not plan.reads_calls:
             return {"message": message}, 0
-        reply = parse_tool_calls(text, tool_names=_untagged_names(plan))
+        reply = plan.tool_format.parse(text, _untagged_names(plan))
         calls = reply.calls if plan.parallel else reply.calls[:1]
         message["content"] = reply.content if calls or reply.content is not None else ""
         if calls:

@@ -51,6 +51,7 @@ from specdraft.constrained import GrammarUnavailableError
 from specdraft.copydraft import CopyDrafter
 from specdraft.copydraft.editor import COPY_SPECULATION
 from specdraft.retrieval.prompt_passages import prompt_texts
+from specdraft.tool_calls import format_for_model
 
 from . import metrics, openai_usage
 from .answer_format import CHAT, TEXT, Format
@@ -86,7 +87,7 @@ def _complete(fmt: Format) -> Response:
     state = current_state()
     req = parse_completion_request(parse_json_body(request.get_data()), fmt.chat, state.config)
     model = state.target()
-    plan = plan_output(req.response_format, req.tools, model.tokenizer)
+    plan = plan_output(req.response_format, req.tools, model.tokenizer, tool_format=format_for_model(model))
     prompts = _prompts(model, req, state.config.model, fmt.prompt_param, plan)
     prediction_ids = None if req.prediction is None else model.tokenizer.encode(req.prediction)
     choices = [

@@ -8,14 +8,13 @@ grammar library cannot follow, or one over ``ConstraintLimits``, is a 400 naming
 keyword and its JSON pointer (``ConstraintError``'s message) before anything is generated:
 
 - ``tool_choice`` "required" or a named function: the answer is constrained to tool calls in the
-  model's chat-template format (``tool_call_constraint``; the tags as special tokens where the
-  vocabulary has them);
-- ``auto``: unconstrained; the calls are parsed from the text (``parse_tool_calls``,
-  ``ToolCallStream``);
+  model's format (``ToolCallFormat.constraint`` of the format its chat template belongs to,
+  ``specdraft.tool_calls.format_for_model``; the tags as tokens where the vocabulary has them);
+- ``auto``: unconstrained; the calls are parsed from the text (the format's ``stream`` and ``parse``);
 - ``none``: no calls: the text is the content. The tools still go into the prompt (the template's
   tools section), as OpenAI's models still see them: the model knows the tools of a conversation
   whose history calls them, and is told by the choice not to call one. A model that writes a
-  ``<tool_call>`` block anyway has it in its content, as text;
+  call anyway has it in its content, as text;
 - ``response_format`` ``json_object`` / ``json_schema`` (no tool calls asked for): the answer is
   constrained to the schema (``specdraft.constrained.from_response_format``); with tools in auto mode
   it is refused (the answer can be either calls or the schema's JSON, not both: send a tool_choice).
@@ -29,14 +28,7 @@ from typing import Any, Mapping
 
 from specdraft import Tokenizer
 from specdraft.constrained import Constraint, ConstraintError, ConstraintLimits, from_response_format
-from specdraft.tool_calls import (
-    ToolChoice,
-    ToolError,
-    ToolSpec,
-    tags_are_tokens,
-    tool_call_constraint,
-    tools_from_openai,
-)
+from specdraft.tool_calls import DEFAULT, ToolCallFormat, ToolChoice, ToolError, ToolSpec, tools_from_openai
 
 from .protocol.errors import RequestError
 
@@ -57,12 +49,14 @@ class ToolRequest:
 @dataclass(frozen=True)
 class OutputPlan:
     """The answer's ``constraint`` (None: free text), the request's ``tools`` (for the chat template)
-    and ``choice`` (mode "none" without tools); ``parallel``: several calls may be made."""
+    and ``choice`` (mode "none" without tools); ``parallel``: several calls may be made;
+    ``tool_format``: the model's tool-call format, which reads the calls."""
 
     constraint: Constraint | None = None
     tools: tuple[ToolSpec, ...] = ()
     choice: ToolChoice = NO_TOOLS
     parallel: bool = True
+    tool_format: ToolCallFormat = DEFAULT
 
     @property
     def template_tools(self) -> list[dict[str, Any]] | None:
@@ -88,9 +82,11 @@ def plan_output(
     tools: ToolRequest | None,
     tokenizer: Tokenizer,
     limits: ConstraintLimits = ConstraintLimits(),
+    tool_format: ToolCallFormat = DEFAULT,
 ) -> OutputPlan:
-    """The request's ``OutputPlan`` (module docstring); ``RequestError`` naming the field for a tool, a
-    tool choice or a schema that cannot be used."""
+    """The request's ``OutputPlan`` (module docstring) for a model with ``tokenizer`` that writes calls
+    in ``tool_format``; ``RequestError`` naming the field for a tool, a tool choice or a schema that
+    cannot be used."""
     tools = tools or ToolRequest()
     try:
         specs = tools_from_openai(list(tools.tools))
@@ -98,9 +94,9 @@ def plan_output(
     except ToolError as error:
         raise RequestError(str(error), _place(str(error), "tools")) from None
     if choice.constrained:
-        constraint = tool_call_constraint(specs, choice, tools.parallel, tag_tokens=tags_are_tokens(tokenizer))
+        constraint = tool_format.constraint(specs, choice, tools.parallel, tokenizer)
         _check(constraint, limits, "the tools' call grammar", "tools")
-        return OutputPlan(constraint, specs, choice, tools.parallel)
+        return OutputPlan(constraint, specs, choice, tools.parallel, tool_format)
     try:
         constraint = from_response_format(response_format)
     except ConstraintError as error:
@@ -114,7 +110,7 @@ def plan_output(
             )
         where = "response_format.json_schema.schema" if constraint.kind == "json_schema" else "response_format"
         _check(constraint, limits, where, where)
-    return OutputPlan(constraint, specs, choice, tools.parallel)
+    return OutputPlan(constraint, specs, choice, tools.parallel, tool_format)
 
 
 def _check(constraint: Constraint, limits: ConstraintLimits, what: str, param: str) -> None:

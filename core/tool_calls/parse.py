@@ -1,18 +1,18 @@
-"""parse_tool_calls: a whole reply as its content and tool calls (tool_choice "auto", or a reply
-constrained by ``tool_call_constraint``).
+"""read_reply: a whole reply as its content and tool calls (tool_choice "auto", or a reply constrained
+by a format's grammar).
 
-The same reading as ``ToolCallStream`` (it is the stream, fed the whole text at once), so a streamed
-reply and the same reply unstreamed always agree: the blocks that are calls, each call's arguments as
-the model wrote them, and the content (the text outside the calls, stripped; None when empty).
+The same reading as the format's ``CallStream`` (it is the stream, fed the whole text at once), so a
+streamed reply and the same reply unstreamed always agree: the blocks that are calls, each call's
+arguments as the model wrote them, and the content (the text outside the calls, stripped; None when
+empty). ``ToolCallFormat.parse`` (and the Hermes format's ``parse_tool_calls``) call it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
-from .stream import ContentDelta, ToolCallDelta, ToolCallStream, new_call_id
+from .stream import CallStream, ContentDelta, ToolCallDelta
 
 
 @dataclass(frozen=True)
@@ -37,12 +37,8 @@ class ParsedReply:
     calls: list[ToolCall] = field(default_factory=list)
 
 
-def parse_tool_calls(
-    text: str, new_id: Callable[[], str] = new_call_id, tool_names: Collection[str] | None = None
-) -> ParsedReply:
-    """The content and calls of the reply ``text`` (module docstring); ``new_id`` makes call ids;
-    ``tool_names`` (the request's tools) also reads a reply of untagged calls (``ToolCallStream``)."""
-    stream = ToolCallStream(new_id, tool_names)
+def read_reply(stream: CallStream, text: str) -> ParsedReply:
+    """The content and calls of the reply ``text``, read by a fresh ``stream`` (module docstring)."""
     content: list[str] = []
     calls: list[list[str]] = []  # [id, name, arguments] by index
     for event in [*stream.push(text), *stream.finish()]:

@@ -1,7 +1,8 @@
-"""ToolCallStream: a model's reply, pushed piece by piece, as content and tool-call deltas.
+"""CallStream: a model's reply, pushed piece by piece, as content and tool-call deltas.
 
-The reply is content with tool-call blocks (``<tool_call>`` ... ``</tool_call>``) in it. The stream
-emits events as soon as it knows what the text is:
+The reply is content with tool-call blocks in it (``Blocks``: the Hermes format's ``<tool_call>`` ...
+``</tool_call>``; a family whose calls are the whole reply has none), and, with an ``UntaggedCalls``
+reader, may be nothing but untagged calls. The stream emits events as soon as it knows what the text is:
 
 - ``ContentDelta(text)``: content. Text that could still begin a tag (a suffix such as ``<tool_c``)
   is held back until it is known not to; content is stripped as ``str.strip`` strips the whole
@@ -10,38 +11,52 @@ emits events as soon as it knows what the text is:
   "arguments": {`` has been read, then ``ToolCallDelta(index, None, None, fragment)`` with the
   arguments' text as it comes (the fragments join into the arguments' JSON text, as the model wrote it).
 
-A block is a call when it reads ``<tool_call>``, the header, a balanced JSON object (the arguments),
-then ``}`` and ``</tool_call>`` (whitespace allowed between the parts). Once the header is read the
+A block is a call when it reads the open tag, the header, a balanced JSON object (the arguments),
+then ``}`` and the close tag (whitespace allowed between the parts). Once the header is read the
 call stands: a reply cut short inside the arguments ends with that call's arguments unfinished (as
 OpenAI's do when ``finish_reason`` is "length"), and text after the arguments' object that is not the
 block's end is content; a reply cut short inside a header (a block that so far reads as the start of a
-call) ends without it. A block whose header does not match is read whole up to ``</tool_call>``: a
+call) ends without it. A block whose header does not match is read whole up to the close tag: a
 JSON object with a string ``name`` and an object ``arguments`` (in any order, any whitespace) is a call
 (its arguments re-serialised), anything else stays content, tags included, as does such a block never
 closed.
 
-With ``tool_names`` (the request's tools; None: tagged blocks only) a reply that is nothing but
-untagged calls (``untagged``: bare ``{"name": ..., "arguments": {...}}`` objects, or in a ```json
-fence) is also calls: while the reply so far could still be that, it is held back; once it cannot, it
-is read as above; at the reply's end, if it is, each call is given whole (id and name, then its
-arguments, re-serialised, in one fragment).
+With an ``UntaggedCalls`` reader (``untagged``: bare ``{"name": ..., "arguments": {...}}`` objects, or
+in a ```json fence) a reply that is nothing but such calls is also calls: while the reply so far could
+still be that, it is held back; once it cannot, it is read as above; at the reply's end, if it is, each
+call is given whole (id and name, then its arguments, re-serialised, in one fragment).
 """
 
 from __future__ import annotations
 
 import json
 import secrets
-from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any, Callable, Union
 
-from .grammar import TOOL_CALL_CLOSE, TOOL_CALL_OPEN
 from .scan import NEED_MORE, NO_MATCH, JsonBrackets, scan_parts
 from .untagged import UntaggedCalls
 
 _WHITESPACE = " \t\r\n"
-_HEADER = ("{", '"name"', ":", None, ",", '"arguments"', ":", "{")  # None: the name (a JSON string)
-_TAIL = ("}", TOOL_CALL_CLOSE)
+
+
+@dataclass(frozen=True)
+class Blocks:
+    """Tool-call blocks inside content: ``open`` tag, a JSON header ``{"name": <name>, "<key>": {``,
+    the arguments' object, ``}`` and the ``close`` tag; ``key`` the arguments' key."""
+
+    open: str
+    close: str
+    key: str = "arguments"
+
+    @property
+    def header(self) -> tuple[str | None, ...]:
+        """The header's parts for ``scan_parts`` (None: the name, a JSON string)."""
+        return ("{", '"name"', ":", None, ",", f'"{self.key}"', ":", "{")
+
+    @property
+    def tail(self) -> tuple[str, ...]:
+        return ("}", self.close)
 
 
 def new_call_id() -> str:
@@ -79,15 +94,20 @@ class ToolCallDelta:
 Event = Union[ContentDelta, ToolCallDelta]
 
 
-class ToolCallStream:
+class CallStream:
     """One reply's parser (module docstring). ``push`` each new piece of text, then ``finish`` once;
-    each returns the events the text decided (consecutive content and argument fragments merged)."""
+    each returns the events the text decided (consecutive content and argument fragments merged).
+    ``blocks``: the tagged blocks in content (None: none); ``untagged``: the reader of a reply that is
+    only untagged calls (None: no such reading); ``new_id`` makes call ids."""
 
-    def __init__(self, new_id: Callable[[], str] = new_call_id, tool_names: Collection[str] | None = None) -> None:
+    def __init__(
+        self, blocks: Blocks | None, untagged: UntaggedCalls | None = None, new_id: Callable[[], str] = new_call_id
+    ) -> None:
+        self._blocks = blocks
         self._new_id = new_id
-        self._untagged = None if tool_names is None else UntaggedCalls(tool_names)
+        self._untagged = untagged
         self._mode = (
-            "content" if tool_names is None else "untagged"
+            "content" if untagged is None else "untagged"
         )  # untagged | content | header | opaque | arguments | tail
         self._buffer = ""  # text not yet decided
         self._calls = 0
@@ -121,29 +141,34 @@ class ToolCallStream:
             if self._mode == "content":
                 self._content(self._buffer)
             elif self._mode == "opaque":  # a malformed block never closed stays content
-                self._content(TOOL_CALL_OPEN + self._buffer)
+                assert self._blocks is not None  # blocks are read only with tags
+                self._content(self._blocks.open + self._buffer)
             # header: a call cut short before its arguments; arguments, tail: the call stands
             self._buffer = ""
         return self._take()
 
     # --- one step of the state machine: True when it changed state and may go on ------------------
     def _step(self) -> bool:
-        mode, buffer = self._mode, self._buffer
+        mode, buffer, blocks = self._mode, self._buffer, self._blocks
+        if blocks is None:  # no tagged blocks: all of it is content
+            self._content(buffer)
+            self._buffer = ""
+            return False
         if mode == "content":
-            start = buffer.find(TOOL_CALL_OPEN)
+            start = buffer.find(blocks.open)
             if start < 0:
-                keep = _partial_suffix(buffer, TOOL_CALL_OPEN)
+                keep = _partial_suffix(buffer, blocks.open)
                 self._content(buffer[: len(buffer) - keep])
                 self._buffer = buffer[len(buffer) - keep :]
                 return False
             self._content(buffer[:start])
-            self._buffer, self._mode = buffer[start + len(TOOL_CALL_OPEN) :], "header"
+            self._buffer, self._mode = buffer[start + len(blocks.open) :], "header"
             return True
         if mode == "header":
-            found = scan_parts(buffer, _HEADER)
-            if found is NEED_MORE:
-                return False
-            if found is NO_MATCH:
+            found = scan_parts(buffer, blocks.header)
+            if isinstance(found, bool):  # NEED_MORE: wait; NO_MATCH: not a call's header
+                if found is NEED_MORE:
+                    return False
                 self._mode = "opaque"
                 return True
             name, end = found
@@ -162,25 +187,25 @@ class ToolCallStream:
                 return True
             return False
         if mode == "tail":
-            found = scan_parts(buffer, _TAIL)
+            found = scan_parts(buffer, blocks.tail)
             if found is NEED_MORE:
                 return False
-            if found is not NO_MATCH:
+            if not isinstance(found, bool):  # the block's end: dropped
                 self._buffer = buffer[found[1] :]
             self._mode = "content"
             return True
         # opaque: wait for the block's end, then decide it whole
-        end = buffer.find(TOOL_CALL_CLOSE)
+        end = buffer.find(blocks.close)
         if end < 0:
             return False
-        call = _loose_call(buffer[:end])
+        call = _loose_call(buffer[:end], blocks.key)
         if call is None:
-            self._content(TOOL_CALL_OPEN + buffer[: end + len(TOOL_CALL_CLOSE)])
+            self._content(blocks.open + buffer[: end + len(blocks.close)])
         else:
             self._emit(ToolCallDelta(self._calls, self._new_id(), call[0], ""))
             self._emit(ToolCallDelta(self._calls, None, None, call[1]))
             self._calls += 1
-        self._buffer, self._mode = buffer[end + len(TOOL_CALL_CLOSE) :], "content"
+        self._buffer, self._mode = buffer[end + len(blocks.close) :], "content"
         return True
 
     def _end_untagged(self) -> None:
@@ -236,20 +261,16 @@ class ToolCallStream:
         return events
 
 
-def _loose_call(body: str) -> tuple[str, str] | None:
+def _loose_call(body: str, key: str) -> tuple[str, str] | None:
     """A block's body as ``(name, arguments' JSON text)`` when it is a JSON object with a string
-    ``name`` and an object ``arguments``, in any order and layout; else None."""
+    ``name`` and an object ``key`` (its arguments), in any order and layout; else None."""
     try:
         value = json.loads(body)
     except ValueError:
         return None
-    if (
-        not isinstance(value, dict)
-        or not isinstance(value.get("name"), str)
-        or not isinstance(value.get("arguments"), dict)
-    ):
+    if not isinstance(value, dict) or not isinstance(value.get("name"), str) or not isinstance(value.get(key), dict):
         return None
-    return value["name"], json.dumps(value["arguments"], ensure_ascii=False)
+    return value["name"], json.dumps(value[key], ensure_ascii=False)
 
 
 def _partial_suffix(text: str, tag: str) -> int:

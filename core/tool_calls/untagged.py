@@ -13,12 +13,20 @@ The reader is fed the reply as it comes and says, as early as the text allows, w
 longer be such calls (``NO_MATCH``); while it still can (``NEED_MORE``) the stream holds the text
 back, and ``end`` decides at the reply's end. Its work per character is constant (a brace scanner;
 each object is parsed once, when it closes).
+
+An ``UntaggedStyle`` adapts the reader to a family whose calls are untagged by design (``llama3``,
+``mistral``): ``prefixes`` (a marker that may open the reply, such as ``<|python_tag|>`` or
+``[TOOL_CALLS]``, absent when the tokenizer's decode left the special token out), ``extra_keys`` (keys a
+call object may hold besides its name and arguments, such as Mistral's ``"id"``) and ``separators``
+(characters allowed between two objects besides whitespace). The default style is the Hermes
+reader's, as described above. Without tool names (``None``) any name is a call's.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Collection
+from dataclasses import dataclass
 
 from .scan import NEED_MORE, NO_MATCH, JsonBrackets, scan_parts
 
@@ -29,11 +37,23 @@ _HEADER = ("{", '"name"', ":", None)  # None: the name (a JSON string)
 _ARGUMENT_KEYS = ("arguments", "parameters")
 
 
-class UntaggedCalls:
-    """One reply's untagged-call reader (module docstring): ``feed`` each new piece, then ``end``."""
+@dataclass(frozen=True)
+class UntaggedStyle:
+    """What a family's untagged calls may hold beyond the Hermes reader's (module docstring)."""
 
-    def __init__(self, tool_names: Collection[str]) -> None:
-        self._names = frozenset(tool_names)
+    prefixes: tuple[str, ...] = ()  # markers that may open the reply, once, before anything else
+    extra_keys: frozenset[str] = frozenset()  # keys a call object may have besides name and arguments
+    separators: str = ""  # characters allowed between two objects besides whitespace
+
+
+class UntaggedCalls:
+    """One reply's untagged-call reader (module docstring): ``feed`` each new piece, then ``end``.
+    ``tool_names``: the names a call may have (None: any)."""
+
+    def __init__(self, tool_names: Collection[str] | None, style: UntaggedStyle = UntaggedStyle()) -> None:
+        self._names = None if tool_names is None else frozenset(tool_names)
+        self._style = style
+        self._prefixed = False  # a prefix has been read
         self._text = ""
         self._pos = 0  # next character to scan
         self._phase = "lead"  # lead | language | open | header | value | between | closed
@@ -65,6 +85,13 @@ class UntaggedCalls:
             phase, char = self._phase, text[self._pos]
             if phase in ("lead", "open", "between", "closed") and char in _WHITESPACE:
                 self._pos += 1
+            elif phase == "lead" and not self._prefixed and (prefix := self._prefix()) is not None:
+                if prefix is NEED_MORE:
+                    return True
+                self._pos += int(prefix)
+                self._prefixed = True
+            elif phase == "between" and char in self._style.separators:
+                self._pos += 1
             elif phase in ("lead", "between") and char == "`":
                 if not _FENCE.startswith(text[self._pos : self._pos + len(_FENCE)]):
                     return False
@@ -93,7 +120,7 @@ class UntaggedCalls:
                 found = _scan_header(text[first:].lstrip(_WHITESPACE))
                 if found is NEED_MORE:
                     return True
-                if found is NO_MATCH or found not in self._names:
+                if found is NO_MATCH or not self._known(found):
                     return False
                 self._phase = "value"
             elif phase == "value":
@@ -104,6 +131,20 @@ class UntaggedCalls:
             else:
                 return False
         return True
+
+    def _prefix(self) -> int | bool | None:
+        """At the reply's lead: the length of the style's prefix that starts there, NEED_MORE while the
+        text so far is a proper prefix of one, None when none starts there."""
+        rest = self._text[self._pos :]
+        for prefix in self._style.prefixes:
+            if rest.startswith(prefix):
+                return len(prefix)
+            if prefix.startswith(rest):
+                return NEED_MORE
+        return None
+
+    def _known(self, name: object) -> bool:
+        return isinstance(name, str) and (self._names is None or name in self._names)
 
     def _scan_value(self) -> bool:
         """Scan on through the current value; True when its closing bracket has been read."""
@@ -118,28 +159,30 @@ class UntaggedCalls:
         except ValueError:
             return False
         objects = value if isinstance(value, list) else [value]
-        calls = [_call(item, self._names) for item in objects]
+        calls = [self._call(item) for item in objects]
         if not calls or any(call is None for call in calls):
             return False
         self._calls.extend(calls)  # type: ignore[arg-type]
         return True
+
+    def _call(self, item: object) -> tuple[str, str] | None:
+        """``item`` as ``(name, arguments' JSON text)`` when it is a call of a known name: its name, one
+        arguments key, and no other key than the style's extra ones."""
+        if not isinstance(item, dict) or not self._known(item.get("name")):
+            return None
+        keys = [key for key in _ARGUMENT_KEYS if key in item]
+        if len(keys) != 1 or not isinstance(item[keys[0]], dict):
+            return None
+        if not set(item) - {"name", keys[0]} <= self._style.extra_keys:
+            return None
+        return item["name"], json.dumps(item[keys[0]], ensure_ascii=False)
 
 
 def _scan_header(text: str) -> str | bool:
     """The name of an object that starts ``{"name": "..."`` at ``text``'s start, NEED_MORE while
     ``text`` is a proper prefix of that, NO_MATCH when it cannot be."""
     found = scan_parts(text, _HEADER)
-    if found is NEED_MORE or found is NO_MATCH:
+    if isinstance(found, bool):  # NEED_MORE or NO_MATCH
         return found
     name = found[0]
     return name if isinstance(name, str) else NO_MATCH
-
-
-def _call(item: object, names: frozenset[str]) -> tuple[str, str] | None:
-    """``item`` as ``(name, arguments' JSON text)`` when it is a call of one of ``names``."""
-    if not isinstance(item, dict) or len(item) != 2 or item.get("name") not in names:
-        return None
-    key = next((key for key in _ARGUMENT_KEYS if key in item), None)
-    if key is None or not isinstance(item[key], dict):
-        return None
-    return item["name"], json.dumps(item[key], ensure_ascii=False)

@@ -115,6 +115,12 @@ class TransformersModel:
     def has_chat_template(self) -> bool:
         return self.tokenizer.chat_template is not None
 
+    @property
+    def chat_template(self) -> str | None:
+        """The tokenizer's Jinja chat template (None without one): what ``specdraft.tool_calls`` reads
+        the model's tool-call format from."""
+        return self.tokenizer.chat_template
+
     def encode(self, text: str) -> list[int]:
         return self.tokenizer.encode(text, add_special_tokens=True)
 
