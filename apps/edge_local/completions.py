@@ -22,28 +22,24 @@ A verify server that refuses the session (a wrong key, another tokenizer) is a 5
 
 from __future__ import annotations
 
-import time
-import uuid
+from itertools import chain
 from typing import Any, Iterator
 
-from flask import Blueprint, Response, current_app, jsonify, request, stream_with_context
+from flask import Blueprint, Response, current_app, jsonify, request
 
+from specdraft.apps.service import sse
+from specdraft.apps.service.answer_format import CHAT, TEXT, Answer
 from specdraft.apps.service.config import ServiceConfig
-from specdraft.apps.service.errors import error_body
-from specdraft.apps.service.sse import DONE_EVENT, event
-from specdraft.apps.service.validation import (
-    CompletionRequest,
-    RequestError,
-    check_context_length,
-    parse_completion_request,
-    parse_json_body,
-)
+from specdraft.apps.service.protocol.errors import RequestError, check_token_ids, parse_json_body
+from specdraft.apps.service.structured_output import OutputPlan
+from specdraft.apps.service.validation import CompletionRequest, check_context_length, parse_completion_request
 from specdraft.edge import EdgeRefused
 from specdraft.edge.client import EdgeResult
 
 from .runner import EdgeRunner, Update
 
 bp = Blueprint("edge_completions", __name__, url_prefix="/v1")
+PLAIN = OutputPlan()  # text only: no constraint, no tool calls
 RUNNER = "specdraft.edge_local"
 
 
@@ -69,20 +65,17 @@ def _complete(chat: bool) -> Response:
     _check_supported(req)
     prompt_ids, param = _prompt_ids(runner, req)
     check_context_length(len(prompt_ids), req.max_tokens, runner.max_length(), param)
-    answer = _Answer(chat, runner.model_name(), len(prompt_ids))
+    answer = Answer(CHAT if chat else TEXT, runner.model_name())
     updates = runner.generate(prompt_ids, req.generation)
     try:
         first = next(updates)  # opens the session: a refusal is still an error response here
     except EdgeRefused as error:
-        return _refused(error)
+        raise _refused(error) from None
     if req.stream:
-        return Response(
-            stream_with_context(answer.stream(first, updates)),
-            mimetype="text/event-stream",
-            headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
-        )
-    items = [first, *updates]
-    return jsonify(answer.whole(items[-1]))
+        return sse.response(_chunks(answer, len(prompt_ids), first, updates))
+    *_, result = first, *updates
+    choice = answer.choice(0, result.text, PLAIN, result.finish_reason)
+    return jsonify(answer.whole([choice], _usage(len(prompt_ids), result), speculation=speculation(result)))
 
 
 def _service_config(runner: EdgeRunner) -> ServiceConfig:
@@ -130,93 +123,42 @@ def _prompt_ids(runner: EdgeRunner, req: CompletionRequest) -> tuple[list[int], 
     prompt = req.prompts[0]
     if isinstance(prompt, str):
         return runner.encode(prompt), "prompt"
-    bad = [t for t in prompt if t >= runner.vocab_size]
-    if bad:
-        raise RequestError(
-            f"prompt holds token id {bad[0]}, outside the vocabulary of {runner.vocab_size} tokens", "prompt"
-        )
+    check_token_ids(prompt, runner.vocab_size, "prompt")
     return list(prompt), "prompt"
 
 
-def _refused(error: EdgeRefused) -> tuple[Response, int]:
+def _refused(error: EdgeRefused) -> RequestError:
     message = f"the verify server refused the session ({error.status}): {error.message}"
-    return jsonify(error_body(message, "upstream_error")), 502
+    return RequestError(message, None, 502, type="upstream_error")
 
 
-class _Answer:
-    """How one answer is spelled (OpenAI's shapes, plus ``speculation`` and the stream's flags)."""
+def _chunks(
+    answer: Answer, prompt_tokens: int, first: Update | EdgeResult, rest: Iterator[Update | EdgeResult]
+) -> Iterator[dict[str, Any]]:
+    """The streamed answer (module docstring): a chunk per update with its flags, then the last one."""
+    deltas = answer.fmt.deltas(PLAIN)
+    try:
+        for item in chain([first], rest):
+            if isinstance(item, EdgeResult):
+                usage = _usage(prompt_tokens, item)
+                yield answer.chunk(0, deltas.final(), item.finish_reason, usage=usage, speculation=speculation(item))
+                return
+            flags = {
+                "unverified": not item.verified,
+                "source": "verified" if item.verified else "unverified",
+                "drafted": item.drafted,
+                "round_trip_ms": None if item.round_trip_ms is None else round(item.round_trip_ms, 2),
+                "round_trips": item.round_trips,
+            }
+            for delta in deltas.push(item.text) or [deltas.final()]:
+                yield answer.chunk(0, delta, **flags)
+    except EdgeRefused as error:  # after the answer started (a later reconnection refused): end it with the error
+        raise _refused(error) from None
 
-    def __init__(self, chat: bool, model: str, prompt_tokens: int) -> None:
-        self.chat, self.model, self.prompt_tokens = chat, model, prompt_tokens
-        self.id = ("chatcmpl-" if chat else "cmpl-") + uuid.uuid4().hex
-        self.created = int(time.time())
 
-    def _head(self, obj: str) -> dict[str, Any]:
-        return {"id": self.id, "object": obj, "created": self.created, "model": self.model}
-
-    def whole(self, result: EdgeResult) -> dict[str, Any]:
-        content = {"message": {"role": "assistant", "content": result.text}} if self.chat else {"text": result.text}
-        choice = {"index": 0, **content, "logprobs": None, "finish_reason": result.finish_reason}
-        return {
-            **self._head("chat.completion" if self.chat else "text_completion"),
-            "choices": [choice],
-            "usage": self._usage(result),
-            "speculation": speculation(result),
-        }
-
-    def stream(self, first: Update | EdgeResult, rest: Iterator[Update | EdgeResult]) -> Iterator[str]:
-        obj = "chat.completion.chunk" if self.chat else "text_completion"
-        started = False
-        item = first
-        try:
-            while True:
-                if isinstance(item, EdgeResult):
-                    choice = {
-                        "index": 0,
-                        **self._delta("", not started),
-                        "logprobs": None,
-                        "finish_reason": item.finish_reason,
-                    }
-                    yield event(
-                        {
-                            **self._head(obj),
-                            "choices": [choice],
-                            "usage": self._usage(item),
-                            "speculation": speculation(item),
-                        }
-                    )
-                    break
-                choice = {"index": 0, **self._delta(item.text, not started), "logprobs": None, "finish_reason": None}
-                started = True
-                yield event(
-                    {
-                        **self._head(obj),
-                        "choices": [choice],
-                        "unverified": not item.verified,
-                        "source": "verified" if item.verified else "unverified",
-                        "drafted": item.drafted,
-                        "round_trip_ms": None if item.round_trip_ms is None else round(item.round_trip_ms, 2),
-                        "round_trips": item.round_trips,
-                    }
-                )
-                item = next(rest)
-        except EdgeRefused as error:  # after the answer started (a later reconnection refused): end it with the error
-            yield event(
-                error_body(f"the verify server refused the session ({error.status}): {error.message}", "upstream_error")
-            )
-        yield DONE_EVENT
-
-    def _delta(self, text: str, first: bool) -> dict[str, Any]:
-        if not self.chat:
-            return {"text": text}
-        delta: dict[str, str] = {"role": "assistant"} if first else {}
-        if text:
-            delta["content"] = text
-        return {"delta": delta}
-
-    def _usage(self, result: EdgeResult) -> dict[str, int]:
-        n = len(result.token_ids)
-        return {"prompt_tokens": self.prompt_tokens, "completion_tokens": n, "total_tokens": self.prompt_tokens + n}
+def _usage(prompt_tokens: int, result: EdgeResult) -> dict[str, int]:
+    n = len(result.token_ids)
+    return {"prompt_tokens": prompt_tokens, "completion_tokens": n, "total_tokens": prompt_tokens + n}
 
 
 def speculation(result: EdgeResult) -> dict[str, Any]:

@@ -26,9 +26,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-from flask import Flask, Response, current_app, g, jsonify, request
+from flask import Flask, current_app, g, request
 
 from .api_keys import READ, WRITE, KeyRing, Principal
+from .protocol.errors import RequestError
 
 LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
 WRITE_ENDPOINTS = frozenset({"rag.add_documents"})  # Flask endpoint names of routes that change state
@@ -47,16 +48,16 @@ class AccessPolicy:
     allowed_hosts: tuple[str, ...] = ()
 
 
-class AccessDenied(Exception):
+class AccessDenied(RequestError):
+    """A request refused before its view runs (no ``param``: the request as a whole)."""
+
     def __init__(self, status: int, message: str, code: str, headers: dict[str, str] | None = None) -> None:
-        super().__init__(message)
-        self.status, self.message, self.code, self.headers = status, message, code, headers or {}
+        super().__init__(message, None, status, code, headers=headers)
 
 
 def install_access_control(app: Flask, policy: AccessPolicy) -> None:
     app.extensions["specdraft.access"] = policy
-    app.before_request(_check_request)
-    app.register_error_handler(AccessDenied, _denied)
+    app.before_request(_check_request)  # its AccessDenied is answered by ``errors``
 
 
 def _check_request() -> None:
@@ -138,11 +139,6 @@ def _hostname(host: str) -> str:
     if host.startswith("["):
         return host[1 : host.find("]")] if "]" in host else host
     return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
-
-
-def _denied(error: AccessDenied) -> tuple[Response, int, dict[str, str]]:
-    body = {"error": {"message": error.message, "type": "invalid_request_error", "param": None, "code": error.code}}
-    return jsonify(body), error.status, error.headers
 
 
 __all__ = ["AccessDenied", "AccessPolicy", "install_access_control", "READ", "WRITE"]

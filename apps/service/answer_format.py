@@ -1,5 +1,6 @@
-"""How each completion endpoint spells a choice: the whole answer's ``choices[i]`` fields, and the
-deltas of a streamed one (``Format``; ``TEXT`` and ``CHAT``).
+"""How each completion endpoint spells its answer: ``Answer`` writes the envelope (OpenAI's completion
+and chunk objects) for the service and the laptop's edge endpoint alike; ``Format`` (``TEXT``,
+``CHAT``) spells a choice: the whole answer's ``choices[i]`` fields, and the deltas of a streamed one.
 
 The text endpoint's choice is ``{"text", "logprobs"}``; a chat choice's is ``{"message"}``: OpenAI's
 assistant message, ``{"role": "assistant", "content", "refusal": null}`` plus ``tool_calls`` when the
@@ -17,6 +18,9 @@ fence) is read as calls too.
 
 from __future__ import annotations
 
+import time
+import uuid
+from dataclasses import dataclass, field
 from typing import Any
 
 from specdraft.tool_calls import ContentDelta
@@ -161,3 +165,49 @@ class _ChatFormat(Format):
 
 
 TEXT, CHAT = _TextFormat(), _ChatFormat()
+
+
+@dataclass(frozen=True)
+class Answer:
+    """One answer's envelope, as ``fmt`` spells it: its ``id`` (the format's prefix and a random
+    hex), ``created`` (Unix time) and ``model``; each body carries ``extra`` fields after OpenAI's."""
+
+    fmt: Format
+    model: str
+    id: str = ""
+    created: int = field(default_factory=lambda: int(time.time()))
+
+    def __post_init__(self) -> None:
+        if not self.id:
+            object.__setattr__(self, "id", f"{self.fmt.id_prefix}{uuid.uuid4().hex}")
+
+    def head(self, chunk: bool) -> dict[str, Any]:
+        """The fields every body starts with (``object``: a chunk's or the whole answer's)."""
+        return {
+            "id": self.id,
+            "object": self.fmt.chunk_object if chunk else self.fmt.object,
+            "created": self.created,
+            "model": self.model,
+        }
+
+    def whole(self, choices: list[dict[str, Any]], usage: dict[str, Any], **extra: Any) -> dict[str, Any]:
+        return {**self.head(False), "choices": choices, "usage": usage, **extra}
+
+    def choice(
+        self, index: int, text: str, plan: OutputPlan, reason: str, logprobs: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
+        """A whole answer's choice: ``text`` spelled under ``plan`` (tool calls read from it)."""
+        fields, calls = self.fmt.choice(text, plan)
+        return {"index": index, **fields, "logprobs": logprobs, "finish_reason": plan.finish_reason(reason, calls)}
+
+    def chunk(
+        self,
+        index: int,
+        body: dict[str, Any],
+        reason: str | None = None,
+        logprobs: dict[str, Any] | None = None,
+        **extra: Any,
+    ) -> dict[str, Any]:
+        """A streamed chunk of choice ``index``: ``body`` is a delta (``Deltas``), ``reason`` the finish reason."""
+        choice = {"index": index, **body, "logprobs": logprobs, "finish_reason": reason}
+        return {**self.head(True), "choices": [choice], **extra}

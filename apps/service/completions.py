@@ -26,14 +26,11 @@ drafter or generated it itself.
 
 from __future__ import annotations
 
-import logging
-import time
-import uuid
 from dataclasses import dataclass, replace
 from itertools import chain
 from typing import Any, Iterable, Iterator, Sequence
 
-from flask import Blueprint, Response, current_app, jsonify, request, stream_with_context
+from flask import Blueprint, Response, jsonify, request
 from jinja2 import TemplateError
 
 from specdraft import (
@@ -53,14 +50,12 @@ from specdraft.copydraft.editor import COPY_SPECULATION
 from specdraft.retrieval.prompt_passages import prompt_texts
 from specdraft.tool_calls import format_for_model
 
-from . import metrics, openai_usage
-from .answer_format import CHAT, TEXT, Format
-from .errors import INTERNAL_ERROR_MESSAGE, SERVER_ERROR, error_body
-from .limits import RequestGuard, current_guard, drain, generating
+from . import metrics, openai_usage, sse
+from .answer_format import CHAT, TEXT, Answer, Format
+from .limits import RequestGuard, current_guard, drain, generating, until_stopped
 from .openai_logprobs import LogprobWriter
 from .protocol.chat import ChatMessage, Prompt
-from .protocol.errors import RequestError, parse_json_body
-from .sse import DONE_EVENT, event
+from .protocol.errors import RequestError, check_token_ids, parse_json_body
 from .state import ServiceState, current_state
 from .structured_output import OutputPlan, plan_output
 from .validation import CompletionRequest, check_context_length, parse_completion_request
@@ -96,10 +91,7 @@ def _complete(fmt: Format) -> Response:
         for j in range(req.n)
     ]
     reply = _Reply(
-        fmt,
-        f"{fmt.id_prefix}{uuid.uuid4().hex}",
-        int(time.time()),
-        state.config.model,
+        Answer(fmt, state.config.model),
         "prediction" if prediction_ids is not None else str(req.drafter),
         prediction_ids,
         prompt_tokens=sum(len(ids) for _, ids in prompts),
@@ -113,9 +105,8 @@ def _complete(fmt: Format) -> Response:
     all_streams = chain([first], streams)  # the others are built in turn, as each choice's turn comes
     guard = current_guard()
     if req.stream:
-        events = stream_with_context(reply.events(all_streams, guard, current_app.logger))
-        return Response(events, mimetype="text/event-stream", headers={"Cache-Control": "no-cache"})
-    return jsonify(reply.response(_results(all_streams, guard), guard))
+        return sse.response(reply.chunks(all_streams, guard), guard)
+    return jsonify(reply.whole(_results(all_streams, guard), guard))
 
 
 @dataclass(frozen=True)
@@ -184,7 +175,13 @@ def _prompts(
         prompts = [(None, _chat_ids(model, req.messages, served, plan.template_tools))]
     else:
         assert req.prompts is not None
-        prompts = [(p, model.encode(p)) if isinstance(p, str) else (None, _token_ids(model, p)) for p in req.prompts]
+        several = len(req.prompts) > 1
+        prompts = [
+            (p, model.encode(p))
+            if isinstance(p, str)
+            else (None, _token_ids(model, p, f"prompt[{i}]" if several else "prompt"))
+            for i, p in enumerate(req.prompts)
+        ]
     for _, ids in prompts:
         check_context_length(len(ids), req.max_tokens, model.max_length, param)
     return prompts
@@ -201,25 +198,17 @@ def _chat_ids(
         raise RequestError(f"the model's chat template rejected the messages: {error}", "messages") from None
 
 
-def _token_ids(model: Model, prompt: Prompt) -> list[int]:
-    vocabulary = model.tokenizer.vocab_size
-    for token in prompt:
-        if token >= vocabulary:
-            raise RequestError(
-                f"prompt holds token id {token}, outside the model's vocabulary of {vocabulary} tokens", "prompt"
-            )
+def _token_ids(model: Model, prompt: Prompt, param: str) -> list[int]:
+    check_token_ids(prompt, model.tokenizer.vocab_size, param)  # type: ignore[arg-type]
     return list(prompt)  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True)
 class _Reply:
-    """Builds one request's response objects: the whole answer, or its stream of chunks.
-    ``tokenizer``: spells logprobs (None: none were asked for)."""
+    """One request's answer: the whole body, or its stream of chunks. ``tokenizer``: spells logprobs
+    (None: none were asked for)."""
 
-    fmt: Format
-    id: str
-    created: int
-    model: str
+    answer: Answer
     drafter: str
     prediction_ids: list[int] | None
     prompt_tokens: int  # every prompt once, however many choices it has
@@ -228,78 +217,49 @@ class _Reply:
     tokenizer: Tokenizer | None = None
     include_usage: bool = False
 
-    def response(self, results: list[tuple[int, GenerationResult]], guard: RequestGuard) -> dict[str, Any]:
-        choices = [self._choice(index, result) for index, result in results]
+    def whole(self, results: list[tuple[int, GenerationResult]], guard: RequestGuard) -> dict[str, Any]:
         done = [result for _, result in results]
-        return {
-            **self._head(self.fmt.object),
-            "choices": choices,
-            "usage": self._usage(done),
-            **self._speculation(done, guard),
-        }
+        choices = [
+            self.answer.choice(i, r.text, self.plan, r.finish_reason, self._logprobs(self._writer(), r.logprobs))
+            for i, r in results
+        ]
+        return self.answer.whole(choices, self._usage(done), **self._speculation(done, guard))
 
-    def _choice(self, index: int, result: GenerationResult) -> dict[str, Any]:
-        fields, calls = self.fmt.choice(result.text, self.plan)
-        return {
-            "index": index,
-            **fields,
-            "logprobs": self._logprobs(self._writer(), result.logprobs),
-            "finish_reason": self.plan.finish_reason(result.finish_reason, calls),
-        }
-
-    def events(
-        self, streams: Iterable[tuple[int, GenerationStream]], guard: RequestGuard, logger: logging.Logger
-    ) -> Iterator[str]:
-        """Server-sent events, the choices one after the other: one chunk per text piece (with the
-        logprobs of the tokens accepted since the last chunk), a final chunk with ``finish_reason``
-        and the choice's ``speculation`` and ``spec_decode_metrics``; the last choice's also carries the whole answer's
+    def chunks(self, streams: Iterable[tuple[int, GenerationStream]], guard: RequestGuard) -> Iterator[dict[str, Any]]:
+        """The choices' chunks, one choice after the other: one per text piece (with the logprobs of
+        the tokens accepted since the last chunk), a final one with ``finish_reason`` and the choice's
+        ``speculation`` and ``spec_decode_metrics``; the last choice's also carries the whole answer's
         ``usage``, unless ``include_usage`` asks for OpenAI's separate last chunk (no choices, only
-        ``usage``); then ``[DONE]``. An error after the response has started ends the stream with an
-        ``{"error": ...}`` event and no ``[DONE]``. Generation stops early when ``guard`` says so
-        (time limit: the final chunk follows and no other choice starts; client gone: nothing more)."""
+        ``usage``). Generation stops early when ``guard`` says so (time limit: the final chunk
+        follows and no other choice starts; client gone: nothing more)."""
         done: list[GenerationResult] = []
-        try:
-            for index, stream in streams:
-                deltas, writer, sent = self.fmt.deltas(self.plan), self._writer(), 0
-                for piece in stream:
-                    for delta in deltas.push(piece.text):  # none while text is held back (a tag may be starting)
-                        logprobs, sent = self._logprobs(writer, stream.logprobs, sent), len(stream.logprobs or ())
-                        yield event({**self._chunk(index, delta, None, logprobs), "source": piece.source})
-                    if guard.should_stop():
-                        break
-                result = stream.stop()
-                if guard.client_gone:
-                    return
-                done.append(result)
-                for delta in deltas.finish():
-                    logprobs, sent = self._logprobs(writer, result.logprobs, sent), len(result.logprobs or ())
-                    yield event(self._chunk(index, delta, None, logprobs))
-                last = len(done) == self.choices or guard.timed_out
-                reason = self.plan.finish_reason(result.finish_reason, deltas.calls)
-                final = self._chunk(index, deltas.final(), reason, self._logprobs(writer, result.logprobs, sent))
-                usage = {"usage": self._usage(done)} if last and not self.include_usage else {}
-                yield event({**final, **usage, **self._speculation([result], guard)})
-                if last:
-                    break
-            if self.include_usage:
-                yield event({**self._head(self.fmt.chunk_object), "choices": [], "usage": self._usage(done)})
-        except Exception:
-            logger.exception("generation failed while streaming %s", self.id)
-            yield event(error_body(INTERNAL_ERROR_MESSAGE, SERVER_ERROR))
-            return
-        yield DONE_EVENT
-
-    def _head(self, object_: str) -> dict[str, Any]:
-        return {"id": self.id, "object": object_, "created": self.created, "model": self.model}
-
-    def _chunk(
-        self, index: int, content: dict[str, Any], finish_reason: str | None, logprobs: dict[str, Any] | None
-    ) -> dict[str, Any]:
-        choice = {"index": index, **content, "logprobs": logprobs, "finish_reason": finish_reason}
-        return {**self._head(self.fmt.chunk_object), "choices": [choice]}
+        for index, stream in streams:
+            deltas, writer, sent = self.answer.fmt.deltas(self.plan), self._writer(), 0
+            for piece in until_stopped(stream, guard):
+                for delta in deltas.push(piece.text):  # none while text is held back (a tag may be starting)
+                    logprobs, sent = self._logprobs(writer, stream.logprobs, sent), len(stream.logprobs or ())
+                    yield self.answer.chunk(index, delta, None, logprobs, source=piece.source)
+            result = stream.stop()
+            if guard.client_gone:
+                return
+            done.append(result)
+            for delta in deltas.finish():
+                logprobs, sent = self._logprobs(writer, result.logprobs, sent), len(result.logprobs or ())
+                yield self.answer.chunk(index, delta, None, logprobs)
+            last = len(done) == self.choices or guard.timed_out
+            reason = self.plan.finish_reason(result.finish_reason, deltas.calls)
+            usage = {"usage": self._usage(done)} if last and not self.include_usage else {}
+            logprobs = self._logprobs(writer, result.logprobs, sent)
+            yield self.answer.chunk(
+                index, deltas.final(), reason, logprobs, **usage, **self._speculation([result], guard)
+            )
+            if last:
+                break
+        if self.include_usage:
+            yield {**self.answer.head(True), "choices": [], "usage": self._usage(done)}
 
     def _writer(self) -> LogprobWriter | None:
-        return None if self.tokenizer is None else LogprobWriter(self.tokenizer, self.fmt.chat)
+        return None if self.tokenizer is None else LogprobWriter(self.tokenizer, self.answer.fmt.chat)
 
     def _logprobs(self, writer: LogprobWriter | None, entries: list | None, start: int = 0) -> dict[str, Any] | None:
         """The logprobs of the entries from ``start`` on (None when none were asked for)."""

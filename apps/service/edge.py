@@ -44,7 +44,7 @@ from specdraft import Draft
 from .edge_sessions import DraftRows, EdgeConfig, EdgeError, EdgeSession, EdgeSessionStore
 from .limits import generating
 from .protocol.edge import AppendBody, Commit, OpenSessionBody, VerifyBody
-from .protocol.errors import RequestError, describe, parse_json_body
+from .protocol.errors import RequestError, check_token_ids, describe, parse_json_body
 from .protocol.types import Body
 from .state import current_state
 
@@ -69,14 +69,6 @@ def _owner() -> str:
             401, "edge sessions need an API key: start the server with --api-key-file", None, "invalid_api_key"
         )
     return principal.key_id
-
-
-@bp.errorhandler(EdgeError)
-def _edge_error(error: EdgeError) -> tuple[Response, int]:
-    body = {
-        "error": {"message": error.message, "type": "invalid_request_error", "param": error.param, "code": error.code}
-    }
-    return jsonify(body), error.status
 
 
 def _body(model: type[Body]) -> Body:
@@ -177,15 +169,7 @@ def open_session() -> tuple[Response, int]:
     else:
         assert body.prompt is not None  # OpenSessionBody: exactly one of the two
         prompt = body.prompt
-    vocabulary = model.tokenizer.vocab_size
-    for i, token in enumerate(prompt):
-        if not 0 <= token < vocabulary:
-            raise EdgeError(
-                400,
-                f"prompt[{i}] is token id {token}, outside the model's vocabulary of {vocabulary} tokens",
-                "prompt",
-                "invalid_token",
-            )
+    check_token_ids(prompt, model.tokenizer.vocab_size, "prompt")
     session = _store().open(model, owner, prompt, sampling, seed)
     answer = {
         "id": session.id,

@@ -21,7 +21,7 @@ every argument validated first, so that a refused call leaves the session exactl
 ``EdgeSessionStore`` owns the sessions: at most ``max_sessions_per_key`` open per API key (the
 owner is ``Principal.key_id``; another key's session is a 403), idle ones closed after
 ``idle_timeout_s`` (swept on every store call), each closed session's target released at once.
-Every method raises ``EdgeError(status, message, param, code)`` for a bad call; nothing here
+Every method raises ``EdgeError(status, message, param, code)`` (a ``RequestError``) for a bad call; nothing here
 knows HTTP beyond that status.
 """
 
@@ -39,6 +39,8 @@ from specdraft.acceptance import Acceptance, follow_choices, speculative_accept
 from specdraft.edge.trees import DraftRows  # the wire's draft distributions, as the client builds them
 from specdraft.prefix_cache import prefix_cache_for
 from specdraft.sampling import PositionalRandom, warp
+
+from .protocol.errors import RequestError, check_token_ids
 
 
 @dataclass(frozen=True)
@@ -66,12 +68,11 @@ class EdgeConfig:
             raise ValueError(f"idle_timeout_s must be a positive number of seconds, got {self.idle_timeout_s}")
 
 
-class EdgeError(Exception):
+class EdgeError(RequestError):
     """A refused call: ``status`` (4xx), a message a client can act on, the field at fault, a code."""
 
-    def __init__(self, status: int, message: str, param: str | None = None, code: str | None = None) -> None:
-        super().__init__(message)
-        self.status, self.message, self.param, self.code = status, message, param, code
+    def __init__(self, status: int, message: str, param: str | None, code: str) -> None:
+        super().__init__(message, param, status, code)
 
 
 def _merge_repeats(draft: Draft) -> tuple[Draft, list[int]]:
@@ -125,15 +126,7 @@ class EdgeSession:
 
     # --- checks (nothing changes until every one has passed) ----------------------------------------
     def check_tokens(self, tokens: Sequence[int], param: str) -> None:
-        vocabulary = self.model.tokenizer.vocab_size
-        for i, token in enumerate(tokens):
-            if not 0 <= token < vocabulary:
-                raise EdgeError(
-                    400,
-                    f"{param}[{i}] is token id {token}, outside the model's vocabulary of {vocabulary} tokens",
-                    param,
-                    "invalid_token",
-                )
+        check_token_ids(tokens, self.model.tokenizer.vocab_size, param)
 
     def check_path(self, draft: Draft, path: Sequence[int], param: str) -> None:
         """``path`` must run from the first level down the verified ``draft``, parent to child."""

@@ -1,11 +1,13 @@
-"""JSON errors: every failure the service answers is ``{"error": {"message", "type", "param"}}``.
+"""JSON errors: every failure the service answers is ``{"error": {"message", "type", "param"}}``
+(``protocol.errors.error_body``, with a ``code`` where there is one).
 
 ``type`` follows OpenAI's API: "invalid_request_error" for 4xx, "server_error" for 5xx. A
-``RequestError`` from validation is a 400 (or the status it carries: a 413 for a grammar text over
-the limit, 404/409 for an index) naming its ``param``; any HTTP error (404, 405, 413, ...)
+``RequestError`` (validation, access, the generation gate's 429, an edge session's refusal, a failure
+upstream) keeps its status, ``param``, ``code`` and headers; any HTTP error (404, 405, 413, ...)
 keeps its status and headers (``Allow`` for a 405); anything unexpected is logged and answered with
 a 500 that reveals no internals; a failure of the serving engine behind an engine-backed target is a
-502 with the engine's error. Never an HTML page.
+502 with the engine's error. Never an HTML page. A stream that fails after it began ends with the
+same body as an event (``sse``).
 """
 
 from __future__ import annotations
@@ -15,32 +17,30 @@ from werkzeug.exceptions import HTTPException, MethodNotAllowed, NotFound, Reque
 
 from specdraft.backends.engine.http import EngineError
 
-from .protocol.errors import RequestError
+from .protocol.errors import INVALID_REQUEST, SERVER_ERROR, RequestError, error_body
 
-INVALID_REQUEST = "invalid_request_error"
-SERVER_ERROR = "server_error"
 INTERNAL_ERROR_MESSAGE = "internal server error; see the server's log"
 
 
-def error_body(message: str, type_: str, param: str | None = None) -> dict:
-    return {"error": {"message": message, "type": type_, "param": param}}
-
-
 def register_error_handlers(app: Flask) -> None:
-    app.register_error_handler(RequestError, _request_error)
+    app.register_error_handler(RequestError, error_response)
     app.register_error_handler(HTTPException, _http_error)
     app.register_error_handler(EngineError, _engine_error)
     app.register_error_handler(Exception, _unexpected_error)
 
 
-def _request_error(error: RequestError) -> tuple[Response, int]:
-    return jsonify(error_body(error.message, INVALID_REQUEST, error.param)), error.status
+def error_response(error: RequestError) -> Response:
+    """``error`` answered: its body, status and headers."""
+    response = jsonify(error.body())
+    response.status_code = error.status
+    response.headers.update(error.headers)
+    return response
 
 
 def _http_error(error: HTTPException) -> Response:
     response = error.get_response()  # keeps the status and headers such as Allow
     code = error.code or 500
-    body = error_body(_http_message(error), INVALID_REQUEST if code < 500 else SERVER_ERROR)
+    body = error_body(_http_message(error), INVALID_REQUEST if code < 500 else SERVER_ERROR, None)
     response.data = current_app.json.dumps(body)
     response.content_type = "application/json"
     return response
@@ -59,12 +59,12 @@ def _http_message(error: HTTPException) -> str:
     return error.description or error.name
 
 
-def _engine_error(error: EngineError) -> tuple[Response, int]:
+def _engine_error(error: EngineError) -> Response:
     """The serving engine behind an engine-backed target failed: a 502 that says what it did."""
     current_app.logger.warning("engine error on %s %s: %s", request.method, request.path, error)
-    return jsonify(error_body(f"the serving engine failed: {error}", SERVER_ERROR)), 502
+    return error_response(RequestError(f"the serving engine failed: {error}", None, 502))
 
 
-def _unexpected_error(error: Exception) -> tuple[Response, int]:
+def _unexpected_error(error: Exception) -> Response:
     current_app.logger.exception("unhandled error on %s %s", request.method, request.path)
-    return jsonify(error_body(INTERNAL_ERROR_MESSAGE, SERVER_ERROR)), 500
+    return error_response(RequestError(INTERNAL_ERROR_MESSAGE, None, 500))

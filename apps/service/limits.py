@@ -22,9 +22,13 @@ import math
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterable, Iterator, TypeVar
 
-from flask import Response, current_app, jsonify, make_response, request
+from flask import Response, current_app, make_response, request
+
+from .protocol.errors import RequestError
+
+Piece = TypeVar("Piece")
 
 
 @dataclass(frozen=True)
@@ -55,10 +59,13 @@ class LimitConfig:
         return self.max_concurrent + self.max_queue + 4
 
 
-class Overloaded(Exception):
+class Overloaded(RequestError):
+    """No place for a generation: a 429 with ``Retry-After``."""
+
     def __init__(self, message: str, retry_after_s: int) -> None:
-        super().__init__(message)
-        self.message, self.retry_after_s = message, retry_after_s
+        headers = {"Retry-After": str(retry_after_s)}
+        super().__init__(message, None, 429, "server_busy", "rate_limit_exceeded", headers)
+        self.retry_after_s = retry_after_s
 
 
 class GenerationGate:
@@ -80,7 +87,8 @@ class GenerationGate:
                 if self.waiting >= self.config.max_queue:
                     self.rejected += 1
                     raise Overloaded(
-                        f"the server is busy: {self.running} generations running and {self.waiting} waiting (the most it queues); retry later",
+                        f"the server is busy: {self.running} generations running and {self.waiting} waiting "
+                        "(the most it queues); retry later",
                         self._retry_after(),
                     )
                 self.waiting += 1
@@ -93,7 +101,8 @@ class GenerationGate:
                 if not admitted:
                     self.rejected += 1
                     raise Overloaded(
-                        f"the server is busy: no generation place freed within {self.config.queue_timeout_s:g} s; retry later",
+                        f"the server is busy: no generation place freed within {self.config.queue_timeout_s:g} s; "
+                        "retry later",
                         self._retry_after(),
                     )
             self.running += 1
@@ -116,13 +125,7 @@ def generating(view: Callable[..., Response]) -> Callable[..., Response]:
     @functools.wraps(view)
     def wrapper(*args, **kwargs) -> Response:
         gate: GenerationGate = current_app.extensions["specdraft.gate"]
-        try:
-            entered = gate.enter()
-        except Overloaded as error:
-            body = {
-                "error": {"message": error.message, "type": "rate_limit_exceeded", "param": None, "code": "server_busy"}
-            }
-            return make_response(jsonify(body), 429, {"Retry-After": str(error.retry_after_s)})
+        entered = gate.enter()  # Overloaded: a 429 (``errors``)
         released = threading.Event()
 
         def release() -> None:
@@ -184,10 +187,18 @@ def current_guard() -> RequestGuard:
     return guard if guard is not None else RequestGuard(math.inf, lambda: False)
 
 
-def drain(stream: Any, guard: RequestGuard) -> Any:
-    """Iterate a ``GenerationStream`` or ``RAGStream`` to its end, or until ``guard`` says stop;
-    returns its result (what was produced so far when stopped early)."""
-    for _ in stream:
+def until_stopped(stream: Iterable[Piece], guard: RequestGuard) -> Iterator[Piece]:
+    """The pieces of a generation (a ``GenerationStream``, ``RAGStream``, ...) until its end, or until
+    ``guard`` says stop after one of them (the one place a generation loop asks the guard)."""
+    for piece in stream:
+        yield piece
         if guard.should_stop():
             break
+
+
+def drain(stream: Any, guard: RequestGuard) -> Any:
+    """Iterate a generation stream to its end, or until ``guard`` says stop; returns its result (what
+    was produced so far when stopped early)."""
+    for _ in until_stopped(stream, guard):
+        pass
     return stream.stop()

@@ -32,8 +32,7 @@ are damaged, a 409; everything else a 400. None of them changes an index or anot
 
 from __future__ import annotations
 
-import logging
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from flask import Blueprint, Response, current_app, jsonify, request
 
@@ -45,13 +44,13 @@ from specdraft.retrieval.index import (
     InvalidDocumentError,
 )
 from specdraft.retrieval.pipeline import RAGConfig, RAGPipeline, RAGStream, passage_dict
+from specdraft.retrieval.retriever import RetrieverError
 
-from . import metrics
-from .errors import INTERNAL_ERROR_MESSAGE, SERVER_ERROR, error_body
-from .limits import RequestGuard, current_guard, drain, generating
+from . import metrics, sse
+from .errors import error_response
+from .limits import RequestGuard, current_guard, drain, generating, until_stopped
 from .protocol.errors import RequestError, parse_json_body
 from .protocol.rag import QueryRequest, parse_documents_request, parse_query_request
-from .sse import DONE_EVENT, event
 from .state import ServiceState, current_state
 
 bp = Blueprint("rag", __name__, url_prefix="/v1/rag")
@@ -86,18 +85,15 @@ def query() -> Response:
     if req.iterative:
         return _iterative(state, req)
     stream = metrics.observe(_start(state, req, _index(state, req.index)), req.drafter)
-    guard = current_guard()
-    if req.stream:
-        events = _events(stream, _about(req, state), guard, current_app.logger)
-        return Response(events, mimetype="text/event-stream", headers={"Cache-Control": "no-cache"})
-    answer = drain(stream, guard)
-    return jsonify({**answer.to_dict(), **_about(req, state), **_limit_reached(guard)})
+    about = {"index": req.index, "model": state.config.model, "drafter": req.drafter}
+    passages = {"passages": [passage_dict(hit) for hit in stream.hits]}
+    return _answer(req, stream, about, passages, lambda piece: {"text": piece.text, "source": piece.source})
 
 
 def _iterative(state: ServiceState, req: QueryRequest) -> Response:
     """An iterative answer (module docstring): retrievers cached per app and index version."""
-    from specdraft.apps.iterative_rag import IterativeRetrievers, iterative_rag
-    from specdraft.retrieval.iterative import NeedsLocalModel, RetrieverError
+    from specdraft.apps.iterative_rag import IterativeRetrievers, event_dict, iterative_rag
+    from specdraft.retrieval.iterative import NeedsLocalModel
 
     index = _index(state, req.index)
     retrievers = current_app.extensions.setdefault("specdraft_iterative_retrievers", IterativeRetrievers())
@@ -116,44 +112,34 @@ def _iterative(state: ServiceState, req: QueryRequest) -> Response:
         "retriever": req.retriever,
         "speculative_retrieval": req.speculative_retrieval,
     }
+    return _answer(req, stream, about, None, lambda item: event_dict(item, collection))
+
+
+def _answer(
+    req: QueryRequest, stream: Any, about: dict[str, Any], opening: dict[str, Any] | None, payload: Callable
+) -> Response:
+    """The answer of ``stream`` (a ``RAGStream`` or an iterative one) with ``about`` beside its
+    ``to_dict()``; streamed: ``opening`` (if any), ``payload(piece)`` per piece, then ``{"answer": ...}``."""
     guard = current_guard()
-    if req.stream:
-        return Response(
-            _iterative_events(stream, collection, about, guard, current_app.logger),
-            mimetype="text/event-stream",
-            headers={"Cache-Control": "no-cache"},
-        )
-    try:
-        answer = drain(stream, guard)
-    except RetrieverError as error:
-        return jsonify(error_body(str(error), SERVER_ERROR, "retriever")), 502
-    return jsonify({**answer.to_dict(), **about, **_limit_reached(guard)})
+    if not req.stream:
+        return jsonify({**drain(stream, guard).to_dict(), **about, **_limit_reached(guard)})
 
-
-def _iterative_events(
-    stream: Any, collection: Any, about: dict[str, Any], guard: RequestGuard, logger: logging.Logger
-) -> Iterator[str]:
-    """The streamed iterative answer (module docstring); runs after the request handler has returned."""
-    from specdraft.apps.iterative_rag import event_dict
-    from specdraft.retrieval.iterative import RetrieverError
-
-    try:
-        for item in stream:
-            yield event(event_dict(item, collection))
-            if guard.should_stop():
-                break
+    def payloads() -> Iterator[dict[str, Any]]:
+        if opening is not None:
+            yield opening
+        for piece in until_stopped(stream, guard):
+            yield payload(piece)
         answer = stream.stop()
-        if guard.client_gone:
-            return
-        yield event({"answer": {**answer.to_dict(), **about, **_limit_reached(guard)}})
-    except RetrieverError as error:
-        yield event(error_body(str(error), SERVER_ERROR, "retriever"))
-        return
-    except Exception:
-        logger.exception("iterative RAG answer failed while streaming")
-        yield event(error_body(INTERNAL_ERROR_MESSAGE, SERVER_ERROR))
-        return
-    yield DONE_EVENT
+        if not guard.client_gone:
+            yield {"answer": {**answer.to_dict(), **about, **_limit_reached(guard)}}
+
+    return sse.response(payloads(), guard)
+
+
+@bp.errorhandler(RetrieverError)
+def _retriever_failed(error: RetrieverError) -> Response:
+    """A retriever that fails mid-answer: a 502 naming it, never a different answer."""
+    return error_response(RequestError(str(error), "retriever", 502))
 
 
 @bp.get("/indexes")
@@ -198,29 +184,5 @@ def _start(state: ServiceState, req: QueryRequest, index: DocumentIndex) -> RAGS
         raise RequestError(str(error), "top_k") from None
 
 
-def _about(req: QueryRequest, state: ServiceState) -> dict[str, Any]:
-    return {"index": req.index, "model": state.config.model, "drafter": req.drafter}
-
-
 def _limit_reached(guard: RequestGuard) -> dict[str, Any]:
     return {"time_limit_reached": True} if guard.timed_out else {}
-
-
-def _events(stream: RAGStream, about: dict[str, Any], guard: RequestGuard, logger: logging.Logger) -> Iterator[str]:
-    """The streamed answer (see the module docstring); runs after the request handler has returned.
-    Stops early when the client has gone or the time limit is reached (see ``limits``)."""
-    yield event({"passages": [passage_dict(hit) for hit in stream.hits]})
-    try:
-        for piece in stream:
-            yield event({"text": piece.text, "source": piece.source})
-            if guard.should_stop():
-                break
-        answer = stream.stop()
-        if guard.client_gone:
-            return
-        yield event({"answer": {**answer.to_dict(), **about, **_limit_reached(guard)}})
-    except Exception:
-        logger.exception("RAG answer failed while streaming")
-        yield event(error_body(INTERNAL_ERROR_MESSAGE, SERVER_ERROR))
-        return
-    yield DONE_EVENT

@@ -1,10 +1,11 @@
 """A request the service refuses: ``RequestError``, and how the models' validation errors become one.
 
-``RequestError(message, param, status)`` is what the HTTP layer answers (``errors``): ``message``
-says what is wrong in words a client can act on, ``param`` names the offending field (``None``: the
-body as a whole), ``status`` is 400 unless a rule says otherwise (413 for a grammar text over the
-limit). Validation raises pydantic's ``ValidationError``; ``request_error`` turns its first error
-into a ``RequestError``:
+``RequestError(message, param, status, code)`` is what the HTTP layer answers (``errors``), its
+``body()`` the one error body of the service and its streams: ``message`` says what is wrong in words
+a client can act on, ``param`` names the offending field (``None``: the body as a whole), ``status`` is
+400 unless a rule says otherwise (413 for a grammar text over the limit). ``check_token_ids`` is the
+one check of token ids against a vocabulary. Validation raises pydantic's ``ValidationError``;
+``request_error`` turns its first error into a ``RequestError``:
 
 - A rule of ours (``refuse``) carries its own wording: a template in which ``{path}`` is the field's
   place in the body (``messages[0].content``) and ``{parent}`` the object holding it (``messages[0]``).
@@ -18,11 +19,12 @@ into a ``RequestError``:
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Iterable
 
 from pydantic import ValidationError
 from pydantic_core import PydanticCustomError
 
+INVALID_REQUEST, SERVER_ERROR = "invalid_request_error", "server_error"  # OpenAI's error types
 REFUSED = "specdraft_refused"  # the error type of ``refuse``
 TYPES = {  # pydantic's type errors -> what the field must be
     "string_type": "a string",
@@ -40,13 +42,43 @@ TYPES = {  # pydantic's type errors -> what the field must be
 
 
 class RequestError(ValueError):
-    """The request is invalid; ``param`` names the field at fault (None: the body as a whole)."""
+    """A refused request, as the service answers it (``body``): ``param`` names the field at fault
+    (None: the body as a whole); ``code`` is a machine-readable reason (None: none is sent); ``type``
+    is OpenAI's, by default "invalid_request_error" for a 4xx and "server_error" for a 5xx (a failure
+    upstream: the retriever, the verify server); ``headers`` go with the answer (``Retry-After``)."""
 
-    def __init__(self, message: str, param: str | None = None, status: int = 400) -> None:
+    def __init__(
+        self,
+        message: str,
+        param: str | None = None,
+        status: int = 400,
+        code: str | None = None,
+        type: str | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> None:
         super().__init__(message)
-        self.message = message
-        self.param = param
-        self.status = status
+        self.message, self.param, self.status, self.code = message, param, status, code
+        self.type = type or (INVALID_REQUEST if status < 500 else SERVER_ERROR)
+        self.headers = headers or {}
+
+    def body(self) -> dict[str, Any]:
+        return error_body(self.message, self.type, self.param, self.code)
+
+
+def error_body(message: str, type: str, param: str | None = None, code: str | None = None) -> dict[str, Any]:
+    """The one error body: ``{"error": {"message", "type", "param"}}``, with ``code`` when there is one."""
+    return {"error": {"message": message, "type": type, "param": param, **({} if code is None else {"code": code})}}
+
+
+def check_token_ids(tokens: Iterable[int], vocabulary: int, param: str) -> None:
+    """Raise ``RequestError`` (code "invalid_token") unless every id of ``tokens`` is in ``[0, vocabulary)``."""
+    for i, token in enumerate(tokens):
+        if not 0 <= token < vocabulary:
+            raise RequestError(
+                f"{param}[{i}] is token id {token}, outside the model's vocabulary of {vocabulary} tokens",
+                param,
+                code="invalid_token",
+            )
 
 
 def refuse(message: str, param: str = "{path}", status: int = 400) -> PydanticCustomError:
