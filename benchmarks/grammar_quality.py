@@ -122,13 +122,14 @@ def _share(flags) -> float:
 def run(models: list[str], sentences: int, paragraphs: int, seed: int = 0, device: str = "cpu") -> dict:
     """Correct the sets with every model; ``{"settings", "environment", "results": {model: {set: {"summary", "rows"}}}}``."""
     from specdraft.apps.bench.runner import environment
+    from specdraft import ModelConfig
     from specdraft.apps.model_pool import ModelPool
 
     sets = {
         "sentences": load_grammar_set("sentences", sentences, seed),
         "paragraphs": load_grammar_set("paragraphs", paragraphs, seed),
     }
-    pool = ModelPool(device=device)
+    pool = ModelPool(ModelConfig(device=device))
     results: dict = {}
     for name in models:
         corrector = GrammarCorrector(pool.get(name), CorrectorConfig())

@@ -34,7 +34,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterator
 
-from specdraft import Drafter, GenerationConfig, Model, SpeculationConfig, SpeculativeGenerator
+from specdraft import Drafter, GenerationConfig, Model, ModelConfig, SpeculationConfig, SpeculativeGenerator
 from specdraft.apps.bench.result_files import save_plot, write_results
 from specdraft.prefix_cache import PrefixCache, PrefixCacheConfig, configure_prefix_cache
 
@@ -278,7 +278,7 @@ def run(args: argparse.Namespace) -> dict:
 
         model: Model = LlamaCppModel.load(args.model, LlamaCppConfig(threads=args.threads))
     else:
-        model = ModelPool(args.device, "auto", args.backend, 0).get(args.model)
+        model = ModelPool(ModelConfig(device=args.device, backend=args.backend)).get(args.model)
     cache = configure_prefix_cache(model, PrefixCacheConfig())
     rows: list[Row] = []
     warm_up = Request("warm-up", "warm-up", model.encode("Warm up the model once."), 4)

@@ -30,7 +30,9 @@ class ModelConfig:
     otherwise). ``device`` (transformers): "auto" (CUDA when available), "cpu" or "cuda[:N]". ``dtype``
     (transformers): "auto" (float32), "float32", "bfloat16" or "float16". ``context`` (llama.cpp): the
     context size in tokens (0: the backend's default, see ``LlamaCppConfig``). ``engine`` (the engine
-    backend): where the serving engine is (``EngineConfig``); loading an engine model needs it.
+    backend): where the serving engine is (``EngineConfig``); the engine backend needs it, and the
+    fast path refuses a ``.gguf`` file (llama.cpp's). Every loader takes this config
+    (``specdraft.backends.load_model``); the service, the model pool and the command line hold one.
 
     Why float32 by default, on CUDA too: speculative output equals plain decoding's token for token
     only when a pass over k tokens gives the same logits as k one-token passes. In float32 the two
@@ -58,6 +60,10 @@ class ModelConfig:
             raise ValueError(f"context must be >= 0, got {self.context}")
         if self.engine is not None and self.backend != "engine":
             raise ValueError(f"an engine (--engine-url) needs the engine backend, not {self.backend!r}")
+        if self.backend == "engine" and self.engine is None:
+            raise ValueError("the engine backend needs an engine (--engine-url URL)")
+        if self.backend == "fast-path" and self.model.lower().endswith(".gguf"):
+            raise ValueError(f"the fast path is for the transformers backend; {self.model} runs on llama-cpp")
 
     @property
     def resolved_backend(self) -> str:

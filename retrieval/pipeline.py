@@ -1,10 +1,10 @@
 """RAGPipeline: question -> retrieve top-k -> prompt with the passages -> speculative generation.
 
 The answer is the target's own (greedy: token for token what plain decoding gives); the drafter
-only makes it faster. Drafters: "reference" (LLMA: spans of the retrieved passages and of the
-question), "datastore"
-(REST: a corpus suffix index; needs ``datastore``), "reference+datastore" (the reference drafter,
-and the datastore when the passages offer nothing), "prompt-lookup", "none" (plain decoding).
+only makes it faster. Drafters (``DRAFTERS``, named in ``drafter_registry``): "reference" (alias
+"documents"; LLMA: spans of the retrieved passages and of the question), "datastore" (REST: a corpus
+suffix index; needs ``datastore``), "reference+datastore" (the reference drafter, and the datastore
+when the passages offer nothing), "prompt-lookup", "none" (plain decoding).
 
 Passages come from a ``Retriever`` (``retrieval.retriever``: usually the ``DocumentIndex``, any
 retriever whose hits carry chunks will do): the question's top ``top_k`` hits, best first.
@@ -19,21 +19,31 @@ from dataclasses import dataclass, field
 from typing import Iterator, Sequence
 
 from specdraft import Drafter, GenerationConfig, Model, SpeculationConfig, SpeculativeGenerator, Stats, Tokenizer
-from specdraft.drafters import PromptLookupDrafter
-from specdraft.drafters.chain_of_drafters import FirstDraft
 from specdraft.generator import GenerationResult, GenerationStream
 from specdraft.text_stream import TextPiece
 
-from .datastore import Datastore, DatastoreDraftConfig, DatastoreDrafter
+from .datastore import Datastore, DatastoreDraftConfig
+from .drafter_registry import (
+    DATASTORE,
+    NO_DRAFTER,
+    PASSAGES,
+    REFERENCE,
+    DrafterSpec,
+    DraftInputs,
+    check_datastore,
+    drafter_names,
+    parse_drafter,
+    require,
+)
 from .provenance import AnswerSpan, answer_spans, cited
-from .reference_drafter import ReferenceDraftConfig, ReferenceDrafter
+from .reference_drafter import ReferenceDraftConfig
 from .retriever import Hit, Retriever
 
-NO_DRAFTER = "none"  # plain decoding
-PROMPT_LOOKUP = "prompt-lookup"
-# The drafters that need nothing retrieved; the general drafter names (specdraft.apps.model_pool) start with them.
-GENERAL_DRAFTERS = (NO_DRAFTER, PROMPT_LOOKUP)
-DRAFTERS = (NO_DRAFTER, "reference", "datastore", "reference+datastore", PROMPT_LOOKUP)
+__all__ = ["DRAFTERS", "NO_DRAFTER", "RAG_OFFERS", "RAGAnswer", "RAGConfig", "RAGPipeline", "build_drafter"]
+
+# What a RAG answer offers a drafter: the retrieved passages, and a datastore when one is given (no draft models).
+RAG_OFFERS = frozenset({PASSAGES, DATASTORE})
+DRAFTERS = drafter_names(RAG_OFFERS)  # none, prompt-lookup, reference, datastore, reference+datastore
 # Quoted spans run long and are mostly accepted whole: start with 16-token drafts, allow up to 64 and
 # assume a high acceptance until measured (as copydraft does). On qwen2.5-coder-0.5b over 6 RAG
 # questions (bench seed 0) this took the decode phase from 1.8x to 2.5x over plain decoding.
@@ -129,18 +139,14 @@ class RAGStream:
         )
 
 
-def check_drafter(kind: str, datastore: Datastore | None, vocab_size: int | None = None) -> None:
-    """ValueError unless ``kind`` is one of ``DRAFTERS`` and has the datastore it needs, built with a
-    vocabulary of ``vocab_size`` tokens (the target tokenizer's; None: not checked)."""
-    if kind not in DRAFTERS:
-        raise ValueError(f"unknown drafter {kind!r}: choose one of {', '.join(DRAFTERS)}")
-    if "datastore" in kind and datastore is None:
-        raise ValueError(f"drafter {kind!r} needs a datastore")
-    if "datastore" in kind and None not in (vocab_size, datastore.vocab_size) and datastore.vocab_size != vocab_size:
-        raise ValueError(
-            f"the datastore was built with the tokenizer of {datastore.tokenizer or 'another model'} "
-            f"({datastore.vocab_size} tokens); the target's has {vocab_size}: build one with this model's tokenizer"
-        )
+def rag_drafter(name: str, datastore: Datastore | None, vocab_size: int | None = None) -> DrafterSpec:
+    """``name`` parsed for a RAG answer (one of ``DRAFTERS`` or an alias); ValueError unless it is one
+    and has the datastore it needs, built with a vocabulary of ``vocab_size`` tokens (the target
+    tokenizer's; None: not checked)."""
+    spec = parse_drafter(name, offers=RAG_OFFERS)
+    require(spec, RAG_OFFERS)
+    check_datastore(spec, datastore, vocab_size)
+    return spec
 
 
 def build_drafter(
@@ -150,37 +156,30 @@ def build_drafter(
     datastore: Datastore | None,
     config: RAGConfig = RAGConfig(),
 ) -> Drafter | None:
-    """A fresh drafter of ``kind`` (one of ``DRAFTERS``) for one request: the reference drafter over
-    ``references`` (texts, tokenized with ``tokenizer``), the datastore drafter over ``datastore``,
+    """A fresh drafter named ``kind`` (one of ``DRAFTERS``) for one RAG answer: the reference drafter
+    over ``references`` (texts, tokenized with ``tokenizer``), the datastore drafter over ``datastore``,
     both (reference first), prompt lookup, or None for "none" (plain decoding)."""
-    check_drafter(kind, datastore, tokenizer.vocab_size)
-    drafters: list[Drafter] = []
-    if "reference" in kind:
-        reference_ids = [tokenizer.encode(text) for text in references]
-        drafters.append(ReferenceDrafter(reference_ids, config.reference))
-    if "datastore" in kind:
-        drafters.append(DatastoreDrafter(datastore, config.datastore))
-    if kind == "prompt-lookup":
-        drafters.append(PromptLookupDrafter())
-    if not drafters:
-        return None
-    return drafters[0] if len(drafters) == 1 else FirstDraft(drafters)
+    spec = rag_drafter(kind, datastore, tokenizer.vocab_size)
+    inputs = DraftInputs(
+        tokenizer, 0, references, datastore, reference=config.reference, datastore_draft=config.datastore
+    )
+    return spec.build(inputs)
 
 
 class RAGPipeline:
     """Retrieve, prompt, generate. ``index``: the ``Retriever`` the passages come from (a
     ``DocumentIndex``, or any retriever whose hits carry the chunks' texts); ``drafter``: one of
-    ``DRAFTERS`` (``datastore`` for the datastore kinds)."""
+    ``DRAFTERS`` or an alias (``datastore`` for the datastore kinds)."""
 
     def __init__(
         self,
         index: Retriever,
         target: Model,
-        drafter: str = "reference",
+        drafter: str = REFERENCE,
         datastore: Datastore | None = None,
         config: RAGConfig = RAGConfig(),
     ) -> None:
-        check_drafter(drafter, datastore, target.tokenizer.vocab_size)
+        rag_drafter(drafter, datastore, target.tokenizer.vocab_size)
         self.index = index
         self.target = target
         self.drafter = drafter

@@ -2,9 +2,9 @@
 
 A chain that retrieved its own documents (LangChain's ``create_stuff_documents_chain``, LlamaIndex's
 query engines, a hand-written one) sends them inside the prompt, most often joined by blank lines
-("Context:\\n<doc1>\\n\\n<doc2>\\n\\nQuestion: ..."). The ``documents`` drafter (named
-``DOCUMENTS``; ``specdraft.apps.model_pool.DrafterSpec`` parses it) finds those passages and drafts
-from them with the reference drafter (``ReferenceDrafter``: answer-only matching, multi-branch
+("Context:\\n<doc1>\\n\\n<doc2>\\n\\nQuestion: ..."). On a completion, the ``reference`` drafter
+(alias ``documents``; ``specdraft.retrieval.drafter_registry`` names it) finds those passages and
+drafts from them with the reference drafter (``ReferenceDrafter``: answer-only matching, multi-branch
 token trees), as ``RAGPipeline`` does from the passages it retrieved itself.
 
 Rules (pinned in tests):
@@ -39,9 +39,9 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from specdraft import Drafter, Tokenizer
 
-from .reference_drafter import ReferenceDraftConfig, ReferenceDrafter
+from .drafter_registry import REFERENCE, DraftInputs, parse_drafter
+from .reference_drafter import ReferenceDraftConfig
 
-DOCUMENTS = "documents"  # the drafter's name, for requests and the command line
 ASSISTANT = "assistant"  # the role whose messages are not drafted from
 
 _BLANK_LINE = re.compile(r"\n[ \t\r\f\v]*\n")
@@ -87,7 +87,5 @@ def documents_drafter(
 ) -> Drafter | None:
     """A fresh reference drafter over the passages of ``texts`` for one request (rule 4); None when
     there are none. ``config.match_prompt_tail`` stays as given (False by default: answer-only)."""
-    passages = prompt_passages(texts)
-    if not passages:
-        return None
-    return ReferenceDrafter([tokenizer.encode(passage) for passage in passages], config)
+    inputs = DraftInputs(tokenizer, passages=prompt_passages(texts), reference=config)
+    return parse_drafter(REFERENCE).build(inputs)

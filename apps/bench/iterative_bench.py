@@ -179,7 +179,7 @@ def run_iterative_bench(
     ``summaries``, ``collection``, ``retrievers``, ``models``, ``config``, ``environment``).
     ``pool``/``chunks``/``vectors``/``embedder``/``questions`` (``{"id", "question"}``) replace the
     defaults (tests pass small ones; the search probe then uses ``questions``)."""
-    from specdraft import GenerationConfig
+    from specdraft import GenerationConfig, ModelConfig
     from specdraft.apps.model_pool import ModelPool
     from specdraft.retrieval.iterative import Collection, IterativeRAG, IterativeRAGConfig, make_retriever
 
@@ -210,7 +210,7 @@ def run_iterative_bench(
         }
         say(f"{kind}: built in {build_s:.1f} s, {retriever_facts[kind]}")
 
-    pool = pool or ModelPool(config.device, config.dtype, backend=config.backend)
+    pool = pool or ModelPool(ModelConfig(device=config.device, dtype=config.dtype, backend=config.backend))
     rag_config = IterativeRAGConfig(
         stride=config.stride, query_tokens=config.query_tokens, max_new_tokens=config.max_new_tokens
     )

@@ -2,8 +2,8 @@
 
 - ``SpecdraftMethod``: specdraft's engine with a drafter made per case (``plain`` has none: it is
   the baseline every ratio is taken against). ``specdraft_by_spec`` builds one from a drafter
-  name (``prompt-lookup``, ``model:NAME``); adapters add their own (copydraft drafts the case's
-  source).
+  choice of ``specdraft.retrieval.drafter_registry`` (``prompt-lookup``, ``model:NAME``, ...);
+  adapters add their own (copydraft drafts the case's source).
 - ``TransformersMethod``: transformers' own ``generate`` (greedy), plain, with
   ``prompt_lookup_num_tokens`` or with ``assistant_model``: the peers a user of the transformers
   backend would otherwise pick. Forward passes are counted with a hook on the target module.
@@ -20,7 +20,8 @@ import torch
 from transformers.generation.streamers import BaseStreamer
 
 from specdraft import Drafter, GenerationConfig, Model, SpeculationConfig, SpeculativeGenerator, TransformersModel
-from specdraft.apps.model_pool import DrafterSpec, ModelPool
+from specdraft.apps.model_pool import ModelPool
+from specdraft.retrieval.drafter_registry import DrafterSpec
 
 
 @dataclass(frozen=True)
@@ -109,9 +110,13 @@ def plain(target: Model) -> SpecdraftMethod:
 
 
 def specdraft_by_spec(pool: ModelPool, target: Model, spec: DrafterSpec) -> SpecdraftMethod:
-    spec.prepare(pool, target)
+    """``specdraft:<spec>``: a fresh drafter of ``spec`` per case, the reference drafter over the
+    case's ``references`` (the registry's completion drafters; see ``ModelPool.drafter``)."""
+    pool.prepare(spec, target)
     greedy = GenerationConfig().sampling
-    return SpecdraftMethod(f"specdraft:{spec}", target, lambda case: spec.build(pool, target, greedy))
+    return SpecdraftMethod(
+        f"specdraft:{spec}", target, lambda case: pool.drafter(spec, target, greedy, passages=case.references)
+    )
 
 
 class _PassCounter:

@@ -55,9 +55,7 @@ from .suite import Suite, draft_model_methods, peers
 RAG_PASSAGE_CAP = 3000
 RAG_INDEX_FORMAT = 1  # bump when passages are turned into documents differently
 DATASTORE_FORMAT = 1  # bump when the datastore corpus changes
-RETRIEVAL_DRAFTERS = tuple(
-    kind for kind in DRAFTERS if kind != NO_DRAFTER
-)  # reference, datastore, reference+datastore, prompt-lookup
+RETRIEVAL_DRAFTERS = tuple(kind for kind in DRAFTERS if kind != NO_DRAFTER)  # prompt-lookup, reference, datastore, ...
 ANSWER_POSITIONS = 4  # lookup contexts per case: the prompt, then + i/4 of plain's answer (i = 1..3)
 
 

@@ -9,7 +9,8 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from specdraft import Model
-from specdraft.apps.model_pool import DrafterSpec, ModelPool
+from specdraft.apps.model_pool import ModelPool
+from specdraft.retrieval.drafter_registry import parse_drafter
 
 from .methods import (
     BenchCase,
@@ -36,7 +37,7 @@ def draft_model_methods(args: argparse.Namespace, pool: ModelPool, target: Model
     """specdraft's draft-model drafter for ``--draft-model`` (none without it)."""
     if not args.draft_model:
         return []
-    return [specdraft_by_spec(pool, target, DrafterSpec.parse(f"model:{args.draft_model}", args.tree_width))]
+    return [specdraft_by_spec(pool, target, parse_drafter(f"model:{args.draft_model}", args.tree_width))]
 
 
 def peers(args: argparse.Namespace, pool: ModelPool, target: Model) -> list[Method]:

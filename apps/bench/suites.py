@@ -20,7 +20,8 @@ from __future__ import annotations
 import argparse
 
 from specdraft import Model
-from specdraft.apps.model_pool import DrafterSpec, ModelPool
+from specdraft.apps.model_pool import ModelPool
+from specdraft.retrieval.drafter_registry import parse_drafter
 
 from .methods import BenchCase, Method, SpecdraftMethod, plain, specdraft_by_spec
 from .suite import Suite, alongside_methods, draft_model_methods, peers
@@ -62,7 +63,7 @@ def prompt_suite(args: argparse.Namespace, pool: ModelPool, target: Model) -> Su
             else target.encode(prompt.messages[-1]["content"])
         )
         cases.append(BenchCase(prompt.id, tuple(ids), args.max_new_tokens))
-    methods: list[Method] = [plain(target), specdraft_by_spec(pool, target, DrafterSpec.parse("prompt-lookup"))]
+    methods: list[Method] = [plain(target), specdraft_by_spec(pool, target, parse_drafter("prompt-lookup"))]
     methods += draft_model_methods(args, pool, target)
     return Suite(methods + peers(args, pool, target), cases)
 
@@ -82,7 +83,7 @@ def grammar_suite(args: argparse.Namespace, pool: ModelPool, target: Model) -> S
     copy = SpecdraftMethod(
         "specdraft:copydraft", target, lambda case: editor.drafter(list(case.source_ids)), editor.config.speculation
     )
-    methods: list[Method] = [plain(target), copy, specdraft_by_spec(pool, target, DrafterSpec.parse("prompt-lookup"))]
+    methods: list[Method] = [plain(target), copy, specdraft_by_spec(pool, target, parse_drafter("prompt-lookup"))]
 
     def quality(outputs: dict[str, list[int]]) -> dict:
         from .errant_score import score

@@ -34,7 +34,8 @@ def add_ask_parser(sub: Any) -> None:
     """Add `ask` to the `specdraft` subcommands."""
     from specdraft import DEFAULT_MODEL
     from specdraft.apps.service.config import ServiceConfig
-    from specdraft.retrieval.pipeline import DRAFTERS, RAGConfig
+    from specdraft.retrieval.drafter_registry import drafter_help
+    from specdraft.retrieval.pipeline import RAG_OFFERS, RAGConfig
 
     from .model_args import add_model_args
 
@@ -60,9 +61,8 @@ def add_ask_parser(sub: Any) -> None:
     # The RAG API's default drafter (RAGConfig has none: RAGPipeline takes the drafter by name)
     ask.add_argument(
         "--drafter",
-        choices=DRAFTERS,
         default=ServiceConfig().rag_drafter,
-        help="where drafts come from (default: %(default)s)",
+        help=f"where drafts come from: {drafter_help(RAG_OFFERS)} (default: %(default)s)",
     )
     ask.add_argument(
         "--datastore",

@@ -171,6 +171,8 @@ def run_bench(args: argparse.Namespace) -> int:
         return run_iterative_bench_cli(args)
     if args.benchmark == "structured":
         return run_structured_bench_cli(args)
+    from dataclasses import replace
+
     from specdraft.apps.bench.report import markdown_table, write_report
     from specdraft.apps.bench.runner import run_suite
     from specdraft.apps.bench.suite import alongside_methods
@@ -184,7 +186,7 @@ def run_bench(args: argparse.Namespace) -> int:
     target = pool.get(args.model)
     suite = build(args, pool, target)
     if args.alongside:
-        alongside = ModelPool(args.device, args.dtype, args.alongside, args.context, prefix_cache=pool.prefix_cache)
+        alongside = ModelPool(replace(pool.model, backend=args.alongside, engine=None), prefix_cache=pool.prefix_cache)
         suite.methods += alongside_methods(suite.methods, alongside.get(args.model))
     result = run_suite(args.benchmark, f"{args.model} ({target.backend})", suite)
     out = (

@@ -20,13 +20,15 @@ Models: a registry name (smollm2-135m, qwen2.5-coder-0.5b, qwen2.5-coder-1.5b, g
 """
 
 
-def _add_drafter_args(parser: argparse.ArgumentParser, default: str) -> None:
+def _add_drafter_args(parser: argparse.ArgumentParser, default: str, offers: frozenset[str]) -> None:
+    """--drafter (the drafters a completion offering ``offers`` takes, from the registry) and --tree-width."""
     from specdraft.drafters import DraftModelConfig
+    from specdraft.retrieval.drafter_registry import drafter_help
 
     parser.add_argument(
         "--drafter",
         default=default,
-        help="none (plain decoding), prompt-lookup, documents (the passages in the prompt: for RAG chains that put their retrieved documents in it), or model:NAME (a draft model sharing the tokenizer) (default: %(default)s)",
+        help=drafter_help(offers) + " (default: %(default)s)",
     )
     parser.add_argument(
         "--tree-width",
@@ -38,7 +40,10 @@ def _add_drafter_args(parser: argparse.ArgumentParser, default: str) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     from specdraft import DEFAULT_MODEL, GenerationConfig
+    from specdraft.apps.model_pool import COMPLETION_OFFERS
     from specdraft.apps.service.config import ServiceConfig
+    from specdraft.apps.service.server import DEFAULT_HOST, DEFAULT_PORT
+    from specdraft.retrieval.drafter_registry import DATASTORE
 
     from .model_args import add_model_args
     from .serve_args import add_access_args
@@ -57,7 +62,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     gen.add_argument("prompt", metavar="PROMPT", help="the prompt text, or - to read it from standard input")
     add_model_args(gen, DEFAULT_MODEL)
-    _add_drafter_args(gen, service.drafter)  # the drafter a completion request of the service gets by default
+    # the drafter a completion request of the service gets by default
+    _add_drafter_args(gen, service.drafter, COMPLETION_OFFERS)
     gen.add_argument(
         "--max-new-tokens",
         type=int,
@@ -120,11 +126,11 @@ def build_parser() -> argparse.ArgumentParser:
         description="Serve the target model over HTTP: GET /healthz, POST /v1/completions, POST /v1/chat/completions, POST /v1/grammar/correct, POST /v1/rag/documents, POST /v1/rag/query, and the demo pages GET /demo/grammar and GET /demo/rag.",
     )
     add_model_args(serve, DEFAULT_MODEL)
-    _add_drafter_args(serve, service.drafter)
-    # --host and --port are Flask's app.run arguments, not ServiceConfig's; --index-root, --datastore and
+    _add_drafter_args(serve, service.drafter, COMPLETION_OFFERS | {DATASTORE})  # the datastore: with --datastore
+    # --host and --port are the server's (``server.serve``), not ServiceConfig's; --index-root, --datastore and
     # --embedding-model default to None, which leaves ServiceConfig's own default in place (see _serve).
-    serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default: %(default)s)")
-    serve.add_argument("--port", type=int, default=8000, help="port (default: %(default)s)")
+    serve.add_argument("--host", default=DEFAULT_HOST, help="address to listen on (default: %(default)s)")
+    serve.add_argument("--port", type=int, default=DEFAULT_PORT, help="port (default: %(default)s)")
     serve.add_argument(
         "--grammar-model",
         default=service.grammar_model,
@@ -195,17 +201,20 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _generate(args: argparse.Namespace) -> int:
     from specdraft import GenerationConfig
-    from specdraft.apps.model_pool import DrafterSpec
+    from specdraft.apps.model_pool import COMPLETION_OFFERS
+    from specdraft.retrieval.drafter_registry import parse_drafter, require
 
     from .generate import GenerateRequest, json_schema_constraint, run_generate
     from .model_args import model_pool
 
     constraint = json_schema_constraint(args.json_schema) if args.json_schema else None
+    drafter = parse_drafter(args.drafter, args.tree_width, COMPLETION_OFFERS)
+    require(drafter, COMPLETION_OFFERS)
     prompt = sys.stdin.read() if args.prompt == "-" else args.prompt
     request = GenerateRequest(
         prompt=prompt,
         model=args.model,
-        drafter=DrafterSpec.parse(args.drafter, args.tree_width),
+        drafter=drafter,
         config=GenerationConfig(
             max_new_tokens=args.max_new_tokens,
             temperature=args.temperature,
@@ -235,17 +244,13 @@ def _serve(args: argparse.Namespace) -> int:
     from specdraft.apps.service.config import ServiceConfig
     from specdraft.apps.service.server import check_bind, serve
 
-    from .model_args import model_pool
+    from .model_args import model_config, model_pool
     from .serve_args import access_config
 
     rag = {"index_root": args.index_root, "datastore": args.datastore, "embedding_model": args.embedding_model}
     config = ServiceConfig(
-        model=args.model,
+        model=model_config(args),
         drafter=args.drafter,
-        device=args.device,
-        dtype=args.dtype,
-        backend=args.backend,  # with the engine's address, the pool below holds the engine
-        context=args.context,
         extra_models=tuple(args.extra_model),
         model_aliases=tuple(args.model_alias),
         serve_any_model_name=args.serve_any_model_name,
@@ -260,7 +265,7 @@ def _serve(args: argparse.Namespace) -> int:
         print(f"loading {args.model} ...", file=sys.stderr)
         app.extensions["specdraft"].target()
     print(
-        f"specdraft serving {args.model} (backend {config.model_config.resolved_backend}) on http://{args.host}:{args.port}\n"
+        f"specdraft serving {args.model} (backend {config.model.resolved_backend}) on http://{args.host}:{args.port}\n"
         f"  demos: http://{args.host}:{args.port}/demo/grammar  http://{args.host}:{args.port}/demo/rag\n"
         f"  grammar corrections by {config.grammar_model} (loaded on the first one)\n"
         f"  APIs: POST /v1/completions, /v1/chat/completions, /v1/grammar/correct, /v1/rag/documents, /v1/rag/query; GET /healthz\n"

@@ -10,8 +10,10 @@ import sys
 from dataclasses import dataclass
 
 from specdraft import GenerationConfig, SpeculativeGenerator
-from specdraft.apps.model_pool import DrafterSpec, ModelPool
+from specdraft.apps.model_pool import ModelPool
 from specdraft.constrained import Constraint, ConstraintError
+from specdraft.retrieval.drafter_registry import DrafterSpec
+from specdraft.retrieval.prompt_passages import prompt_passages
 
 
 @dataclass(frozen=True)
@@ -53,13 +55,14 @@ def run_generate(request: GenerateRequest, pool: ModelPool, as_json: bool, out=N
     """Generate and print to ``out`` (standard output by default); returns the JSON object."""
     out = out or sys.stdout
     model = pool.get(request.model)
-    request.drafter.prepare(pool, model)
+    pool.prepare(request.drafter, model)
     prompt_ids = prompt_ids_for(model, request.prompt, request.chat)
     if len(prompt_ids) >= model.max_length:
         raise ValueError(
             f"the prompt has {len(prompt_ids)} tokens; {request.model} accepts at most {model.max_length - 1}"
         )
-    drafter = request.drafter.build(pool, model, request.config.sampling, request.config.seed, [request.prompt])
+    passages = prompt_passages([request.prompt])  # what the reference drafter drafts from
+    drafter = pool.drafter(request.drafter, model, request.config.sampling, request.config.seed, passages)
     stream = SpeculativeGenerator(model).stream(prompt_ids, drafter, request.config)
     for piece in stream:
         if not as_json:

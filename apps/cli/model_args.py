@@ -6,8 +6,9 @@ import argparse
 
 
 def add_model_args(parser: argparse.ArgumentParser, default_model: str) -> None:
-    """--model (default ``default_model``), --backend, --device, --dtype, --context, --fast-path,
-    --no-prefix-cache and, for ``--backend engine``, --engine-url and --engine-api."""
+    """--model (default ``default_model``), --backend, --device, --dtype, --context, --fast-path (an
+    alias of --backend fast-path), --no-prefix-cache and, for ``--backend engine``, --engine-url and
+    --engine-api. ``model_config`` maps them onto a ``ModelConfig``, ``model_pool`` onto a pool."""
     from specdraft.backends.engine.config import ENGINE_APIS, EngineConfig
     from specdraft.model_config import BACKENDS, DTYPES, ModelConfig
 
@@ -21,7 +22,10 @@ def add_model_args(parser: argparse.ArgumentParser, default_model: str) -> None:
         "--backend",
         default=defaults.backend,
         choices=BACKENDS,
-        help="transformers (exact float32 reference, CPU or CUDA) or llama-cpp (the GGUF file as it is: fast on a CPU); auto = llama-cpp for a .gguf path, else transformers; fast-path = transformers with --fast-path; engine = verify on a serving engine at --engine-url (greedy only; --model is loaded here for its tokenizer) (default: %(default)s)",
+        help="transformers (exact float32 reference, CPU or CUDA) or llama-cpp (the GGUF file as it is: fast on a "
+        "CPU); auto = llama-cpp for a .gguf path, else transformers; fast-path = transformers with static KV caches "
+        "and CUDA graphs (--fast-path); engine = verify on a serving engine at --engine-url (greedy only; --model is "
+        "loaded here for its tokenizer) (default: %(default)s)",
     )
     parser.add_argument(
         "--device",
@@ -55,8 +59,11 @@ def add_model_args(parser: argparse.ArgumentParser, default_model: str) -> None:
     )
     parser.add_argument(
         "--fast-path",
-        action="store_true",
-        help="transformers: static KV caches and verify passes bucketed by width, captured as CUDA graphs on a GPU (eager on a CPU); same output (see docs/backends.md, GPU fast path)",
+        dest="backend",
+        action="store_const",
+        const="fast-path",
+        help="an alias of --backend fast-path: transformers with static KV caches and verify passes bucketed by "
+        "width, captured as CUDA graphs on a GPU (eager on a CPU); same output (see docs/backends.md, GPU fast path)",
     )
     parser.add_argument(
         "--no-prefix-cache",
@@ -65,26 +72,25 @@ def add_model_args(parser: argparse.ArgumentParser, default_model: str) -> None:
     )
 
 
-def model_pool(args: argparse.Namespace):
-    """The ``ModelPool`` that the model arguments of ``add_model_args`` describe (the backend is
-    chosen by ``specdraft.backends.load_model`` when the pool loads a model)."""
-    from specdraft.apps.model_pool import ENGINE, ModelPool
-    from specdraft.prefix_cache import PrefixCacheConfig
+def model_config(args: argparse.Namespace):
+    """The ``ModelConfig`` that the model arguments of ``add_model_args`` describe. SystemExit for
+    ``--backend engine`` without ``--engine-url``."""
+    from specdraft.backends.engine.config import EngineConfig
+    from specdraft.model_config import ModelConfig
 
     engine = None
-    if args.backend == ENGINE or args.engine_url:
-        from specdraft.backends.engine import EngineConfig
-
+    if args.backend == "engine" or args.engine_url:
         if not args.engine_url:
             raise SystemExit("--backend engine needs --engine-url URL")
         engine = EngineConfig(args.engine_url, args.engine_api)
+    return ModelConfig(args.model, args.device, args.dtype, args.backend, args.context, engine)
+
+
+def model_pool(args: argparse.Namespace):
+    """The ``ModelPool`` that the model arguments of ``add_model_args`` describe (the backend is
+    chosen by ``specdraft.backends.load_model`` when the pool loads a model)."""
+    from specdraft.apps.model_pool import ModelPool
+    from specdraft.prefix_cache import PrefixCacheConfig
+
     prefix_cache = PrefixCacheConfig(enabled=False) if args.no_prefix_cache else None
-    return ModelPool(
-        args.device,
-        args.dtype,
-        args.backend,
-        args.context,
-        engine=engine,
-        fast_path=args.fast_path,
-        prefix_cache=prefix_cache,
-    )
+    return ModelPool(model_config(args), prefix_cache=prefix_cache)

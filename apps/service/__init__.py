@@ -33,14 +33,15 @@ def create_app(
 ) -> Flask:
     """The service for ``config`` (default: ``ServiceConfig()``).
 
-    ``pool`` supplies the models; by default a new ``ModelPool`` on ``config``'s backend, device,
-    dtype and context. Tests pass a pool that already holds a model under ``config.model``.
+    ``pool`` supplies the models; by default a new ``ModelPool`` over ``config.model`` (its backend,
+    device, dtype, context, engine). Tests pass a pool that already holds a model under
+    ``config.model_name``.
     ``embedder`` embeds the RAG indexes' documents and questions; by default ``config.embedding_model``.
     Creating the app loads no model; it reads ``config.api_key_file`` (``KeyFileError`` when it is
     unusable). Every request passes ``access``'s checks; generating routes pass ``limits``' gate.
     """
     config = config if config is not None else ServiceConfig()
-    pool = pool if pool is not None else ModelPool(config.device, config.dtype, config.backend, config.context)
+    pool = pool if pool is not None else ModelPool(config.model)
     app = Flask(__name__)
     app.config["MAX_CONTENT_LENGTH"] = config.max_request_bytes
     app.json.sort_keys = False  # keep OpenAI's field order

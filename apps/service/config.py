@@ -11,13 +11,14 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from specdraft import DEFAULT_MODEL, GenerationConfig, ModelConfig, SpeculationConfig
-from specdraft.apps.model_pool import DrafterSpec
+from specdraft import GenerationConfig, ModelConfig, SpeculationConfig
+from specdraft.apps.model_pool import COMPLETION_OFFERS
 from specdraft.backends.transformers.verify_batch_config import VerifyBatchConfig
 from specdraft.copydraft.corrector import DEFAULT_GRAMMAR_MODEL
 from specdraft.copydraft.editor import COPY_SPECULATION
+from specdraft.retrieval.drafter_registry import DATASTORE, PASSAGES, DrafterSpec, parse_drafter, require
 from specdraft.retrieval.embedder import DEFAULT_EMBEDDER
-from specdraft.retrieval.pipeline import DRAFTERS, RAG_SPECULATION
+from specdraft.retrieval.pipeline import RAG_OFFERS, RAG_SPECULATION, RAGConfig
 
 from .edge_sessions import EdgeConfig
 from .limits import LimitConfig
@@ -34,9 +35,13 @@ def default_index_root() -> str:
 
 @dataclass(frozen=True)
 class ServiceConfig:
-    """``model``: the target every request is answered by (registry name, local path or hub id),
-    loaded once, on first use, on ``backend`` with ``device``/``dtype``/``context`` (see ``ModelConfig``). ``drafter``: the
-    drafter for requests that do not name one ("none", "prompt-lookup", "documents" or "model:NAME").
+    """``model``: the target every request is answered by, loaded once, on first use: a ``ModelConfig``
+    (the model's registry name, local path or hub id, its backend, device, dtype, context, and for the
+    engine backend the engine), or its name alone for ``ModelConfig(name)``; ``model_name`` is the name.
+    Extra models and draft models are loaded with the same config (``ModelPool``). ``drafter``: the
+    drafter for requests that do not name one (a name of ``specdraft.retrieval.drafter_registry``:
+    "none", "prompt-lookup", "reference" (alias "documents"), "model:NAME"; the datastore drafters
+    with ``datastore``).
     ``max_tokens_limit``: the largest ``max_tokens`` a request may ask for; ``default_max_tokens``:
     what a request that omits it gets (by default ``GenerationConfig``'s ``max_new_tokens``, which the
     command line's ``--max-new-tokens`` also defaults to: the same request gets the same answer). ``max_request_bytes``: larger request bodies get a 413.
@@ -57,12 +62,8 @@ class ServiceConfig:
     ``batch_verify``: None (default) runs every verification pass alone; a ``VerifyBatchConfig`` verifies
     concurrent requests' drafts in one padded pass (transformers backend only; ``specdraft.backends.transformers.verify_batcher``)."""
 
-    model: str = DEFAULT_MODEL
+    model: ModelConfig = ModelConfig()
     drafter: str = "prompt-lookup"
-    device: str = "auto"
-    dtype: str = "auto"
-    backend: str = "auto"
-    context: int = 0
     max_tokens_limit: int = 2048
     default_max_tokens: int = GenerationConfig().max_new_tokens  # the core's: `specdraft generate` gets the same
     max_request_bytes: int = 1_000_000
@@ -77,7 +78,7 @@ class ServiceConfig:
     embedding_model: str = DEFAULT_EMBEDDER
     datastore: str | None = None
     rag_drafter: str = "reference"
-    rag_top_k: int = 3
+    rag_top_k: int = RAGConfig().top_k  # the pipeline's: `specdraft ask` gets the same
     max_rag_top_k: int = 10
     max_rag_documents: int = 1000
     # model names a completion request may send (OpenAI clients send their own defaults, e.g.
@@ -96,10 +97,11 @@ class ServiceConfig:
     batch_verify: VerifyBatchConfig | None = None
 
     def __post_init__(self) -> None:
-        if not self.model.strip():
+        if isinstance(self.model, str):  # a name alone: the default config for it
+            object.__setattr__(self, "model", ModelConfig(self.model))
+        if not self.model_name.strip():
             raise ValueError("model must name a model")
-        self.model_config  # validates the backend, device, dtype and context
-        self.drafter_spec  # validates the drafter's name
+        require(self.drafter_spec, self.completion_offers)  # validates the drafter's name and what it needs
         if self.max_tokens_limit < 1:
             raise ValueError(f"max_tokens_limit must be >= 1, got {self.max_tokens_limit}")
         if not 1 <= self.default_max_tokens <= self.max_tokens_limit:
@@ -111,17 +113,17 @@ class ServiceConfig:
             raise ValueError(f"max_request_bytes must be >= 1, got {self.max_request_bytes}")
         if self.max_grammar_chars < 1:
             raise ValueError(f"max_grammar_chars must be >= 1, got {self.max_grammar_chars}")
-        if self.rag_drafter not in DRAFTERS:
-            raise ValueError(f"rag_drafter must be one of {', '.join(DRAFTERS)}, got {self.rag_drafter!r}")
-        if "datastore" in self.rag_drafter and self.datastore is None:
-            raise ValueError(f"rag_drafter {self.rag_drafter!r} needs a datastore")
+        try:
+            require(parse_drafter(self.rag_drafter, offers=self.rag_offers), self.rag_offers)
+        except ValueError as error:
+            raise ValueError(f"rag_drafter: {error}") from None
         if not 1 <= self.rag_top_k <= self.max_rag_top_k:
             raise ValueError(f"rag_top_k must be in [1, max_rag_top_k={self.max_rag_top_k}], got {self.rag_top_k}")
         if self.max_rag_documents < 1:
             raise ValueError(f"max_rag_documents must be >= 1, got {self.max_rag_documents}")
-        if self.batch_verify is not None and self.model_config.resolved_backend != "transformers":
+        if self.batch_verify is not None and self.model.resolved_backend != "transformers":
             raise ValueError(
-                f"verify batching (--batch-verify) is for the transformers backend, not {self.model_config.resolved_backend}"
+                f"verify batching (--batch-verify) is for the transformers backend, not {self.model.resolved_backend}"
             )
         if self.edge and self.api_key_file is None:
             raise ValueError("the edge verify server needs API keys: give api_key_file (--api-key-file FILE)")
@@ -129,12 +131,23 @@ class ServiceConfig:
     def allows_model(self, name: str) -> bool:
         """Whether a request may name ``name`` (the served model, an extra model, the default drafter's)."""
         default = self.drafter_spec
-        return name in (self.model, *self.extra_models) or (default.kind == "model" and default.model == name)
+        return name in (self.model_name, *self.extra_models) or (default.model is not None and default.model == name)
 
     @property
-    def model_config(self) -> ModelConfig:
-        return ModelConfig(self.model, self.device, self.dtype, self.backend, self.context)
+    def model_name(self) -> str:
+        """The served model's name (``model.model``): what answers and ``/v1/models`` name."""
+        return self.model.model
 
     @property
     def drafter_spec(self) -> DrafterSpec:
-        return DrafterSpec.parse(self.drafter)
+        return parse_drafter(self.drafter, offers=self.completion_offers)
+
+    @property
+    def completion_offers(self) -> frozenset[str]:
+        """What a completion offers its drafter: its prompt's passages, draft models, the datastore if any."""
+        return COMPLETION_OFFERS | ({DATASTORE} if self.datastore is not None else set())
+
+    @property
+    def rag_offers(self) -> frozenset[str]:
+        """What a RAG answer offers its drafter: the retrieved passages, the datastore if any."""
+        return RAG_OFFERS if self.datastore is not None else frozenset({PASSAGES})

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from flask import Blueprint, render_template, url_for
 
-from specdraft.retrieval.pipeline import DRAFTERS
+from specdraft.retrieval.drafter_registry import drafter_names
 
 from .protocol.rag import DEFAULT_INDEX, MAX_QUESTION_CHARS
 from .state import current_state
@@ -69,10 +69,10 @@ EXAMPLE_DOCUMENTS = [
 @bp.get("/rag")
 def rag() -> str:
     config = current_state().config
-    drafters = [d for d in DRAFTERS if "datastore" not in d or config.datastore is not None]
+    drafters = drafter_names(config.rag_offers)
     return render_template(
         "rag.html",
-        model=config.model,
+        model=config.model_name,
         drafters=drafters,
         default_drafter=config.rag_drafter,
         default_index=DEFAULT_INDEX,

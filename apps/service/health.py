@@ -16,14 +16,14 @@ bp = Blueprint("health", __name__)
 def healthz() -> Response:
     """``{"status": "ok", "model": served name, "loaded": bool}``."""
     state = current_state()
-    return jsonify({"status": "ok", "model": state.config.model, "loaded": state.loaded})
+    return jsonify({"status": "ok", "model": state.config.model_name, "loaded": state.loaded})
 
 
 @bp.get("/v1/models")
 def models() -> Response:
     """OpenAI's model list: the served model, then each of its aliases (answered by the same model)."""
     state = current_state()
-    names = (state.config.model, *state.config.model_aliases)
+    names = (state.config.model_name, *state.config.model_aliases)
     return jsonify(
         {
             "object": "list",

@@ -159,7 +159,7 @@ def document(config: ServiceConfig) -> dict[str, Any]:
         "info": {
             "title": "specdraft",
             "version": _version(),
-            "description": f"Lossless speculative decoding behind an OpenAI-compatible API, grammar correction and RAG; serves {config.model!r}. "
+            "description": f"Lossless speculative decoding behind an OpenAI-compatible API, grammar correction and RAG; serves {config.model_name!r}. "
             + CONVENTIONS,
         },
         "paths": paths,

@@ -20,6 +20,8 @@ from flask import Flask
 from .config import ServiceConfig
 
 LOOPBACK_NAMES = frozenset({"localhost"})
+DEFAULT_HOST = "127.0.0.1"  # `specdraft serve`'s address: this machine only (no keys needed)
+DEFAULT_PORT = 8000
 
 
 class UnsafeBind(ValueError):
@@ -43,7 +45,7 @@ def check_bind(host: str, config: ServiceConfig) -> None:
         raise UnsafeBind(
             f"refusing to listen on {host!r} without API keys: anyone who can reach this address could use the "
             "model and write into the RAG indexes. Give --api-key-file FILE (one key per line, then 'read' or "
-            "'write'), or listen on 127.0.0.1 (the default)."
+            f"'write'), or listen on {DEFAULT_HOST} (the default)."
         )
 
 

@@ -17,12 +17,13 @@ from typing import TYPE_CHECKING, Sequence
 from flask import current_app
 
 from specdraft import Drafter, Model, SamplingParams, SpeculationConfig
-from specdraft.apps.model_pool import DrafterSpec, ModelPool
+from specdraft.apps.model_pool import ModelPool
 from specdraft.copydraft import CorrectorConfig, EditorConfig, GrammarCorrector
 from specdraft.models import ChecksumMismatchError, ModelNotInstalledError
 from specdraft.retrieval.datastore import Datastore
+from specdraft.retrieval.drafter_registry import DATASTORE, PASSAGES, DrafterSpec, check_datastore
 from specdraft.retrieval.embedder import Embedder, EmbedderConfig, TextEmbedder
-from specdraft.retrieval.prompt_passages import DOCUMENTS
+from specdraft.retrieval.prompt_passages import prompt_passages
 
 from .config import ServiceConfig
 from .protocol.errors import RequestError
@@ -65,7 +66,7 @@ class ServiceState:
         if self._target is None:
             with self._lock:
                 if self._target is None:
-                    target = self.pool.get(self.config.model)
+                    target = self.pool.get(self.config.model_name)
                     if self.config.batch_verify is not None:  # ServiceConfig checked the backend
                         from specdraft.backends.transformers.model import enable_verify_batching
 
@@ -79,7 +80,7 @@ class ServiceState:
         Raises ``RequestError`` (param "model") for a name the config does not allow or a model
         that fails to load (not installed, no such path, ...).
         """
-        if name == self.config.model:
+        if name == self.config.model_name:
             return self.target()
         check_model_allowed(name, self.config)
         try:
@@ -118,31 +119,37 @@ class ServiceState:
 
     def speculation(self, spec: DrafterSpec) -> SpeculationConfig:
         """The draft-length policy of a completion with drafter ``spec``: the RAG answers' one
-        (``rag_speculation``: long quoted drafts) for ``documents``, which is the RAG API's reference
-        drafter over the prompt's passages; ``speculation`` for the others."""
-        return self.config.rag_speculation if spec.kind == DOCUMENTS else self.config.speculation
+        (``rag_speculation``: long quoted drafts) for the drafters that copy retrieved text (the
+        reference drafter over the prompt's passages, the datastore drafters); ``speculation`` for the others."""
+        return self.config.rag_speculation if spec.needs & {PASSAGES, DATASTORE} else self.config.speculation
 
     def drafter(
         self, spec: DrafterSpec, sampling: SamplingParams, seed: int | None, prompt_texts: Sequence[str] = ()
     ) -> Drafter | None:
         """A fresh drafter for one request (None: plain decoding); ``prompt_texts`` are the request's
-        texts the ``documents`` drafter drafts from (``retrieval.prompt_passages.prompt_texts``).
+        texts whose passages the reference drafter drafts from (``retrieval.prompt_passages``).
 
         The first request that names a draft model loads it and checks that it shares the target's
         tokenizer; raises ``RequestError`` (param "drafter") when that fails.
         """
         target = self.target()
-        if spec.kind == "model" and not self.config.allows_model(spec.model):
+        if spec.model is not None and not self.config.allows_model(spec.model):
             allowed = ", ".join(f"model:{name}" for name in self.config.extra_models) or "none configured"
             raise RequestError(f"draft model {spec.model!r} is not served here (allowed: {allowed})", "drafter")
         if spec not in self._prepared:
             try:
-                spec.prepare(self.pool, target)
+                self.pool.prepare(spec, target)
             except _DRAFT_MODEL_ERRORS as error:
                 raise RequestError(f"cannot use drafter {str(spec)!r}: {error}", "drafter") from None
             with self._lock:
                 self._prepared.add(spec)
-        return spec.build(self.pool, target, sampling, seed, prompt_texts)
+        passages = prompt_passages(prompt_texts) if PASSAGES in spec.needs else ()
+        datastore = self.datastore() if DATASTORE in spec.needs else None
+        try:
+            check_datastore(spec, datastore, target.tokenizer.vocab_size)
+        except ValueError as error:
+            raise RequestError(str(error), "drafter") from None
+        return self.pool.drafter(spec, target, sampling, seed, passages, datastore)
 
 
 def current_state() -> ServiceState:

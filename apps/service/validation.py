@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Mapping
 
 from specdraft import GenerationConfig
-from specdraft.apps.model_pool import DrafterSpec
+from specdraft.retrieval.drafter_registry import DrafterSpec, parse_drafter
 
 from .config import ServiceConfig
 from .protocol.chat import ChatMessage, Prompt, prompts_of
@@ -109,7 +109,9 @@ def parse_completion_request(body: Mapping[str, Any], chat: bool, config: Servic
         prompts=prompts,
         messages=messages,
         generation=generation,
-        drafter=config.drafter_spec if req.drafter is None else DrafterSpec.parse(req.drafter),
+        drafter=config.drafter_spec
+        if req.drafter is None
+        else parse_drafter(req.drafter, offers=config.completion_offers),
         stream=stream,
         prediction=None if req.prediction is None else req.prediction.text,
         n=req.n or 1,

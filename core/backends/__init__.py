@@ -8,8 +8,10 @@
   server; ``EngineModel``), with the model loaded here only for its tokenizer.
 
 The command line, the model pool (and through it the service and the benchmark) and the pipelines
-choose a backend only through ``load_model``. Importing this package loads no backend (no torch, no
-llama.cpp): each loader imports its own on first use.
+choose a backend only through ``load_model``; each backend's loader takes the ``ModelConfig``
+(``TransformersModel.load``, ``LlamaCppModel.load``, ``FastPathModel.load``, ``EngineModel.load``,
+which also takes the model loaded here for the engine's tokenizer). Importing this package loads no
+backend (no torch, no llama.cpp): each loader imports its own on first use.
 """
 
 from __future__ import annotations
@@ -31,24 +33,21 @@ def _transformers(config: ModelConfig, local: "Model | None") -> "Model":
 
 
 def _llama_cpp(config: ModelConfig, local: "Model | None") -> "Model":
-    from .llama_cpp import LlamaCppConfig, LlamaCppModel
+    from .llama_cpp import LlamaCppModel
 
-    return LlamaCppModel.load(config.model, LlamaCppConfig.from_model_config(config))
+    return LlamaCppModel.load(config)
 
 
 def _fast_path(config: ModelConfig, local: "Model | None") -> "Model":
     from .fast_path import FastPathModel
-    from .transformers.model import TransformersModel
 
-    return FastPathModel(TransformersModel.load(config))
+    return FastPathModel.load(config)
 
 
 def _engine(config: ModelConfig, local: "Model | None") -> "Model":
     from .engine import EngineModel
 
-    if config.engine is None:
-        raise ValueError("the engine backend needs an engine (--engine-url URL)")
-    return EngineModel(config.engine, local if local is not None else load_model(config.local))
+    return EngineModel.load(config, local if local is not None else load_model(config.local))
 
 
 _LOADERS: dict[str, Callable[[ModelConfig, "Model | None"], "Model"]] = {

@@ -2,6 +2,7 @@
 
 import pytest
 
+from specdraft import ModelConfig
 from specdraft.apps.cli.entry_point import build_parser
 from specdraft.apps.cli.serve_args import access_config
 from specdraft.apps.service.config import ServiceConfig
@@ -37,4 +38,4 @@ def test_bad_batch_settings_and_other_backends_are_refused():
     with pytest.raises(ValueError, match="max_batch"):
         config_of("--batch-verify", "--batch-max", "1")
     with pytest.raises(ValueError, match="transformers backend"):
-        ServiceConfig(backend="llama-cpp", batch_verify=VerifyBatchConfig())
+        ServiceConfig(ModelConfig(backend="llama-cpp"), batch_verify=VerifyBatchConfig())

@@ -35,10 +35,11 @@ def test_the_demo_says_how_to_run_it_against_start_sh(name):
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
+    from specdraft import ModelConfig
     from specdraft.apps.service import ServiceConfig, create_app
 
     config = ServiceConfig(
-        model=MODEL, backend="llama-cpp", device="cpu", index_root=str(tmp_path_factory.mktemp("indexes"))
+        model=ModelConfig(MODEL, device="cpu", backend="llama-cpp"), index_root=str(tmp_path_factory.mktemp("indexes"))
     )
     with LiveServer(create_app(config)) as live:
         yield live

@@ -32,7 +32,7 @@ from annotated_types import MaxLen, MinLen
 from pydantic import BeforeValidator, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, StrictStr, model_validator
 
 from specdraft import SamplingParams
-from specdraft.apps.model_pool import DRAFTER_NAMES, DrafterSpec
+from specdraft.retrieval.drafter_registry import MODEL, drafter_names, parse_drafter, require
 
 from ..config import ServiceConfig
 from .chat import Messages, PromptField, TextPart
@@ -52,7 +52,7 @@ MAX_SEED = 2**63 - 1  # a torch generator takes 64-bit seeds; draft models use s
 def served_models(config: ServiceConfig) -> list[str]:
     """The model names a request may give (``ServiceConfig.allows_model``)."""
     spec = config.drafter_spec
-    return list(dict.fromkeys([config.model, *config.extra_models, *([spec.model] if spec.kind == "model" else [])]))
+    return list(dict.fromkeys([config.model_name, *config.extra_models, *([spec.model] if spec.model else [])]))
 
 
 def within(value: int, low: int, high: int | None) -> int:
@@ -62,30 +62,37 @@ def within(value: int, low: int, high: int | None) -> int:
 
 
 def _served_model(name: str, config: ServiceConfig) -> str:
-    if name == config.model or name in config.model_aliases or config.serve_any_model_name:
+    if name == config.model_name or name in config.model_aliases or config.serve_any_model_name:
         return name
     aliases = f" (also answering to {', '.join(map(repr, config.model_aliases))})" if config.model_aliases else ""
-    raise refuse(f"{{path}} {name!r} is not served here; this server serves {config.model!r}{aliases}")
+    raise refuse(f"{{path}} {name!r} is not served here; this server serves {config.model_name!r}{aliases}")
 
 
 def _model_names(config: ServiceConfig) -> dict[str, Any]:
     if config.serve_any_model_name:
-        return {"description": f"any name: the answer always comes from {config.model!r}"}
-    return {"enum": [config.model, *config.model_aliases], "description": "the served model (or one of its aliases)"}
+        return {"description": f"any name: the answer always comes from {config.model_name!r}"}
+    return {
+        "enum": [config.model_name, *config.model_aliases],
+        "description": "the served model (or one of its aliases)",
+    }
 
 
 def _drafter(name: str, config: ServiceConfig) -> str:
     try:
-        DrafterSpec.parse(name)
+        require(parse_drafter(name, offers=config.completion_offers), config.completion_offers)
     except ValueError as error:
         raise refuse(str(error)) from None
     return name
 
 
 def completion_drafters(config: ServiceConfig) -> list[str]:
-    """The ``drafter`` values a request may give: the general ones and ``model:NAME`` for each model
-    the server may load (``DRAFTER_NAMES`` lists the forms)."""
-    return [*(name for name in DRAFTER_NAMES if ":" not in name), *(f"model:{name}" for name in served_models(config))]
+    """The ``drafter`` values a request may give: the registry's names a completion offers (aliases
+    too) and ``model:NAME`` for each model the server may load."""
+    names = drafter_names(config.completion_offers, aliases=True)
+    return [
+        *(name for name in names if not name.startswith(f"{MODEL}:")),
+        *(f"{MODEL}:{m}" for m in served_models(config)),
+    ]
 
 
 SERVED_MODEL = ConfigRule("completion_model", _served_model, _model_names)

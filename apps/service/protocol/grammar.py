@@ -32,7 +32,7 @@ class GrammarRequest:
 def grammar_models(config: ServiceConfig) -> tuple[str, ...]:
     """The models a grammar request may name: the served model, the grammar model (the default) and
     the extra models, each once (``ServiceConfig.allows_model`` also allows the default drafter's)."""
-    return tuple(dict.fromkeys((config.model, config.grammar_model, *config.extra_models)))
+    return tuple(dict.fromkeys((config.model_name, config.grammar_model, *config.extra_models)))
 
 
 def check_model_allowed(name: str, config: ServiceConfig) -> None:

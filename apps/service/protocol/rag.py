@@ -26,7 +26,8 @@ from pydantic import (
 )
 
 from specdraft.retrieval.chunker import InvalidDocumentError, validate_documents
-from specdraft.retrieval.pipeline import DRAFTERS
+from specdraft.retrieval.drafter_registry import DATASTORE, drafter_names, parse_drafter
+from specdraft.retrieval.pipeline import DRAFTERS, RAG_OFFERS
 
 from ..config import ServiceConfig
 from ..rag_indexes import NAME as INDEX_NAME
@@ -156,15 +157,16 @@ def _question(question: str) -> str:
 
 
 def _rag_drafter(name: str, config: ServiceConfig) -> str:
-    if name not in DRAFTERS:
+    if name not in drafter_names(RAG_OFFERS, aliases=True):
         raise refuse(f"{{path}} must be one of {', '.join(DRAFTERS)}; got {describe(name)}")
-    if "datastore" in name and config.datastore is None:
+    if DATASTORE in parse_drafter(name).needs and config.datastore is None:
         raise refuse(f"{{path}} {name!r} needs a datastore, and this server has none (start it with --datastore DIR)")
     return name
 
 
 def rag_drafters(config: ServiceConfig) -> list[str]:
-    return [name for name in DRAFTERS if "datastore" not in name or config.datastore is not None]
+    """The ``drafter`` values a RAG query may give on this server (aliases too)."""
+    return list(drafter_names(config.rag_offers, aliases=True))
 
 
 def _retriever(name: Any) -> Any:

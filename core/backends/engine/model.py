@@ -34,7 +34,7 @@ nothing of the sequence is kept on this machine.
 from __future__ import annotations
 
 import time
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from ...cost import PassCostProfile
 from ...draft import Draft
@@ -46,6 +46,9 @@ from .apis import PROBE_TEXT, SglangApi, VllmApi
 from .config import EngineConfig
 from .http import EngineClient, EngineError
 from .llama_server import LlamaServerApi
+
+if TYPE_CHECKING:
+    from ...model_config import ModelConfig
 
 DEFAULT_MAX_LENGTH = 2048  # the llama-cpp-python server's default n_ctx, where the engine does not say
 
@@ -75,6 +78,14 @@ class EngineModel(ServedText):
         self.tokenizer = local.tokenizer
         self.cost = PassCostProfile()
         self._max_length = config.max_length or int(self.info.get("max_length") or 0) or DEFAULT_MAX_LENGTH
+
+    @classmethod
+    def load(cls, config: "ModelConfig", local: Any) -> "EngineModel":
+        """The engine ``config.engine`` names, with ``local`` (``config.local`` loaded on this machine)
+        for the text; ValueError when the config names no engine."""
+        if config.engine is None:
+            raise ValueError("the engine backend needs an engine (--engine-url URL)")
+        return cls(config.engine, local)
 
     def _check_tokenizer(self) -> None:
         """The engine's token ids for a probe text must equal the local tokenizer's (where the

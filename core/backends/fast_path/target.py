@@ -34,6 +34,7 @@ from typing import NoReturn, Sequence
 import torch
 
 from ...draft import Draft
+from ...model_config import ModelConfig
 from ...sampling import TokenChooser
 from ..transformers.model import TransformersModel, TransformersTarget
 from .static_kv import LayerState, StaticKV, supports_static_cache
@@ -79,9 +80,9 @@ class FastPathModel(TransformersModel):
         self._pool_lock = threading.Lock()
 
     @classmethod
-    def load(cls, config=None, fast: FastPathConfig = FastPathConfig()) -> "FastPathModel":  # type: ignore[override]
-        """``TransformersModel.load(config)`` on the fast path."""
-        return cls(TransformersModel.load(config) if config is not None else TransformersModel.load(), fast)
+    def load(cls, config: ModelConfig = ModelConfig(), fast: FastPathConfig = FastPathConfig()) -> "FastPathModel":
+        """``TransformersModel.load(config)`` on the fast path (``config.backend`` is not read)."""
+        return cls(TransformersModel.load(config), fast)
 
     @property
     def uses_graphs(self) -> bool:

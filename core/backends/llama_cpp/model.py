@@ -127,9 +127,16 @@ class LlamaCppModel:
             )
 
     @classmethod
-    def load(cls, model: str, config: LlamaCppConfig = LlamaCppConfig()) -> "LlamaCppModel":
-        """``model``: a registry name (its verified GGUF file) or a path to a ``.gguf`` file."""
+    def load(cls, model: "ModelConfig | str", config: LlamaCppConfig | None = None) -> "LlamaCppModel":
+        """``model``: a ``ModelConfig`` (as ``specdraft.backends.load_model`` passes it; ``config``
+        defaults to ``LlamaCppConfig.from_model_config`` of it), or its ``model`` alone: a registry
+        name (its verified GGUF file) or a path to a ``.gguf`` file."""
         from ...models import REGISTRY, gguf_path
+
+        if not isinstance(model, str):
+            config = config if config is not None else LlamaCppConfig.from_model_config(model)
+            model = model.model
+        config = config if config is not None else LlamaCppConfig()
 
         if model in REGISTRY:
             path = gguf_path(model)

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from hash_embedder import HashEmbedder
 
+from specdraft import ModelConfig
 from specdraft.apps.bench.datasets import kb_corpus, kb_embeddings
 from specdraft.apps.bench.datasets.kb_corpus import KBChunks, KBConfig, build_chunks, chunks_digest
 from specdraft.apps.bench.datasets.kb_embeddings import EmbeddingCacheConfig, kb_vectors
@@ -232,8 +233,8 @@ def test_the_bench_device_goes_to_the_models_only(tiny_model, monkeypatch):
     pools: list = []
 
     class RecordingPool:
-        def __init__(self, device, dtype, backend="auto"):
-            pools.append((device, dtype, backend))
+        def __init__(self, model):
+            pools.append((model.device, model.dtype, model.backend))
 
         def get(self, name):
             return tiny_model
@@ -251,7 +252,9 @@ def test_the_bench_device_goes_to_the_models_only(tiny_model, monkeypatch):
     )
     assert pools == [("cuda", "auto", "auto")]
     assert result["config"]["device"] == "cuda" and all(run["identical"] for run in result["runs"])
-    assert ModelPool("cuda").config("smollm2-135m").device == "cuda"  # what the real pool would load with
+    assert (
+        ModelPool(ModelConfig(device="cuda")).config("smollm2-135m").device == "cuda"
+    )  # what the real pool would load with
 
 
 def test_cli_max_new_tokens_is_the_given_value_even_when_it_equals_the_generation_default(monkeypatch, tmp_path):

@@ -11,7 +11,8 @@ from specdraft.apps.bench.methods import (
 )
 from specdraft.apps.bench.report import write_report
 from specdraft.apps.bench.runner import run_benchmark
-from specdraft.apps.model_pool import DrafterSpec, ModelPool
+from specdraft.apps.model_pool import ModelPool
+from specdraft.retrieval.drafter_registry import parse_drafter
 
 
 def test_runner_compares_methods_and_writes_json_markdown_and_plot(tiny_model, tokenizer, tmp_path):
@@ -19,7 +20,7 @@ def test_runner_compares_methods_and_writes_json_markdown_and_plot(tiny_model, t
     pool.add("tiny", tiny_model)
     methods = [
         plain(tiny_model),
-        specdraft_by_spec(pool, tiny_model, DrafterSpec.parse("prompt-lookup")),
+        specdraft_by_spec(pool, tiny_model, parse_drafter("prompt-lookup")),
         transformers_plain(tiny_model),
         transformers_prompt_lookup(tiny_model),
     ]

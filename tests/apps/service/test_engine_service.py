@@ -77,3 +77,26 @@ def test_a_constraint_is_a_400_naming_response_format(engine) -> None:
     assert answer.status_code == 400
     error = answer.get_json()["error"]
     assert error["param"] == "response_format" and "logits" in error["message"], error
+
+
+def test_create_app_serves_the_engine_backend_from_the_config_alone(tiny_checkpoint, tmp_path) -> None:
+    """``create_app(ServiceConfig(model=ModelConfig(..., backend="engine", engine=...)))`` with no pool:
+    the app's own pool loads the engine's model, the checkpoint loaded here for its tokenizer, and
+    greedy answers equal the served model's own."""
+    from specdraft import ModelConfig
+    from specdraft.apps.service import ServiceConfig, create_app
+
+    path, model = tiny_checkpoint
+    with LiveServer(make_vllm_dialect_app(model)) as server:
+        engine = EngineConfig(server.url, "vllm", exact=True)
+        config = ServiceConfig(
+            model=ModelConfig(str(path), device="cpu", backend="engine", engine=engine), index_root=str(tmp_path)
+        )
+        app = create_app(config)
+        answer = app.test_client().post(
+            "/v1/completions", json={"model": str(path), "prompt": PROMPT, "max_tokens": 12, "temperature": 0}
+        )
+        assert answer.status_code == 200, answer.get_json()
+        assert isinstance(app.extensions["specdraft"].target(), EngineModel)
+    expected = SpeculativeGenerator(model).generate(model.encode(PROMPT), None, GenerationConfig(max_new_tokens=12))
+    assert answer.get_json()["choices"][0]["text"] == model.decode(expected.token_ids)

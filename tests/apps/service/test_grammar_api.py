@@ -11,6 +11,7 @@ import threading
 import pytest
 from tiny_service import DRAFT, GRAMMAR_TEXT, SERVED, UNLOADABLE, make_app, make_chat_model
 
+from specdraft import ModelConfig
 from specdraft.apps.service import ServiceConfig
 from specdraft.copydraft import GrammarCorrector
 from specdraft.copydraft.answer_check import check_answer
@@ -176,7 +177,7 @@ def test_the_grammar_model_is_loaded_on_the_first_correction_only(model):
 
 def test_the_default_grammar_model_is_one_that_corrects():
     assert ServiceConfig().grammar_model == DEFAULT_GRAMMAR_MODEL == "qwen2.5-coder-0.5b"
-    assert ServiceConfig().model != DEFAULT_GRAMMAR_MODEL  # the served model stays the small default
+    assert ServiceConfig().model_name != DEFAULT_GRAMMAR_MODEL  # the served model stays the small default
 
 
 def test_one_corrector_per_model_is_kept(app):
@@ -285,7 +286,7 @@ ISSUE_SENTENCE = "She go to school every days and she like it."
 def test_the_real_default_grammar_model_corrects_without_dropping_the_second_clause(tmp_path):
     from specdraft.apps.service import create_app
 
-    client = create_app(ServiceConfig(device="cpu", index_root=str(tmp_path))).test_client()
+    client = create_app(ServiceConfig(ModelConfig(device="cpu"), index_root=str(tmp_path))).test_client()
     body = post_ok(client, {"text": ISSUE_SENTENCE})
     assert body["model"] == DEFAULT_GRAMMAR_MODEL
     assert body["corrected"].startswith("She goes to school every day")
@@ -299,7 +300,7 @@ def test_the_small_models_dropped_clause_and_loop_are_flagged(tmp_path):
     from specdraft.apps.service import create_app
 
     client = create_app(
-        ServiceConfig(device="cpu", index_root=str(tmp_path), grammar_model="smollm2-135m")
+        ServiceConfig(ModelConfig(device="cpu"), index_root=str(tmp_path), grammar_model="smollm2-135m")
     ).test_client()
     dropped = post_ok(client, {"text": ISSUE_SENTENCE})  # the issue: "She go to school every day."
     assert dropped["quality"]["ok"] is False

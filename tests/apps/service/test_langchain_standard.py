@@ -23,6 +23,7 @@ from langchain_openai import ChatOpenAI
 from langchain_tests.integration_tests import ChatModelIntegrationTests
 from live_server import LiveServer
 
+from specdraft import ModelConfig
 from specdraft.apps.service import ServiceConfig, create_app
 
 pytestmark = [
@@ -78,7 +79,8 @@ class TestSpecdraftChatOpenAI(ChatModelIntegrationTests):
     @pytest.fixture(scope="class", autouse=True)
     def server(self, request, tmp_path_factory):
         config = ServiceConfig(
-            model=MODEL, backend="llama-cpp", device="cpu", index_root=str(tmp_path_factory.mktemp("indexes"))
+            model=ModelConfig(MODEL, device="cpu", backend="llama-cpp"),
+            index_root=str(tmp_path_factory.mktemp("indexes")),
         )
         with LiveServer(create_app(config)) as live:
             request.cls.base_url = live.url + "/v1"

@@ -13,6 +13,7 @@ from live_server import LiveServer
 from openai import OpenAI
 from pydantic import BaseModel
 
+from specdraft import ModelConfig
 from specdraft.apps.service import ServiceConfig, create_app
 
 pytestmark = pytest.mark.slow
@@ -49,7 +50,7 @@ class Person(BaseModel):
 @pytest.fixture(scope="module")
 def app(tmp_path_factory):
     return create_app(
-        ServiceConfig(model=MODEL, backend="llama-cpp", index_root=str(tmp_path_factory.mktemp("indexes")))
+        ServiceConfig(model=ModelConfig(MODEL, backend="llama-cpp"), index_root=str(tmp_path_factory.mktemp("indexes")))
     )
 
 

@@ -2,12 +2,12 @@
 
 import pytest
 
-from specdraft import GenerationConfig
-from specdraft.apps.model_pool import DrafterSpec
+from specdraft import GenerationConfig, ModelConfig
 from specdraft.apps.service.config import ServiceConfig
 from specdraft.apps.service.protocol.chat import ChatMessage
 from specdraft.apps.service.protocol.errors import RequestError, parse_json_body
 from specdraft.apps.service.validation import check_context_length, parse_completion_request
+from specdraft.retrieval.drafter_registry import DrafterSpec
 
 CONFIG = ServiceConfig(model="tiny", drafter="prompt-lookup", max_tokens_limit=100, default_max_tokens=16)
 
@@ -154,8 +154,8 @@ def test_service_config_defaults_are_valid():
     [
         ({"model": " "}, "model must name a model"),
         ({"drafter": "ngram"}, "unknown drafter"),
-        ({"device": "tpu"}, "device must be"),
-        ({"dtype": "int8"}, "dtype must be"),
+        ({"model": {"device": "tpu"}}, "device must be"),
+        ({"model": {"dtype": "int8"}}, "dtype must be"),
         ({"max_tokens_limit": 0}, "max_tokens_limit must be >= 1"),
         ({"default_max_tokens": 0}, "default_max_tokens must be in"),
         ({"max_tokens_limit": 8, "default_max_tokens": 9}, "default_max_tokens must be in [1, max_tokens_limit=8]"),
@@ -163,6 +163,6 @@ def test_service_config_defaults_are_valid():
     ],
 )
 def test_service_config_rejects_bad_values(fields, message):
-    with pytest.raises(ValueError) as caught:
-        ServiceConfig(**fields)
+    with pytest.raises(ValueError) as caught:  # a dict: the fields of the ModelConfig
+        ServiceConfig(**{k: ModelConfig(**v) if isinstance(v, dict) else v for k, v in fields.items()})
     assert message in str(caught.value)

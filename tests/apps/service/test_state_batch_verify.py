@@ -30,7 +30,7 @@ def test_metrics_report_the_batcher(tokenizer):
     answer = client.post(
         "/v1/completions",
         json={
-            "model": app.extensions["specdraft"].config.model,
+            "model": app.extensions["specdraft"].config.model_name,
             "prompt": "Hello there",
             "max_tokens": 6,
             "temperature": 0,

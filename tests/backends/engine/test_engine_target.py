@@ -8,7 +8,7 @@ import socket
 
 import pytest
 
-from specdraft import ROOT, Draft, GenerationConfig, SamplingParams, SpeculativeGenerator, TokenChooser
+from specdraft import ROOT, Draft, GenerationConfig, ModelConfig, SamplingParams, SpeculativeGenerator, TokenChooser
 from specdraft.backends.engine import (
     EngineClient,
     EngineConfig,
@@ -219,7 +219,7 @@ def test_the_command_line_selects_the_engine_backend():
     pool = model_pool(
         parser.parse_args(["--backend", "engine", "--engine-url", "http://gpu-box:8000", "--engine-api", "sglang"])
     )
-    assert pool.engine == EngineConfig("http://gpu-box:8000", "sglang") and pool.local_backend == "auto"
+    assert pool.model.engine == EngineConfig("http://gpu-box:8000", "sglang") and pool.local_backend == "auto"
     pool = model_pool(
         parser.parse_args(["--backend", "engine", "--engine-url", "http://h:1", "--engine-api", "llama-cpp-server"])
     )
@@ -227,8 +227,8 @@ def test_the_command_line_selects_the_engine_backend():
     with pytest.raises(SystemExit, match="--engine-url"):
         model_pool(parser.parse_args(["--backend", "engine"]))
     with pytest.raises(ValueError, match="engine"):
-        ModelPool(backend="engine")
-    assert model_pool(parser.parse_args([])).engine is None
+        ModelPool(ModelConfig(backend="engine"))
+    assert model_pool(parser.parse_args([])).model.engine is None
 
 
 def test_an_engine_that_does_not_answer_in_time_is_a_clear_error():

@@ -1,11 +1,12 @@
-"""``--fast-path`` on the command line and ``ModelPool(fast_path=True)``: transformers models load as
-``FastPathModel`` (off by default); other backends refuse it."""
+"""``--fast-path`` (an alias of ``--backend fast-path``) on the command line and a pool on the
+"fast-path" backend: transformers models load as ``FastPathModel`` (off by default); a GGUF file
+(llama.cpp's) refuses it."""
 
 import argparse
 
 import pytest
 
-from specdraft import GenerationConfig, SpeculativeGenerator
+from specdraft import GenerationConfig, ModelConfig, SpeculativeGenerator
 from specdraft.apps.cli.model_args import add_model_args, model_pool
 from specdraft.apps.model_pool import ModelPool
 from specdraft.backends.fast_path import FastPathModel
@@ -18,15 +19,16 @@ def parsed(*argv: str) -> argparse.Namespace:
 
 
 def test_the_flag_reaches_the_pool_and_is_off_by_default():
-    assert model_pool(parsed()).fast_path is False
-    assert model_pool(parsed("--fast-path")).fast_path is True
+    assert model_pool(parsed()).model.backend == "auto"
+    assert model_pool(parsed("--fast-path")).model.backend == "fast-path"
+    assert parsed("--fast-path").backend == parsed("--backend", "fast-path").backend
 
 
 def test_a_fast_pool_loads_a_fast_model_with_the_plain_output(tiny_checkpoint):
     path, reference = tiny_checkpoint
-    fast = ModelPool(device="cpu", fast_path=True).get(str(path))
+    fast = ModelPool(ModelConfig(device="cpu", backend="fast-path")).get(str(path))
     assert isinstance(fast, FastPathModel) and fast.backend == "transformers" and fast.exact
-    plain = ModelPool(device="cpu").get(str(path))
+    plain = ModelPool(ModelConfig(device="cpu")).get(str(path))
     assert not isinstance(plain, FastPathModel)
     ids = reference.encode("The quick brown fox")
     config = GenerationConfig(max_new_tokens=16, ignore_eos=True)
@@ -38,7 +40,7 @@ def test_a_fast_pool_loads_a_fast_model_with_the_plain_output(tiny_checkpoint):
 
 def test_other_backends_refuse_it():
     with pytest.raises(ValueError, match="transformers backend"):
-        ModelPool(backend="llama-cpp", fast_path=True)
+        ModelPool(ModelConfig("smollm2-135m.gguf", backend="fast-path"))
 
 
 def test_load_gives_a_fast_model(tiny_checkpoint):

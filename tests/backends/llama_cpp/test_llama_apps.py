@@ -8,6 +8,7 @@ import json
 import pytest
 from hash_embedder import HashEmbedder
 
+from specdraft import ModelConfig
 from specdraft.apps.cli import main
 from specdraft.apps.service import ServiceConfig, create_app
 from specdraft.retrieval.index import DocumentIndex
@@ -81,7 +82,7 @@ def test_iterative_ask_on_llama_cpp_speculative_equals_plain(capsys, tmp_path):
 @pytest.fixture(scope="module")
 def client(tmp_path_factory):
     config = ServiceConfig(
-        model="smollm2-135m", backend="llama-cpp", index_root=str(tmp_path_factory.mktemp("indexes"))
+        model=ModelConfig("smollm2-135m", backend="llama-cpp"), index_root=str(tmp_path_factory.mktemp("indexes"))
     )
     return create_app(config, embedder=HashEmbedder()).test_client()
 
@@ -108,7 +109,7 @@ def test_bench_runs_llama_cpp_python_as_the_peer(tmp_path):
     from specdraft.apps.bench.runner import run_benchmark
     from specdraft.apps.model_pool import ModelPool
 
-    model = ModelPool(backend="llama-cpp").get("smollm2-135m")
+    model = ModelPool(ModelConfig(backend="llama-cpp")).get("smollm2-135m")
     case = BenchCase(
         "c0", tuple(model.encode_chat([{"role": "user", "content": "Repeat: the cat sat on the mat."}])), 16
     )
