@@ -83,7 +83,7 @@ def _complete(fmt: Format) -> Response:
     req = parse_completion_request(parse_json_body(request.get_data()), fmt.chat, state.config)
     model = state.target()
     plan = plan_output(req.response_format, req.tools, model.tokenizer, tool_format=format_for_model(model))
-    prompts = _prompts(model, req, state.config.model, fmt.prompt_param, plan)
+    prompts = _prompts(model, req, state.config.model_name, fmt.prompt_param, plan)
     prediction_ids = None if req.prediction is None else model.tokenizer.encode(req.prediction)
     choices = [
         _Choice(i * req.n + j, text, ids, replace(req.choice_generation(j), constraint=plan.constraint))
@@ -91,7 +91,7 @@ def _complete(fmt: Format) -> Response:
         for j in range(req.n)
     ]
     reply = _Reply(
-        Answer(fmt, state.config.model),
+        Answer(fmt, state.config.model_name),
         "prediction" if prediction_ids is not None else str(req.drafter),
         prediction_ids,
         prompt_tokens=sum(len(ids) for _, ids in prompts),

@@ -108,7 +108,7 @@ def info() -> Response:
     return jsonify(
         {
             "object": "edge.info",
-            "model": current_state().config.model,
+            "model": current_state().config.model_name,
             "backend": model.backend,
             "exact": model.exact,
             "tokenizer": model.tokenizer.fingerprint(),
@@ -149,7 +149,7 @@ def open_session() -> tuple[Response, int]:
     if body.tokenizer != model.tokenizer.fingerprint():
         raise EdgeError(
             409,
-            f"the client's tokenizer differs from the served model's ({current_state().config.model}): "
+            f"the client's tokenizer differs from the served model's ({current_state().config.model_name}): "
             "draft with a model that shares its tokenizer",
             "tokenizer",
             "tokenizer_mismatch",
@@ -159,7 +159,7 @@ def open_session() -> tuple[Response, int]:
     if body.messages is not None:
         if not model.has_chat_template:
             raise RequestError(
-                f"the served model {current_state().config.model} has no chat template; send prompt token ids",
+                f"the served model {current_state().config.model_name} has no chat template; send prompt token ids",
                 "messages",
             )
         try:
@@ -174,7 +174,7 @@ def open_session() -> tuple[Response, int]:
     answer = {
         "id": session.id,
         "object": "edge.session",
-        "model": current_state().config.model,
+        "model": current_state().config.model_name,
         "prompt_tokens": len(prompt),
         "context_length": session.context_length,
         "max_length": session.max_length,

@@ -85,7 +85,7 @@ def query() -> Response:
     if req.iterative:
         return _iterative(state, req)
     stream = metrics.observe(_start(state, req, _index(state, req.index)), req.drafter)
-    about = {"index": req.index, "model": state.config.model, "drafter": req.drafter}
+    about = {"index": req.index, "model": state.config.model_name, "drafter": req.drafter}
     passages = {"passages": [passage_dict(hit) for hit in stream.hits]}
     return _answer(req, stream, about, passages, lambda piece: {"text": piece.text, "source": piece.source})
 
@@ -108,7 +108,7 @@ def _iterative(state: ServiceState, req: QueryRequest) -> Response:
         raise RequestError(str(error), "question") from None
     about = {
         "index": req.index,
-        "model": state.config.model,
+        "model": state.config.model_name,
         "retriever": req.retriever,
         "speculative_retrieval": req.speculative_retrieval,
     }
