@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from specdraft import GenerationConfig
+from specdraft.apps.service.config import ServiceConfig
 from specdraft.edge.config import EdgeClientConfig
 
 
@@ -27,7 +28,7 @@ class EdgeLocalConfig:
     draft_model: str = "local"
     timeout_s: float = 10.0
     client: EdgeClientConfig = field(default_factory=EdgeClientConfig)
-    max_tokens_limit: int = 2048
+    max_tokens_limit: int = ServiceConfig().max_tokens_limit  # the service's, as default_max_tokens is the core's
     default_max_tokens: int = GenerationConfig().max_new_tokens  # the core's, as `specdraft edge` and the service
     max_request_bytes: int = 1_000_000
     api_key_file: str | None = None

@@ -22,11 +22,10 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Any, Sequence
 
 from specdraft import Model
 from specdraft.sampling import TokenChooser
-from specdraft.session import Logits, Session
 
 from .prompt import PromptLayout
 
@@ -62,11 +61,11 @@ class StrideDecoder:
         self.model = model
         self.layout = layout
         self.chooser = chooser
-        self.session: Session = model.new_session()  # transformers and llama.cpp models have one
+        self.session: Any = model.new_session()  # transformers and llama.cpp models have one
         self.answer: list[int] = []
         self.ops: list[Op] = []
         self.docs: tuple[int, ...] | None = None
-        self._logits: Logits | None = None
+        self._logits: Any = None
         self.generation_seconds = 0.0
         self.passes = 0
         self.prefill_tokens = 0
@@ -81,7 +80,7 @@ class StrideDecoder:
             return self.layout.tail_ids(op.docs, self.answer[: op.upto])
         return [op.token]
 
-    def _run(self, op: Op, replay: bool = False) -> Logits:
+    def _run(self, op: Op, replay: bool = False) -> Any:
         tokens = self._tokens(op)
         start = time.perf_counter()
         logits = self.session.feed(tokens, all_logits=False)[-1]
@@ -99,7 +98,7 @@ class StrideDecoder:
         """Answer tokens the session holds (the rest, at most one, is pending)."""
         return self.ops[-1].upto
 
-    def _single(self) -> Logits:
+    def _single(self) -> Any:
         i = self._fed_answer()
         if i >= len(self.answer):
             raise RuntimeError("no pending token to run")
