@@ -9,12 +9,14 @@ same order transformers' ``generate`` applies (temperature, top-k, top-p).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 if TYPE_CHECKING:
     import torch
+
+    from .session import Logits
 
 
 class SamplingUnavailableError(ValueError):
@@ -41,7 +43,7 @@ class SamplingParams:
         return self.temperature == 0.0
 
 
-def warp(logits: "torch.Tensor", params: SamplingParams) -> "torch.Tensor":
+def warp(logits: Logits, params: SamplingParams) -> "torch.Tensor":
     """Probabilities ``[..., vocab]`` (float32) to sample from, given raw logits ``[..., vocab]``
     (a torch tensor or a numpy array).
 
@@ -102,20 +104,19 @@ class PositionalRandom:
         return torch.Generator().manual_seed(key)
 
 
-def top_tokens(row: Any, k: int) -> list[int]:
+def top_tokens(row: Logits, k: int) -> list[int]:
     """The ``k`` largest entries' indices of a ``[vocab]`` row (numpy or torch), largest first."""
-    if hasattr(row, "topk"):
+    if not isinstance(row, np.ndarray):  # a torch tensor
         return [int(t) for t in row.topk(k).indices.tolist()]
-    row = np.asarray(row)
     if k >= row.shape[0]:
         return [int(t) for t in np.argsort(-row, kind="stable")]
     part = np.argpartition(-row, k - 1)[:k]
     return [int(t) for t in part[np.argsort(-row[part], kind="stable")]]
 
 
-def argmax(row: Any) -> int:
+def argmax(row: Logits) -> int:
     """Index of the largest value of a ``[vocab]`` row (numpy or torch; the first on ties)."""
-    return int(row.argmax()) if hasattr(row, "argmax") else int(np.argmax(row))
+    return int(row.argmax())
 
 
 @dataclass(frozen=True)
@@ -130,7 +131,7 @@ class TokenChooser:
     params: SamplingParams = SamplingParams()
     seed: int = 0
 
-    def choose(self, logits_row: Any, position: int) -> int:
+    def choose(self, logits_row: Logits, position: int) -> int:
         """The token for absolute ``position`` given the logits ``[vocab]`` predicting it."""
         if self.params.greedy:
             return argmax(logits_row)

@@ -12,7 +12,17 @@ catch it (for example iterative RAG refuses such a model with a clear message) i
 
 from __future__ import annotations
 
-from typing import Any, Protocol, Sequence
+from typing import TYPE_CHECKING, Protocol, Sequence, TypeAlias
+
+import numpy as np
+
+if TYPE_CHECKING:
+    import torch
+
+# Logits as the backend computes them: a torch tensor (transformers, the fast path; on the model's
+# device) or a numpy array (llama.cpp). ``isinstance(row, np.ndarray)`` tells them apart; nothing
+# else is ever returned, so callers never probe for methods.
+Logits: TypeAlias = "torch.Tensor | np.ndarray"
 
 
 class SessionsUnavailableError(ValueError):
@@ -24,11 +34,11 @@ class Session(Protocol):
         """Tokens whose keys and values the session holds."""
         ...
 
-    def feed(self, tokens: Sequence[int], parents: Sequence[int] | None = None, all_logits: bool = True) -> Any:
+    def feed(self, tokens: Sequence[int], parents: Sequence[int] | None = None, all_logits: bool = True) -> Logits:
         """Run ``tokens`` after what the session holds (``parents``: None or a chain; transformers
         sessions also take a token tree) and keep their keys and values. Returns logits
         ``[len(tokens), vocab]`` (only the last row, ``[1, vocab]``, when ``all_logits`` is False):
-        a torch tensor or a numpy array, as the backend computes them."""
+        ``Logits``, a torch tensor (transformers, fast path) or a numpy array (llama.cpp)."""
         ...
 
     def truncate(self, length: int) -> None:

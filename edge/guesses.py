@@ -30,6 +30,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from specdraft.sampling import DRAFT_STREAM, SamplingParams
+from specdraft.session import Logits
 
 from .config import EdgeClientConfig
 
@@ -42,7 +43,7 @@ class Guess:
     prob: float  # its probability (under the draft model; under ``q`` when sampling)
     alt: int  # the runner-up (greedy) of the draft model
     alt_prob: float
-    logits: Any  # the row itself (numpy float64), for local sampling
+    logits: np.ndarray  # the row itself (float64), for local sampling
     top: tuple[tuple[int, float], ...] = ()  # the TOP likeliest tokens and probabilities, likeliest first
     q: tuple[tuple[int, ...], tuple[float, ...]] | None = None  # sampling: the draft distribution drawn from
     position: int = 0  # absolute position of the token this guess predicts
@@ -54,9 +55,9 @@ class Guess:
         return max(self.q[1]) if self.q is not None else self.top[0][1] if self.top else self.prob
 
 
-def _row(logits: Any) -> np.ndarray:
-    if hasattr(logits, "detach"):
-        logits = logits.detach().cpu().double().numpy()
+def _row(logits: Logits) -> np.ndarray:
+    if not isinstance(logits, np.ndarray):  # a torch tensor
+        return logits.detach().cpu().double().numpy()
     return np.asarray(logits, dtype=np.float64)
 
 
@@ -66,7 +67,7 @@ def _top(row: np.ndarray, k: int) -> np.ndarray:
     return part[np.argsort(-row[part], kind="stable")]
 
 
-def draft_distribution(row: Any, params: SamplingParams, k: int) -> tuple[tuple[int, ...], tuple[float, ...]]:
+def draft_distribution(row: Logits, params: SamplingParams, k: int) -> tuple[tuple[int, ...], tuple[float, ...]]:
     """``q``: ``softmax(row / temperature)`` over the ``min(k, top_k)`` likeliest tokens, cut to
     ``top_p`` (the likeliest token always stays), renormalised; as (tokens, probabilities) with
     every probability > 0. Deterministic in ``row`` (numpy float64)."""

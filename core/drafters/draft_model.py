@@ -21,7 +21,7 @@ from typing import Any, Sequence
 from ..draft import ROOT, Draft
 from ..model import Model
 from ..sampling import DRAFT_STREAM, PositionalRandom, SamplingParams, sample, top_tokens, warp
-from ..session import Session
+from ..session import Logits, Session
 
 
 @dataclass(frozen=True)
@@ -61,14 +61,14 @@ class DraftModelDrafter:
         self.session: Session = model.new_session()
         self._fed: list[int] = []  # tokens whose keys/values the session holds
 
-    def _logits_after(self, context: Sequence[int]) -> Any:
+    def _logits_after(self, context: Sequence[int]) -> Logits:
         """Draft logits ``[vocab]`` for the token after ``context``, reusing the cached prefix."""
         keep = min(_common_prefix(self._fed, context), len(context) - 1)
         self.session.truncate(keep)
         self._fed = list(context)
         return self.session.feed(context[keep:], all_logits=False)[-1]
 
-    def _feed(self, token: int) -> Any:
+    def _feed(self, token: int) -> Logits:
         self._fed.append(token)
         return self.session.feed([token])[-1]
 

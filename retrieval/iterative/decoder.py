@@ -22,10 +22,11 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Sequence
 
 from specdraft import Model
 from specdraft.sampling import TokenChooser
+from specdraft.session import Logits, Session
 
 from .prompt import PromptLayout
 
@@ -61,11 +62,11 @@ class StrideDecoder:
         self.model = model
         self.layout = layout
         self.chooser = chooser
-        self.session: Any = model.new_session()  # transformers and llama.cpp models have one
+        self.session: Session = model.new_session()  # transformers and llama.cpp models have one
         self.answer: list[int] = []
         self.ops: list[Op] = []
         self.docs: tuple[int, ...] | None = None
-        self._logits: Any = None
+        self._logits: Logits | None = None
         self.generation_seconds = 0.0
         self.passes = 0
         self.prefill_tokens = 0
@@ -80,7 +81,7 @@ class StrideDecoder:
             return self.layout.tail_ids(op.docs, self.answer[: op.upto])
         return [op.token]
 
-    def _run(self, op: Op, replay: bool = False) -> Any:
+    def _run(self, op: Op, replay: bool = False) -> Logits:
         tokens = self._tokens(op)
         start = time.perf_counter()
         logits = self.session.feed(tokens, all_logits=False)[-1]
@@ -98,7 +99,7 @@ class StrideDecoder:
         """Answer tokens the session holds (the rest, at most one, is pending)."""
         return self.ops[-1].upto
 
-    def _single(self) -> Any:
+    def _single(self) -> Logits:
         i = self._fed_answer()
         if i >= len(self.answer):
             raise RuntimeError("no pending token to run")
