@@ -69,8 +69,12 @@ def vocabulary_fingerprint(tokens: Sequence[str]) -> str:
 @runtime_checkable
 class Model(Protocol):
     name: str
-    tokenizer: Tokenizer
     cost: PassCostProfile  # measured seconds of a verification pass by width; feeds the policy
+
+    @property
+    def tokenizer(self) -> Tokenizer:
+        """The model's tokenizer (read-only here, so a backend may declare its own ``Tokenizer`` class)."""
+        ...
 
     @property
     def backend(self) -> str:

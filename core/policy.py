@@ -12,8 +12,8 @@ Fall-back: when the best ``k`` is 0 (no draft length beats plain decoding on thi
 acceptance rate), the next ``backoff`` steps decode plainly; then one probe draft checks whether
 drafts got better. The probe is as long as the prior acceptance would draft on this device, at
 least ``min_draft_len`` and at most ``initial_draft_len``: where wide passes are dear (llama.cpp
-on a CPU: a 17-token pass cost 9x a one-token pass) a long probe cost more than it could find. Each consecutive fall-back doubles the
-back-off (up to ``max_backoff``). Until a 1-token pass has been timed, drafts are
+on a CPU: a 17-token pass cost 9x a one-token pass) a long probe cost more than it could find. Each
+consecutive fall-back doubles the back-off (up to ``max_backoff``). Until a 1-token pass has been timed, drafts are
 ``initial_draft_len`` long and every ``window``-th step is a plain step that measures it.
 With ``adaptive=False`` the length is fixed at ``initial_draft_len`` and there is no fall-back.
 
@@ -105,6 +105,8 @@ class SpeculationPolicy:
         (default: the running estimate); 0: don't draft."""
         alpha = self.alpha if alpha is None else alpha
         one = self.cost.estimate(1)
+        if one is None:  # the callers ask only once a one-token pass was measured (cost.known(1))
+            raise ValueError("best_length needs a measured one-token pass")
         best_k, best_rate = 0, 1.0 / one
         for k in range(self.config.min_draft_len, self.config.max_draft_len + 1):
             seconds = k * self.draft_seconds_per_token + (self.cost.estimate(k + 1) or one)

@@ -20,8 +20,7 @@ import shutil
 import time
 from pathlib import Path
 
-from specdraft.files import cache_dir, file_lock, folder_swap
-
+from ..files import cache_dir, file_lock, folder_swap
 from .catalog import REGISTRY, lookup, missing_packages
 from .gguf_files import gguf_path, progress
 
@@ -61,7 +60,7 @@ def _convert_gguf(gguf_file: Path, target: Path, label: str) -> None:
             )
             # The weights are dequantized already; drop the GGUF "quantizer" so that save_pretrained
             # writes plain safetensors and reloading does not look for a GGUF file.
-            model.hf_quantizer = None
+            model.hf_quantizer = None  # type: ignore[assignment]  # nn.Module types attributes as Tensor | Module
             if hasattr(model.config, "quantization_config"):
                 del model.config.quantization_config
             model.save_pretrained(str(tmp), safe_serialization=True)

@@ -22,8 +22,7 @@ import sys
 from pathlib import Path
 from typing import BinaryIO
 
-from specdraft.files import HASH_BLOCK_BYTES, atomic_write, atomic_write_text, cache_dir, file_lock, sha256_file
-
+from ..files import HASH_BLOCK_BYTES, atomic_write, atomic_write_text, cache_dir, file_lock, sha256_file
 from .catalog import ChecksumMismatchError, PackagedModel, lookup, part_paths, pip_install_command
 
 __all__ = ["gguf_path"]

@@ -17,8 +17,7 @@ lock, so concurrent processes never see or produce a partial file.
 
 from __future__ import annotations
 
-from specdraft.files import cache_dir
-
+from ..files import cache_dir
 from . import catalog, checkpoints, gguf_files
 from .catalog import (
     REGISTRY,

@@ -63,7 +63,7 @@ class LlamaServerApi:
     def _piece(self, token: int, special: bool) -> bytes:
         buffer = (ctypes.c_char * 256)()
         n = self._ll.llama_token_to_piece(self.local.file.vocab, int(token), buffer, 256, 0, special)
-        return bytes(buffer[: max(n, 0)])
+        return buffer.raw[: max(n, 0)]
 
     @cached_property
     def _by_text(self) -> dict[str, list[int]]:

@@ -26,13 +26,13 @@ while it lives, so a pooled ``StaticKV`` reuses its graphs across requests.
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Sequence, cast
 
 import torch
 from transformers import StaticCache
 from transformers.cache_utils import StaticLayer
 
-LayerState = tuple[torch.Tensor, torch.Tensor]
+from ..transformers.kv_cache import LayerState, layer_kv
 
 
 def supports_static_cache(hf_config) -> bool:
@@ -62,14 +62,15 @@ class StaticKV:
         head_dim = getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads
         with torch.inference_mode():
             self.cache.early_initialization(1, heads, head_dim, self.dtype, self.device)
-        self.layers: list[StaticLayer] = list(self.cache.layers)
+        # StaticCache builds StaticLayers for every config supports_static_cache accepts (it types them wider)
+        self.layers = cast("list[StaticLayer]", list(self.cache.layers))
         self.valid = 0
         self.runners: dict[int, BucketRunner] = {}
         self._graph_pool = torch.cuda.graph_pool_handle() if self.use_graphs else None
 
     @property
     def nbytes(self) -> int:
-        return sum(layer.keys.nbytes + layer.values.nbytes for layer in self.layers)
+        return sum(keys.nbytes + values.nbytes for keys, values in map(layer_kv, self.layers))
 
     # --- state --------------------------------------------------------------------------------
     def truncate(self, length: int) -> None:
@@ -88,14 +89,14 @@ class StaticKV:
         index = torch.tensor(offsets, device=self.device) + start
         with torch.inference_mode():
             for layer in self.layers:
-                for buffer in (layer.keys, layer.values):
+                for buffer in layer_kv(layer):
                     buffer[:, :, start : start + len(offsets)] = buffer.index_select(2, index)
         self.valid = start + len(offsets)
 
     def copy_from(self, other: "StaticKV") -> None:
         """Take ``other``'s sequence (this one must be at least as large)."""
         if other.valid:
-            self.restore([(layer.keys, layer.values) for layer in other.layers], other.valid)
+            self.restore([layer_kv(layer) for layer in other.layers], other.valid)
         self.valid = other.valid
 
     # --- prefix cache (the snapshot format of ``KVCache``) --------------------------------------
@@ -106,7 +107,8 @@ class StaticKV:
             raise ValueError(f"cannot snapshot {length} positions of this cache")
         with torch.inference_mode():
             layers = tuple(
-                (layer.keys[:, :, :length].clone(), layer.values[:, :, :length].clone()) for layer in self.layers
+                (keys[:, :, :length].clone(), values[:, :, :length].clone())
+                for keys, values in map(layer_kv, self.layers)
             )
         return layers, sum(k.nbytes + v.nbytes for k, v in layers)
 
@@ -115,11 +117,11 @@ class StaticKV:
         if len(layers) != len(self.layers) or not 0 < length <= self.capacity:
             raise ValueError("restore() needs the snapshot's layers and room for its positions")
         with torch.inference_mode():
-            for layer, (keys, values) in zip(self.layers, layers):
+            for (own_keys, own_values), (keys, values) in zip(map(layer_kv, self.layers), layers):
                 if keys.shape[2] < length:
                     raise ValueError(f"a snapshot of {keys.shape[2]} positions has no prefix of {length}")
-                layer.keys[:, :, :length].copy_(keys[:, :, :length])
-                layer.values[:, :, :length].copy_(values[:, :, :length])
+                own_keys[:, :, :length].copy_(keys[:, :, :length])
+                own_values[:, :, :length].copy_(values[:, :, :length])
         self.valid = length
 
     # --- passes -------------------------------------------------------------------------------
@@ -200,8 +202,8 @@ class BucketRunner:
         self.kv = kv
         self.width = width
         self.inputs = torch.zeros(2 * width + 1 + width * width, dtype=torch.long, device=kv.device)
-        self.output: torch.Tensor | None = None
-        self.graph = None
+        self.output: torch.Tensor | None = None  # the graph's output buffer, once captured
+        self.graph: torch.cuda.CUDAGraph | None = None
 
     def run(self, packed: torch.Tensor) -> torch.Tensor:
         """Logits ``[width, vocab]`` (a static buffer: overwritten by the next run)."""
@@ -211,6 +213,7 @@ class BucketRunner:
                 return self.kv.step(self.inputs, self.width)
             if self.graph is None:
                 self._capture()
+            assert self.graph is not None and self.output is not None  # _capture sets both
             self.graph.replay()
             return self.output
 

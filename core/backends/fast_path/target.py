@@ -203,6 +203,8 @@ class StaticSession:
         with self.model._lock:
             for i in range(0, len(tokens), chunk):
                 logits = kv.run(tokens[i : i + chunk], positions[i : i + chunk], tree, None, all_logits=False)
+        if logits is None:  # feed refuses an empty list before it gets here
+            raise ValueError("feed() needs at least one token")
         return logits
 
     def truncate(self, length: int) -> None:

@@ -18,7 +18,11 @@ from .library import LlamaContext
 class LlamaRuntime(Protocol):
     lock: threading.Lock  # one forward pass at a time: the cores are shared
     cost: PassCostProfile  # every timed pass is recorded here
-    tokenizer: Tokenizer
+
+    @property
+    def tokenizer(self) -> Tokenizer:
+        """The model's tokenizer (read-only here, so the model may declare its own ``Tokenizer`` class)."""
+        ...
 
     @property
     def max_length(self) -> int:

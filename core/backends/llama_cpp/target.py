@@ -104,7 +104,7 @@ class LlamaSession:
     def close(self) -> None:
         if self.context is not None:
             self.model.release_context(self.context)
-            self.context = None
+            self.context = None  # type: ignore[assignment]  # closed: the session is never used again
 
     def __del__(self) -> None:  # a drafter's session has no explicit end
         try:

@@ -12,13 +12,28 @@ sliding-window layer keeps only its last positions, whose prefix is not a prefix
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Sequence, cast
 
 import torch
 from transformers import DynamicCache
-from transformers.cache_utils import DynamicLayer
+from transformers.cache_utils import CacheLayerMixin, DynamicLayer
 
 LayerState = tuple[torch.Tensor, torch.Tensor]  # keys, values: [1, kv_heads, positions, head_dim]
+
+
+def kv_layers(cache: DynamicCache) -> list[DynamicLayer]:
+    """``cache.layers`` as what they are for every model specdraft runs: ``DynamicLayer``s (full
+    attention, or its sliding-window subclass). transformers types the list wider, with linear-attention
+    and placeholder layers, which only other architectures build."""
+    return cast("list[DynamicLayer]", cache.layers)
+
+
+def layer_kv(layer: CacheLayerMixin) -> LayerState:
+    """``layer``'s keys and values; ``ValueError`` for a layer that holds none yet (not initialized)."""
+    keys, values = layer.keys, layer.values
+    if keys is None or values is None:
+        raise ValueError("this cache layer holds no keys and values yet")
+    return keys, values
 
 
 class KVCache:
@@ -47,12 +62,13 @@ class KVCache:
             return
         if offsets != sorted(offsets) or (offsets and start + offsets[-1] >= len(self)):
             raise ValueError(f"offsets {offsets} are not ascending positions after {start}")
-        for layer in self.cache.layers:
+        for layer in kv_layers(self.cache):
             if not layer.is_initialized:
                 continue
-            index = torch.tensor(offsets, device=layer.keys.device) + start
-            layer.keys = torch.cat([layer.keys[:, :, :start], layer.keys.index_select(2, index)], dim=2)
-            layer.values = torch.cat([layer.values[:, :, :start], layer.values.index_select(2, index)], dim=2)
+            keys, values = layer_kv(layer)
+            index = torch.tensor(offsets, device=keys.device) + start
+            layer.keys = torch.cat([keys[:, :, :start], keys.index_select(2, index)], dim=2)
+            layer.values = torch.cat([values[:, :, :start], values.index_select(2, index)], dim=2)
 
     # --- prefix cache -------------------------------------------------------------------------
     @property
@@ -66,7 +82,8 @@ class KVCache:
         if not self.supports_snapshots or not 0 < length <= len(self):
             raise ValueError(f"cannot snapshot {length} positions of this cache")
         layers = tuple(
-            (_owned(layer.keys[:, :, :length]), _owned(layer.values[:, :, :length])) for layer in self.cache.layers
+            (_owned(keys[:, :, :length]), _owned(values[:, :, :length]))
+            for keys, values in map(layer_kv, kv_layers(self.cache))
         )
         return layers, sum(k.nbytes + v.nbytes for k, v in layers)
 
@@ -75,12 +92,13 @@ class KVCache:
         (``snapshot``'s); the snapshot itself is never written to."""
         if len(self) or not self.supports_snapshots or len(layers) != len(self.cache.layers):
             raise ValueError("restore() needs an empty cache with the snapshot's layers")
-        for layer, (keys, values) in zip(self.cache.layers, layers):
+        for layer, (keys, values) in zip(kv_layers(self.cache), layers):
             if not 0 < length <= keys.shape[2]:
                 raise ValueError(f"a snapshot of {keys.shape[2]} positions has no prefix of {length}")
             layer.update(keys[:, :, :length], values[:, :, :length])  # torch.cat: a copy
-            if layer.keys.untyped_storage().data_ptr() == keys.untyped_storage().data_ptr():  # pragma: no cover
-                layer.keys, layer.values = layer.keys.clone(), layer.values.clone()  # never share a snapshot
+            own_keys, own_values = layer_kv(layer)
+            if own_keys.untyped_storage().data_ptr() == keys.untyped_storage().data_ptr():  # pragma: no cover
+                layer.keys, layer.values = own_keys.clone(), own_values.clone()  # never share a snapshot
 
 
 def _owned(tensor: torch.Tensor) -> torch.Tensor:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, Protocol, Sequence
 
 import torch
 
@@ -26,8 +26,9 @@ from ...model import Model
 from ...model_config import ModelConfig
 from ...prefix_cache import PrefixHit
 from ...sampling import TokenChooser
+from ...session import Session
 from ..target_base import SessionTarget
-from .kv_cache import KVCache
+from .kv_cache import KVCache, LayerState
 from .tokenizer import HFTokenizer
 from .verify_batch_config import VerifyBatchConfig
 
@@ -45,6 +46,32 @@ def resolved_device(config: ModelConfig) -> torch.device:
 
 def resolved_dtype(config: ModelConfig) -> torch.dtype:
     return torch.float32 if config.dtype == "auto" else _DTYPES[config.dtype]  # see ModelConfig
+
+
+class SnapshotCache(Protocol):
+    """A session's cache as the prefix cache reads it (``KVCache``; the fast path's session is its own)."""
+
+    @property
+    def supports_snapshots(self) -> bool: ...
+
+    def snapshot(self, length: int) -> tuple[tuple[LayerState, ...], int]: ...
+
+    def restore(self, layers: Sequence[LayerState], length: int) -> None: ...
+
+
+class TreeSession(Session, Protocol):
+    """The session a ``TransformersTarget`` runs on (``TransformersSession``, the fast path's
+    ``StaticSession``): a ``Session`` whose ``feed`` takes token trees and returns a torch tensor, that
+    keeps a tree's accepted path (``keep``, as ``KVCache.keep``), with a cache that snapshots."""
+
+    @property
+    def cache(self) -> SnapshotCache: ...
+
+    def feed(
+        self, tokens: Sequence[int], parents: Sequence[int] | None = None, all_logits: bool = True
+    ) -> torch.Tensor: ...
+
+    def keep(self, start: int, offsets: Sequence[int]) -> None: ...
 
 
 class TransformersModel:
@@ -78,7 +105,7 @@ class TransformersModel:
 
         path = resolve_checkpoint(config.model)
         hf_model = AutoModelForCausalLM.from_pretrained(path, dtype=resolved_dtype(config))
-        hf_model.to(resolved_device(config))
+        hf_model.to(resolved_device(config))  # type: ignore[arg-type]  # transformers types its wrapped .to() unbound
         return cls(hf_model, AutoTokenizer.from_pretrained(path), name=config.model)
 
     # --- facts --------------------------------------------------------------------------------
@@ -171,6 +198,8 @@ class TransformersModel:
         input_ids = torch.tensor([list(tokens)], dtype=torch.long, device=device)
         kwargs = {}
         if tree_mask is not None:
+            if positions is None:
+                raise ValueError("a tree pass needs the positions of its tokens")
             allowed = torch.cat([torch.ones(q, past, dtype=torch.bool), torch.as_tensor(tree_mask)], dim=1)
             bias = torch.zeros(allowed.shape, dtype=self.hf_model.dtype)
             bias.masked_fill_(~allowed, torch.finfo(self.hf_model.dtype).min)
@@ -192,7 +221,7 @@ class TransformersModel:
                 self.cost.record(q, time.perf_counter() - start)
         return logits
 
-    def new_session(self) -> "TransformersSession":
+    def new_session(self) -> TreeSession:
         return TransformersSession(self)
 
     def new_target(self, chooser: TokenChooser = TokenChooser()) -> "TransformersTarget":

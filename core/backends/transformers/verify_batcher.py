@@ -43,7 +43,7 @@ from typing import Any, Protocol, Sequence
 import torch
 from transformers import DynamicCache
 
-from .kv_cache import KVCache
+from .kv_cache import KVCache, kv_layers, layer_kv
 from .verify_batch_config import VerifyBatchConfig
 
 __all__ = ["BatchedModel", "VerifyBatchConfig", "VerifyBatcher"]
@@ -209,7 +209,7 @@ class VerifyBatcher:
             for i, call in enumerate(rows):
                 q = len(call.tokens)
                 try:
-                    for own, (keys, values) in zip(call.cache.cache.layers, new_layers):
+                    for own, (keys, values) in zip(kv_layers(call.cache.cache), new_layers):
                         own.update(keys[i : i + 1, :, past : past + q], values[i : i + 1, :, past : past + q])
                     call.logits = logits[i, :q]
                 except Exception as error:  # pragma: no cover - e.g. out of memory while appending
@@ -240,14 +240,14 @@ class VerifyBatcher:
         bias = torch.zeros(allowed.shape, dtype=dtype)
         bias.masked_fill_(~allowed, torch.finfo(dtype).min)
         stacked = DynamicCache(config=hf.config)
-        for index, layer in enumerate(stacked.layers):
-            sources = [call.cache.cache.layers[index] for call in rows]
-            first = sources[0].keys
-            keys = first.new_zeros(b, first.shape[1], past, first.shape[3])
-            values = sources[0].values.new_zeros(b, sources[0].values.shape[1], past, sources[0].values.shape[3])
-            for i, source in enumerate(sources):
-                keys[i, :, past - pasts[i] :] = source.keys[0]
-                values[i, :, past - pasts[i] :] = source.values[0]
+        for index, layer in enumerate(kv_layers(stacked)):
+            sources = [layer_kv(kv_layers(call.cache.cache)[index]) for call in rows]
+            first_keys, first_values = sources[0]
+            keys = first_keys.new_zeros(b, first_keys.shape[1], past, first_keys.shape[3])
+            values = first_values.new_zeros(b, first_values.shape[1], past, first_values.shape[3])
+            for i, (source_keys, source_values) in enumerate(sources):
+                keys[i, :, past - pasts[i] :] = source_keys[0]
+                values[i, :, past - pasts[i] :] = source_values[0]
             layer.lazy_initialization(keys, values)
             layer.keys, layer.values = keys, values
         with model._lock, torch.inference_mode():
@@ -262,4 +262,4 @@ class VerifyBatcher:
             logits = out.logits.float()
             if device.type == "cuda":
                 torch.cuda.synchronize(device)
-        return [(layer.keys, layer.values) for layer in stacked.layers], logits
+        return [layer_kv(layer) for layer in kv_layers(stacked)], logits
