@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import threading
 import weakref
-from typing import Any
+from typing import Any, TypeAlias
 
 import numpy as np
 
@@ -100,12 +100,16 @@ class SharedScheduler(OS3Scheduler):
         self.answers = 0
 
 
+# model -> the scheduler of each OS^3 config (SharedSchedulers keeps one of these per retriever)
+_ByModel: TypeAlias = "weakref.WeakKeyDictionary[Any, dict[OS3Config, SharedScheduler]]"
+
+
 class SharedSchedulers:
     """One ``SharedScheduler`` per (retriever, model, OS^3 configuration), held only as long as the
     retriever and the model live (module docstring); thread-safe."""
 
     def __init__(self) -> None:
-        self._by_retriever: "weakref.WeakKeyDictionary[Any, weakref.WeakKeyDictionary[Any, dict[OS3Config, SharedScheduler]]]" = weakref.WeakKeyDictionary()
+        self._by_retriever: weakref.WeakKeyDictionary[Any, _ByModel] = weakref.WeakKeyDictionary()
         self._lock = threading.Lock()
 
     def get(self, retriever: Any, model: Any, config: OS3Config) -> SharedScheduler:

@@ -78,7 +78,8 @@ class ModelPool:
         return model
 
     def add(self, name: str, model: Model) -> None:
-        """Serve ``model`` (loaded elsewhere) as ``name``; it takes the pool's prefix-cache config as a loaded one does."""
+        """Serve ``model`` (loaded elsewhere) as ``name``; it takes the pool's prefix-cache config as a loaded one
+        does."""
         if self.prefix_cache is not None:
             configure_prefix_cache(model, self.prefix_cache)
         with self._lock:

@@ -153,13 +153,15 @@ def measure(num_tokens: int, vocab_size: int, lookups: int, seed: int, folder: P
 
 def markdown(rows: list[dict]) -> str:
     lines = [
-        "| tokens | build (s) | on disk (MB) | load (ms) | lookup mean / p95 (ms) | propose mean / p95 (ms) | matched suffix (mean tokens) | hit rate |",
+        "| tokens | build (s) | on disk (MB) | load (ms) | lookup mean / p95 (ms) | propose mean / p95 (ms) | matched "
+        "suffix (mean tokens) | hit rate |",
         "|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in rows:
         lines.append(
             f"| {r['tokens']:,} | {r['build_s']:.1f} | {r['disk_bytes'] / 1e6:.1f} | {r['load_s'] * 1e3:.1f} | "
-            f"{r['lookup']['mean_ms']:.3f} / {r['lookup']['p95_ms']:.3f} | {r['propose']['mean_ms']:.3f} / {r['propose']['p95_ms']:.3f} | "
+            f"{r['lookup']['mean_ms']:.3f} / {r['lookup']['p95_ms']:.3f} | {r['propose']['mean_ms']:.3f} / "
+            f"{r['propose']['p95_ms']:.3f} | "
             f"{r['mean_suffix_len']:.1f} | {r['hit_rate']:.0%} |"
         )
     return "\n".join(lines) + "\n"
@@ -192,7 +194,8 @@ def draw(rows: list[dict], fig: Figure) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python benchmarks/datastore_lookup.py",
-        description="Build synthetic Zipf corpora of the given sizes as REST datastores and measure build time, size on disk and lookup time.",
+        description="Build synthetic Zipf corpora of the given sizes as REST datastores and measure build time, size "
+        "on disk and lookup time.",
     )
     parser.add_argument(
         "--tokens", type=int, nargs="+", default=[1_000_000, 10_000_000], help="corpus sizes (default: %(default)s)"

@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING
 from specdraft.apps.bench.datasets.grammar_data import GrammarItem, load_grammar_set
 from specdraft.apps.bench.result_files import write_results
 from specdraft.copydraft import CorrectorConfig, GrammarCorrector
-from specdraft.copydraft.answer_check import AnswerCheck, check_answer
+from specdraft.copydraft.answer_check import check_answer
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -120,9 +120,10 @@ def _share(flags) -> float:
 
 
 def run(models: list[str], sentences: int, paragraphs: int, seed: int = 0, device: str = "cpu") -> dict:
-    """Correct the sets with every model; ``{"settings", "environment", "results": {model: {set: {"summary", "rows"}}}}``."""
-    from specdraft.apps.bench.runner import environment
+    """Correct the sets with every model; ``{"settings", "environment", "results": {model: {set: {"summary",
+    "rows"}}}}``."""
     from specdraft import ModelConfig
+    from specdraft.apps.bench.runner import environment
     from specdraft.apps.model_pool import ModelPool
 
     sets = {
@@ -157,7 +158,8 @@ def markdown(report: dict) -> str:
         'drop a word where the injected error is an extra word); "flagged": answers the answer check '
         "(`copydraft.answer_check`) does not present as corrections, and why (one answer may have several reasons).",
         "",
-        "| model | set | items | ERRANT P / R / F0.5 | drops words | mean share of words dropped | flagged | flagged for: drops / loops / token limit / adds text | references: drop words / flagged | wall s |",
+        "| model | set | items | ERRANT P / R / F0.5 | drops words | mean share of words dropped | flagged | flagged "
+        "for: drops / loops / token limit / adds text | references: drop words / flagged | wall s |",
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for model, by_set in report["results"].items():

@@ -245,7 +245,8 @@ def run(args: argparse.Namespace) -> BenchResult:
                 measurements.append(rows[drafter])
     setup = {
         "endpoint": "POST /v1/chat/completions (temperature 0), one request at a time",
-        "messages": "LangChain stuff-documents RAG prompt: system = instruction + passages joined by blank lines; user = question",
+        "messages": "LangChain stuff-documents RAG prompt: system = instruction + passages joined by blank lines; "
+        "user = question",
         "server": " ".join(["specdraft serve", *serve_args]),
         "order": "drafters interleaved per question, order rotated each question (other processes share the CPU)",
         "wall_time": "client side: HTTP, tokenization and drafter set-up included",

@@ -48,11 +48,10 @@ from benchmarks.load_client import (  # noqa: E402
     add_documents,
     check_loopback,
     listening_pid,
-    outcome_of,
     run_clients,
     sequential_pass,
 )
-from benchmarks.load_requests import DOCUMENTS, MODES, PLAIN, LoadRequest, load_requests  # noqa: E402
+from benchmarks.load_requests import MODES, PLAIN, load_requests  # noqa: E402
 from specdraft.apps.bench.datasets.archive_cache import say  # noqa: E402
 
 DEFAULT_MODEL = "smollm2-135m"
@@ -81,7 +80,8 @@ class LoadConfig:
             raise ValueError(f"clients must be 1..{MAX_CLIENTS}, got {self.clients}")
         if not 0 < self.duration_s <= MAX_DURATION_S:
             raise ValueError(
-                f"the load must last more than 0 and at most {MAX_DURATION_S / 60:g} minutes, got {self.duration_s / 60:g}"
+                f"the load must last more than 0 and at most {MAX_DURATION_S / 60:g} minutes, got "
+                f"{self.duration_s / 60:g}"
             )
         if not 1 <= self.max_requests <= MAX_REQUESTS:
             raise ValueError(f"max_requests must be 1..{MAX_REQUESTS}, got {self.max_requests}")
@@ -134,7 +134,8 @@ def run(
                 {"mode": mode, "start_s": round(start, 3), "end_s": round(clock(), 3), "requests": len(found)}
             )
             say(
-                f"segment {number + 1}/{len(config.segment_modes())} ({mode}): {len(found)} requests in {clock() - start:.1f} s"
+                f"segment {number + 1}/{len(config.segment_modes())} ({mode}): {len(found)} requests in "
+                f"{clock() - start:.1f} s"
             )
             outcomes += found
     samples = getattr(sampler, "samples", [])
@@ -227,9 +228,12 @@ def _described(serve_args: Sequence[str]) -> str:
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="python benchmarks/load.py",
-        description="Load test of specdraft serve on this machine: concurrent clients over chat, grammar and RAG, greedy; "
-        "throughput, p50/p99 latency, errors (429 apart), server memory over time, answers identical to sequential ones, "
-        "and plain vs speculative decoding under the same load. Writes load.json, load.md, load.png and results.* to --out.",
+        description="Load test of specdraft serve on this machine: concurrent clients over chat, grammar and RAG, "
+        "greedy; "
+        "throughput, p50/p99 latency, errors (429 apart), server memory over time, answers identical to sequential "
+        "ones, "
+        "and plain vs speculative decoding under the same load. Writes load.json, load.md, load.png and results.* to "
+        "--out.",
     )
     target = parser.add_argument_group("server")
     target.add_argument(
@@ -307,7 +311,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "--concurrency",
         default=None,
         metavar="N,N,...",
-        help="instead of the timed load: a sweep over these numbers of concurrent clients, e.g. 1,4,16; writes concurrency.* to --out (default docs/bench/concurrency-NAME)",
+        help="instead of the timed load: a sweep over these numbers of concurrent clients, e.g. 1,4,16; writes "
+        "concurrency.* to --out (default docs/bench/concurrency-NAME)",
     )
     sweep.add_argument(
         "--limit", type=int, default=24, help="with --concurrency: requests per point and mode (default: %(default)s)"
@@ -315,8 +320,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     sweep.add_argument(
         "--compare-batch-verify",
         action="store_true",
-        help="with --concurrency: start two servers, without and with --batch-verify, both with --max-concurrent %d unless a --serve-arg sets it, and run every point on both (alternating)"
-        % BATCH_GATE,
+        help="with --concurrency: start two servers, without and with --batch-verify, both with --max-concurrent %d "
+        "unless a --serve-arg sets it, and run every point on both (alternating)" % BATCH_GATE,
     )
     parser.add_argument(
         "--name", default=None, help="run name (default: the model's); output folder docs/bench/load-NAME"

@@ -166,7 +166,8 @@ def sweep_servers(
             seconds = max((o.start_s + o.latency_s for o in found), default=start) - start
             points.append({**point_summary(found, clients, mode, seconds), **({"server": label} if label else {})})
             say(
-                f"{clients} clients, {mode}{' ' + label if label else ''}: {points[-1]['requests_per_s']} requests/s, p50 {points[-1]['p50_s']} s, "
+                f"{clients} clients, {mode}{' ' + label if label else ''}: {points[-1]['requests_per_s']} requests/s, "
+                f"p50 {points[-1]['p50_s']} s, "
                 f"p90 {points[-1]['p90_s']} s, identical {points[-1]['identical']}/{points[-1]['compared']}"
             )
     env = {**environment(), "cpu_count": os.cpu_count(), "load_before": load_before, "load_after": os.getloadavg()}
@@ -228,8 +229,10 @@ def markdown(report: dict[str, Any]) -> str:
     lines = [
         f"# Throughput under concurrency: {report['name']}",
         "",
-        f"Server: `{report['server']}`. {config['limit']} requests per point (the load test's chat, grammar and RAG mix, "
-        f"greedy, max_tokens {config['max_tokens']}), {env['cpu_count']} CPUs, load average {env['load_before'][0]:.1f} "
+        f"Server: `{report['server']}`. {config['limit']} requests per point (the load test's chat, grammar and RAG "
+        "mix, "
+        f"greedy, max_tokens {config['max_tokens']}), {env['cpu_count']} CPUs, load average "
+        f"{env['load_before'][0]:.1f} "
         f"before and {env['load_after'][0]:.1f} after. Latency: the client's wall time, queueing included.",
         "",
         markdown_table(

@@ -192,11 +192,14 @@ def markdown(report: dict[str, Any], result: BenchResult | None) -> str:
     lines = [
         f"# Load test {report['name']}: {report['model']}",
         "",
-        f"{cfg['clients']} concurrent clients, {sum(s['end_s'] - s['start_s'] for s in report['segments']):.0f} s of load in segments "
-        f"of {cfg['duration_s'] / max(1, len(report['segments'])):.0f} s each plus the requests still running at their end "
+        f"{cfg['clients']} concurrent clients, {sum(s['end_s'] - s['start_s'] for s in report['segments']):.0f} s of "
+        "load in segments "
+        f"of {cfg['duration_s'] / max(1, len(report['segments'])):.0f} s each plus the requests still running at "
+        "their end "
         f"({', '.join(report['segments_order'])}), "
         f"greedy, up to {cfg['max_tokens']} tokens per chat/RAG answer; server `{report['server']}`. "
-        f"{env['cpu_count']} CPU cores shared with other processes: load average {env['load_before'][0]:.2f} when the run began, "
+        f"{env['cpu_count']} CPU cores shared with other processes: load average {env['load_before'][0]:.2f} when the "
+        "run began, "
         f"{env['load_after'][0]:.2f} when it ended; {env['time']}.",
         "",
         f"Sequential pass (each distinct request alone, both modes): {report['sequential']['plain_identical']} of "
@@ -210,24 +213,28 @@ def markdown(report: dict[str, Any], result: BenchResult | None) -> str:
     for mode, summary in report["load"].items():
         for kind, lat in summary["latency"].items():
             lines.append(
-                f"| {mode} | {kind} | {lat['count']} | {lat['p50_s']:.2f} s | {lat['p99_s']:.2f} s | {lat['mean_s']:.2f} s |"
+                f"| {mode} | {kind} | {lat['count']} | {lat['p50_s']:.2f} s | {lat['p99_s']:.2f} s | "
+                f"{lat['mean_s']:.2f} s |"
             )
     lines += [
         "",
-        "| mode | requests | answered | requests/s | tokens/s | 429 (deliberate) | other errors | identical to sequential |",
+        "| mode | requests | answered | requests/s | tokens/s | 429 (deliberate) | other errors | identical to "
+        "sequential |",
         "|---|---|---|---|---|---|---|---|",
     ]
     for mode, s in report["load"].items():
         errors = ", ".join(f"{status}: {count}" for status, count in s["errors"].items()) or "0"
         lines.append(
-            f"| {mode} | {s['requests']} | {s['answered']} | {s['requests_per_s']:.3f} | {s['tokens_per_s']:.1f} | {s['overloaded_429']} | {errors} | {s['identical']}/{s['compared']} |"
+            f"| {mode} | {s['requests']} | {s['answered']} | {s['requests_per_s']:.3f} | {s['tokens_per_s']:.1f} | "
+            f"{s['overloaded_429']} | {errors} | {s['identical']}/{s['compared']} |"
         )
     memory = report["memory"]
     lines += [
         "",
         "Server memory (RSS): "
         + (
-            f"{memory['start_mb']} MB at the start of the load, {memory['end_mb']} MB at the end, peak {memory['peak_mb']} MB; "
+            f"{memory['start_mb']} MB at the start of the load, {memory['end_mb']} MB at the end, peak "
+            f"{memory['peak_mb']} MB; "
             f"growth {memory['growth_mb']:+} MB, slope over the second half {memory['late_slope_mb_per_min']:+} MB/min."
             if "start_mb" in memory
             else memory["note"]
@@ -236,7 +243,8 @@ def markdown(report: dict[str, Any], result: BenchResult | None) -> str:
     ]
     if result is not None:
         lines.append(
-            "Plain vs speculative under the same load, per distinct request (plain / speculative; above 1: speculation did better):"
+            "Plain vs speculative under the same load, per distinct request (plain / speculative; above 1: "
+            "speculation did better):"
         )
         lines.append("")
         lines += [
@@ -246,7 +254,8 @@ def markdown(report: dict[str, Any], result: BenchResult | None) -> str:
         for name, r in report["comparison"].items():
             kinds = ", ".join(f"{kind} {value:.2f}" for kind, value in r["median_by_kind"].items())
             lines.append(
-                f"| {name} | {r['min']:.2f} | {r['p10']:.2f} | {r['median']:.2f} | {r['max']:.2f} | {r['below_1']} of {r['requests']} | {kinds} |"
+                f"| {name} | {r['min']:.2f} | {r['p10']:.2f} | {r['median']:.2f} | {r['max']:.2f} | {r['below_1']} of "
+                f"{r['requests']} | {kinds} |"
             )
         lines += [
             "",

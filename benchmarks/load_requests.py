@@ -43,19 +43,23 @@ GRAMMAR_TEXTS = (
 DOCUMENTS = (
     {
         "id": "eiffel",
-        "text": "The Eiffel Tower in Paris is 330 metres tall. It was completed in 1889 for the World's Fair and was designed by the company of Gustave Eiffel.",
+        "text": "The Eiffel Tower in Paris is 330 metres tall. It was completed in 1889 for the World's Fair and was "
+        "designed by the company of Gustave Eiffel.",
     },
     {
         "id": "refunds",
-        "text": "Refunds are paid within 14 days of the return. Items must be unused and in their original packaging. Shipping costs are not refunded.",
+        "text": "Refunds are paid within 14 days of the return. Items must be unused and in their original packaging. "
+        "Shipping costs are not refunded.",
     },
     {
         "id": "library",
-        "text": "The city library is open from 9 am to 6 pm on weekdays and from 10 am to 4 pm on Saturdays. It is closed on Sundays and public holidays.",
+        "text": "The city library is open from 9 am to 6 pm on weekdays and from 10 am to 4 pm on Saturdays. It is "
+        "closed on Sundays and public holidays.",
     },
     {
         "id": "python",
-        "text": "Python 3.12 was released in October 2023. It improved error messages and made f-strings more flexible, and it removed the distutils module.",
+        "text": "Python 3.12 was released in October 2023. It improved error messages and made f-strings more "
+        "flexible, and it removed the distutils module.",
     },
 )
 RAG_QUESTIONS = (

@@ -178,13 +178,15 @@ def table(report: dict) -> str:
     fast = "fast_ms" in report
     mode = f"fast path ({'CUDA graphs' if report.get('fast_graphs') else 'eager: no CUDA'})" if fast else "eager only"
     lines = [
-        f"{report['model']} on {report['device_name']} ({report['dtype']}), context {report['context']}, median of {report['reps']}; {mode}",
+        f"{report['model']} on {report['device_name']} ({report['dtype']}), context {report['context']}, median of "
+        f"{report['reps']}; {mode}",
         "width  eager_ms" + ("   fast_ms  eager/fast" if fast else ""),
     ]
     for width, eager in report["eager_ms"].items():
         row = f"{width:>5}  {eager:>8.3f}"
         if fast:
-            row += f"  {report['fast_ms'][width]:>8.3f}  {report['speedup'][width]:>9.2f}x   max |logit diff| {report['max_abs_logit_diff'][width]:.2e}"
+            row += f"  {report['fast_ms'][width]:>8.3f}  {report['speedup'][width]:>9.2f}x"
+            row += f"   max |logit diff| {report['max_abs_logit_diff'][width]:.2e}"
         lines.append(row)
     if fast:
         lines.append(f"same argmax on every row: {report['same_argmax']}")
@@ -271,7 +273,8 @@ def main(argv: list[str] | None = None) -> int:
         "--check-tokens",
         type=int,
         default=64,
-        help="with --fast-path: also decode this many tokens eager vs fast, plain and drafted, and compare (0: skip; default: %(default)s)",
+        help="with --fast-path: also decode this many tokens eager vs fast, plain and drafted, and compare (0: skip; "
+        "default: %(default)s)",
     )
     parser.add_argument(
         "--json",

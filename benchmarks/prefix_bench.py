@@ -218,16 +218,19 @@ def markdown(result: dict) -> str:
         f"# Prefix cache: time to first token on {result['model']} ({result['backend']})",
         "",
         f"Each request's prefill timed cold (no prefix cache) and warm (the cache as the requests before it left it), "
-        f"in one run (wall-clock; CPU: the process's CPU seconds), then the whole request generated both ways and compared; "
+        "in one run (wall-clock; CPU: the process's CPU seconds), then the whole request generated both ways and "
+        "compared; "
         f"greedy, up to {result['max_new_tokens']} new tokens (grammar: sized from the sentence). "
         f"{env['processor']}, {env['threads']} threads; {env['time']}.",
         "",
-        "| scenario | requests | prompt tokens (mean) | cached tokens (mean) | TTFT cold | TTFT warm | TTFT speed-up | TTFT CPU s cold / warm | CPU speed-up | whole request speed-up | identical output |",
+        "| scenario | requests | prompt tokens (mean) | cached tokens (mean) | TTFT cold | TTFT warm | TTFT speed-up "
+        "| TTFT CPU s cold / warm | CPU speed-up | whole request speed-up | identical output |",
         "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for s in result["summaries"]:
         lines.append(
-            f"| {s['scenario']} | {s['requests']} | {s['mean_prompt_tokens']} | {s['mean_cached_tokens']} ({s['cached_share']:.0%}) | "
+            f"| {s['scenario']} | {s['requests']} | {s['mean_prompt_tokens']} | {s['mean_cached_tokens']} "
+            f"({s['cached_share']:.0%}) | "
             f"{s['mean_ttft_cold_s'] * 1e3:.0f} ms | {s['mean_ttft_warm_s'] * 1e3:.0f} ms | {s['ttft_speedup']:.2f}x | "
             f"{s['mean_ttft_cpu_cold_s']:.2f} / {s['mean_ttft_cpu_warm_s']:.2f} | {s['ttft_cpu_speedup']:.2f}x | "
             f"{s['wall_speedup']:.2f}x | {s['identical_rate']:.0%} |"

@@ -2,8 +2,9 @@
 
 The core: ``Draft`` (a token tree), the ``Drafter``, ``Target``, ``Model`` and ``Tokenizer``
 protocols, acceptance rules, ``SpeculativeGenerator`` with its ``Stats``, and the backends
-(``specdraft.backends``: transformers, llama.cpp, the fast path, an engine). Importing ``specdraft`` loads neither torch nor llama.cpp: the backends
-load on first use (``specdraft.TransformersModel``, ``specdraft.LlamaCppModel``, ``load_model``).
+(``specdraft.backends``: transformers, llama.cpp, the fast path, an engine). Importing ``specdraft`` loads neither torch
+nor llama.cpp: the backends load on first use (``specdraft.TransformersModel``, ``specdraft.LlamaCppModel``,
+``load_model``).
 """
 
 from typing import Any

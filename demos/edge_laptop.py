@@ -6,8 +6,8 @@ Run it from the repository (no ``./start.sh`` needed: it starts its own server, 
 makes up, on a free loopback port, and stops it at the end):
 
     .venv/bin/python demos/edge_laptop.py "Write a haiku about the sea."
-    .venv/bin/python demos/edge_laptop.py --model qwen2.5-coder-0.5b --draft-model qwen2.5-coder-0.5b --no-chat "def fib(n):"
-    .venv/bin/python demos/edge_laptop.py --json "..."     # one JSON object
+    .venv/bin/python demos/edge_laptop.py --model qwen2.5-coder-0.5b --draft-model qwen2.5-coder-0.5b --no-chat "def
+    fib(n):" .venv/bin/python demos/edge_laptop.py --json "..."     # one JSON object
 
 By default the server runs smollm2-135m in float32 on transformers and the laptop drafts with the same
 model's 4-bit GGUF on llama.cpp (the two share a tokenizer; the GGUF guesses the float32 model's
@@ -170,7 +170,8 @@ def main() -> int:
         print(
             f"\n{s['generated_tokens']} tokens in {s['wall_s']:.2f} s ({s['tokens_per_s']:.1f} tokens/s): "
             f"{s['round_trips']} round trips, {s['server_forward_passes']} server forward passes "
-            f"({s['server_passes_per_token']:.2f} per token), {s['verified_per_round_trip']:.1f} verified tokens per round trip, "
+            f"({s['server_passes_per_token']:.2f} per token), {s['verified_per_round_trip']:.1f} verified tokens per "
+            "round trip, "
             f"{s['unverified_tokens']} unverified"
         )
         print(

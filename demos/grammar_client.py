@@ -63,13 +63,15 @@ def main(argv: list[str] | None = None) -> int:
         print("warning: " + "; ".join(quality["warnings"]))
     drafted = sum(len(p["text"]) for p in answer["pieces"] if p["source"] == "draft")
     print(
-        f"model {answer['model']}: {stats['generated_tokens']} tokens in {stats['target_forward_passes']} model passes, "
+        f"model {answer['model']}: {stats['generated_tokens']} tokens in {stats['target_forward_passes']} model "
+        "passes, "
         f"{drafted} of {len(answer['corrected'])} characters accepted from the draft, {stats['wall_s']:.2f} s"
     )
     if args.compare:
         c = answer["comparison"]
         print(
-            f"plain decoding: {c['plain_wall_s']:.2f} s, {c['plain_forward_passes']} passes; speed-up {c['speedup']}x; identical: {c['identical']}"
+            f"plain decoding: {c['plain_wall_s']:.2f} s, {c['plain_forward_passes']} passes; speed-up "
+            f"{c['speedup']}x; identical: {c['identical']}"
         )
     return 0
 

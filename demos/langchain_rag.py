@@ -93,7 +93,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"question: {args.question}")
     print(f"answer: {drafted}")
     print(
-        f"drafting from the documents: {drafted_s:.2f} s; plain decoding: {plain_s:.2f} s; identical: {drafted == plain}"
+        f"drafting from the documents: {drafted_s:.2f} s; plain decoding: {plain_s:.2f} s; identical: "
+        f"{drafted == plain}"
     )
     return 0
 

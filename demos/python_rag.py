@@ -29,7 +29,8 @@ DOCUMENTS = [
     },
     {
         "id": "python",
-        "text": "Python 3.12 was released in October 2023. It improved error messages and removed the distutils module.",
+        "text": "Python 3.12 was released in October 2023. "
+        "It improved error messages and removed the distutils module.",
         "metadata": {"source": "release-notes"},
     },
     {
@@ -67,7 +68,8 @@ def main(argv: list[str] | None = None) -> int:
     s, p = answer.stats, plain.stats
     print(
         f"reference drafter: {s.generated_tokens} tokens in {s.target_forward_passes} model passes, {s.wall_s:.2f} s; "
-        f"plain decoding: {p.target_forward_passes} passes, {p.wall_s:.2f} s; identical: {answer.token_ids == plain.token_ids}"
+        f"plain decoding: {p.target_forward_passes} passes, {p.wall_s:.2f} s; identical: "
+        f"{answer.token_ids == plain.token_ids}"
     )
     return 0
 

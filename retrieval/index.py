@@ -41,9 +41,9 @@ with `doc` the chunk's row; `search(query, k)` with one string gives that query'
 `collection()` and `vectors()` hand the chunks and their vectors, row for row, to the retrievers of
 iterative RAG.
 
-This module holds `DocumentIndex` and is the import path for every public name of the document index; the work is split into modules with one job each: `chunker` (documents into
-chunks), `index_config` (`IndexConfig`), `faiss_index` (building, tuning and GPU copies of FAISS
-indexes) and `index_store` (the folder layout, saving and checked reading).
+This module holds `DocumentIndex` and is the import path for every public name of the document index; the work is split
+into modules with one job each: `chunker` (documents into chunks), `index_config` (`IndexConfig`), `faiss_index`
+(building, tuning and GPU copies of FAISS indexes) and `index_store` (the folder layout, saving and checked reading).
 """
 
 from __future__ import annotations
@@ -166,7 +166,10 @@ class DocumentIndex:
         return doc_id in self._doc_ids
 
     def __repr__(self) -> str:
-        return f"DocumentIndex(kind={self._kind or self.config.kind!r}, documents={self.documents}, chunks={len(self)}, embedder={self.embedder.name!r})"
+        return (
+            f"DocumentIndex(kind={self._kind or self.config.kind!r}, documents={self.documents}, chunks={len(self)}, "
+            f"embedder={self.embedder.name!r})"
+        )
 
     # -- adding ------------------------------------------------------------------------------------
 
@@ -208,7 +211,8 @@ class DocumentIndex:
             raise ValueError(f"embedder {self.embedder.name!r} returned shape {vectors.shape} for {len(texts)} texts")
         if self._dim is not None and vectors.shape[1] != self._dim:
             raise ValueError(
-                f"embedder {self.embedder.name!r} gives {vectors.shape[1]}-dimensional vectors; the index holds {self._dim}"
+                f"embedder {self.embedder.name!r} gives {vectors.shape[1]}-dimensional vectors; the index holds "
+                f"{self._dim}"
             )
         return unit_rows(vectors)
 
@@ -300,8 +304,8 @@ class DocumentIndex:
         """The index saved in `folder` (or, after a save that crashed mid-swap, the previous one).
 
         embedder: defaults to the embedding model recorded in the manifest; one with another `name`
-        raises EmbedderMismatchError, a ValueError ("index built with X, not Y"). Raises IndexNotFoundError when there is no
-        index, CorruptIndexError when the folder is not a specdraft index, has an unsupported format
+        raises EmbedderMismatchError, a ValueError ("index built with X, not Y"). Raises IndexNotFoundError when there
+        is no index, CorruptIndexError when the folder is not a specdraft index, has an unsupported format
         version, or its files do not match the manifest's checksums and counts.
         """
         with reading_folder(Path(folder).absolute(), folder) as source:
@@ -325,7 +329,8 @@ class DocumentIndex:
         counts = manifest["counts"]
         if not (cpu_index.ntotal == len(chunks) == counts["chunks"]) or cpu_index.d != built_with["dim"]:
             raise CorruptIndexError(
-                f"{folder}: the manifest says {counts['chunks']} chunks of dimension {built_with['dim']}, the files hold "
+                f"{folder}: the manifest says {counts['chunks']} chunks of dimension {built_with['dim']}, the files "
+                "hold "
                 f"{len(chunks)} chunks and {cpu_index.ntotal} vectors of dimension {cpu_index.d}"
             )
         doc_ids = {chunk.doc_id for chunk in chunks}

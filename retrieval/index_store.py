@@ -146,7 +146,8 @@ def read_manifest(source: Path, folder: Any) -> dict[str, Any]:
         raise CorruptIndexError(f"{folder} is not a specdraft document index ({MANIFEST_FILE} has another format)")
     if manifest.get("format_version") != FORMAT_VERSION:
         raise CorruptIndexError(
-            f"{folder}: format version {manifest.get('format_version')!r} is not supported (this specdraft reads {FORMAT_VERSION})"
+            f"{folder}: format version {manifest.get('format_version')!r} is not supported (this specdraft reads "
+            f"{FORMAT_VERSION})"
         )
     try:
         embedder, counts, files = manifest["embedder"], manifest["counts"], manifest["files"]

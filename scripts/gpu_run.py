@@ -162,7 +162,8 @@ def prepare(gpu_dir: Path) -> dict:
         )
         if total > CARRY_LIMIT_BYTES:
             raise ValueError(
-                f"{call} would carry {total / 2**20:.1f} MiB, more than the {CARRY_LIMIT_BYTES >> 20} MiB a device call takes"
+                f"{call} would carry {total / 2**20:.1f} MiB, more than the {CARRY_LIMIT_BYTES >> 20} MiB a device "
+                "call takes"
             )
     say(f"requires of {wheel.name}: {manifest['wheels'][wheel.name]['requires']}")
     return manifest

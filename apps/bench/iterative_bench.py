@@ -36,8 +36,8 @@ each model's decoding step (plain's generation seconds per generated token, re-p
 included) and its bare one-token pass (``probe_one_token_pass``).
 
 Summaries (``summarize``) per (model, retriever, method): speed-up = plain's total wall / the
-method's total wall over the same questions; retrieval share = retrieval seconds (inside retriever calls, any thread) / wall seconds; wait
-share = seconds the answering thread was blocked on a search / wall seconds (equal for plain);
+method's total wall over the same questions; retrieval share = retrieval seconds (inside retriever calls, any thread) /
+wall seconds; wait share = seconds the answering thread was blocked on a search / wall seconds (equal for plain);
 cache hit rate = strides answered from the cache and confirmed / strides answered from the cache;
 rollbacks per answer; plain strides = strides OS^3 retrieved plainly (s = 0) of all strides (None for
 methods whose stats do not carry them); identical rate. Reports: ``iterative_report``.
@@ -96,7 +96,8 @@ class IterativeBenchConfig:
             raise ValueError("name at least one model")
         if self.backend not in ITERATIVE_BACKENDS:
             raise ValueError(
-                f"iterative RAG runs on {', '.join(ITERATIVE_BACKENDS)} (it needs a local model's KV cache), got {self.backend!r}"
+                f"iterative RAG runs on {', '.join(ITERATIVE_BACKENDS)} (it needs a local model's KV cache), got "
+                f"{self.backend!r}"
             )
 
 

@@ -57,7 +57,8 @@ def markdown_table(result: BenchResult) -> str:
         "",
         *(
             [
-                f"Quality of the outputs (identical for every method that is 100% identical): `{json.dumps(result.quality)}`",
+                "Quality of the outputs (identical for every method that is 100% identical): "
+                f"`{json.dumps(result.quality)}`",
                 "",
             ]
             if result.quality

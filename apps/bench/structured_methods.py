@@ -178,7 +178,8 @@ class ConstrainedMethod:
         stats = result.stats
         verdict = judge(case, result.text)
         return StructuredMeasurement(
-            self.name, case.id, result.token_ids, wall, stats.target_forward_passes, stats.mean_accepted_tokens, stats.prefill_s,
+            self.name, case.id, result.token_ids, wall,
+            stats.target_forward_passes, stats.mean_accepted_tokens, stats.prefill_s,
             task=case.task, text=result.text, finish_reason=result.finish_reason, forced_drafted=stats.forced_drafted,
             forced_tokens=stats.forced_tokens, grammar_s=stats.grammar_s, answer=verdict.answer,
             valid_json=verdict.valid_json, valid_schema=verdict.valid_schema,

@@ -95,7 +95,9 @@ class LlamaCppChatPeer:
         verdict = judge_json(text, case.schema)
         return StructuredMeasurement(
             self.name, case.id, tokens, wall,
-            len(llama.calls), max(0.0, generated / max(1, len(llama.calls) - 1) - 1.0), (first - start) if first else wall,
+            len(llama.calls),
+            max(0.0, generated / max(1, len(llama.calls) - 1) - 1.0),
+            (first - start) if first else wall,
             task=case.task, text=text, finish_reason="stop" if stopped else "length", answer=verdict.answer,
             valid_json=verdict.valid_json, valid_schema=verdict.valid_schema,
             same_prompt=evaluated[:prompt_len] == list(case.prompt_ids),

@@ -48,9 +48,11 @@ def markdown(result: StructuredResult) -> str:
     lines = [
         f"# structured on {result.model} ({result.backend})",
         "",
-        f"{config.limit} documents per task ({', '.join(config.tasks)}), seed {config.seed}, up to {config.max_new_tokens} "
+        f"{config.limit} documents per task ({', '.join(config.tasks)}), seed {config.seed}, up to "
+        f"{config.max_new_tokens} "
         f"new tokens each, greedy, every method under the same constraint except the peer. torch {env['torch']}, "
-        f"transformers {env['transformers']}, {env['threads']} threads, {env['cuda'] or env['processor']}; {env['time']}. "
+        f"transformers {env['transformers']}, {env['threads']} threads, {env['cuda'] or env['processor']}; "
+        f"{env['time']}. "
         f"Speed-ups are over plain constrained decoding ({PLAIN}: no drafter, grammar_drafts=False) in total wall time "
         "(prefill included) and after the first token. Forced tokens: draft tokens the grammar forced and the target "
         "accepted, of all generated tokens. Grammar share: the grammar's seconds (masks, advancing, forced bytes) "
@@ -67,7 +69,8 @@ def markdown(result: StructuredResult) -> str:
         for row in rows:
             if row["text_equal_rate"] is not None:
                 lines.append(
-                    f"\n{row['method']}: its answer equals {PLAIN}'s text for text in {row['text_equal_rate']:.0%} of the "
+                    f"\n{row['method']}: its answer equals {PLAIN}'s text for text in {row['text_equal_rate']:.0%} of "
+                    "the "
                     f"documents and as a JSON value in {row['same_record_rate']:.0%}; its prompt tokens equal ours in "
                     f"{row['same_prompt_rate']:.0%}."
                 )
@@ -109,7 +112,8 @@ def draw(result: StructuredResult, fig: Figure) -> None:
     ax_passes.set_xlabel("target forward passes per generated token (lower is better)")
     config = result.config
     fig.suptitle(
-        f"structured on {result.model} ({result.backend}): {config.limit} documents per task, up to {config.max_new_tokens} tokens"
+        f"structured on {result.model} ({result.backend}): {config.limit} documents per task, up to "
+        f"{config.max_new_tokens} tokens"
     )
 
 

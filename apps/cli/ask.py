@@ -43,9 +43,11 @@ def add_ask_parser(sub: Any) -> None:
     ask = sub.add_parser(
         "ask",
         help="answer a question from a document index, drafting from the retrieved passages",
-        description="Retrieve the passages closest to QUESTION from the index in DIR (built with `specdraft index build`), "
+        description="Retrieve the passages closest to QUESTION from the index in DIR (built with `specdraft index "
+        "build`), "
         "put them in the model's prompt and answer, drafting tokens from the passages (reference, LLMA), from a corpus "
-        "datastore (datastore, REST; needs --datastore), both, or the prompt (prompt-lookup). The answer is exactly what "
+        "datastore (datastore, REST; needs --datastore), both, or the prompt (prompt-lookup). The answer is exactly "
+        "what "
         "plain decoding (--drafter none) gives, only faster. Cited passages follow the answer.",
     )
     ask.add_argument("question", metavar="QUESTION", help="the question, or - to read it from standard input")
@@ -69,7 +71,8 @@ def add_ask_parser(sub: Any) -> None:
         type=Path,
         default=None,
         metavar="DIR",
-        help="a datastore built with `specdraft datastore build` for the same model (drafters datastore, reference+datastore)",
+        help="a datastore built with `specdraft datastore build` for the same model (drafters datastore, "
+        "reference+datastore)",
     )
     ask.add_argument(
         "--max-new-tokens",
@@ -86,7 +89,8 @@ def add_ask_parser(sub: Any) -> None:
     ask.add_argument(
         "--iterative",
         action="store_true",
-        help="iterative RAG: retrieve again every 4 generated tokens with the latest text as the query (--drafter does not apply)",
+        help="iterative RAG: retrieve again every 4 generated tokens with the latest text as the query (--drafter "
+        "does not apply)",
     )
     ask.add_argument(
         "--retriever",
@@ -97,7 +101,8 @@ def add_ask_parser(sub: Any) -> None:
     ask.add_argument(
         "--speculative-retrieval",
         action="store_true",
-        help="--iterative: answer retrievals from a per-request cache, verify them in batches on a worker thread (same answer)",
+        help="--iterative: answer retrievals from a per-request cache, verify them in batches on a worker thread "
+        "(same answer)",
     )
 
 

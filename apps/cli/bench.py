@@ -43,7 +43,13 @@ def add_bench_parser(sub) -> None:
         nargs="?",
         default="chat-summarization",
         choices=names() + list(OWN_RUNNERS),
-        help="benchmark (default: %(default)s); structured: extraction into JSON schemas and tool-call arguments from real documents, plain constrained decoding vs specdraft's grammar drafter (alone, with prompt lookup, with documents) and, on llama.cpp, llama-cpp-python's own schema-constrained chat completion (specdraft.apps.bench.structured_bench; --limit documents per task); edge: a laptop client and a `serve --edge` server as two processes behind a delaying proxy (specdraft.apps.bench.edge_bench); iterative-rag: plain iterative RAG vs speculative retrieval over a 200,000-chunk knowledge base (specdraft.apps.bench.iterative_bench)",
+        help="benchmark (default: %(default)s); structured: extraction into JSON schemas and tool-call arguments from "
+        "real documents, plain constrained decoding vs specdraft's grammar drafter (alone, with prompt lookup, "
+        "with documents) and, on llama.cpp, llama-cpp-python's own schema-constrained chat completion "
+        "(specdraft.apps.bench.structured_bench; --limit documents per task); edge: a laptop client and a `serve "
+        "--edge` server as two processes behind a delaying proxy (specdraft.apps.bench.edge_bench); "
+        "iterative-rag: plain iterative RAG vs speculative retrieval over a 200,000-chunk knowledge base "
+        "(specdraft.apps.bench.iterative_bench)",
     )
     add_model_args(bench, DEFAULT_MODEL)
     bench.add_argument(
@@ -63,7 +69,8 @@ def add_bench_parser(sub) -> None:
         "--max-new-tokens",
         type=int,
         default=None,
-        help=f"tokens per answer (default: {GenerationConfig().max_new_tokens} for prompt, retrieval and edge sets; iterative-rag and structured: their config's own; grammar sets size it from the input)",
+        help=f"tokens per answer (default: {GenerationConfig().max_new_tokens} for prompt, retrieval and edge sets; "
+        "iterative-rag and structured: their config's own; grammar sets size it from the input)",
     )
     bench.add_argument(
         "--top-k",
@@ -99,7 +106,8 @@ def add_bench_parser(sub) -> None:
     )
     edge = bench.add_argument_group(
         "edge",
-        "for `specdraft bench edge`: --model is the server's model (--backend/--dtype/--device its own), --draft-model the client's (default: --model)",
+        "for `specdraft bench edge`: --model is the server's model (--backend/--dtype/--device its own), "
+        "--draft-model the client's (default: --model)",
     )
     edge.add_argument(
         "--draft-backend",
@@ -116,7 +124,8 @@ def add_bench_parser(sub) -> None:
     )
     iterative = bench.add_argument_group(
         "iterative-rag",
-        "for `specdraft bench iterative-rag` (--limit questions; --max-new-tokens defaults to the bench's own, IterativeBenchConfig.max_new_tokens)",
+        "for `specdraft bench iterative-rag` (--limit questions; --max-new-tokens defaults to the bench's own, "
+        "IterativeBenchConfig.max_new_tokens)",
     )
     iterative.add_argument(
         "--models",
@@ -150,7 +159,8 @@ def add_bench_parser(sub) -> None:
     iterative.add_argument(
         "--scheduler-per-answer",
         action="store_true",
-        help="iterative-rag: a fresh OS^3 scheduler for every answer (default: one per model, retriever and method, shared by all the questions, so its estimates carry over as in the service)",
+        help="iterative-rag: a fresh OS^3 scheduler for every answer (default: one per model, retriever and method, "
+        "shared by all the questions, so its estimates carry over as in the service)",
     )
 
 

@@ -45,7 +45,8 @@ def add_client_args(parser: argparse.ArgumentParser) -> None:
         "--draft-model",
         default=DEFAULT_DRAFT_MODEL,
         metavar="NAME",
-        help="local draft model: registry name or .gguf path sharing the server model's tokenizer (default: %(default)s)",
+        help="local draft model: registry name or .gguf path sharing the server model's tokenizer (default: "
+        "%(default)s)",
     )
     parser.add_argument(
         "--backend",
@@ -132,7 +133,8 @@ def add_edge_parser(sub: argparse._SubParsersAction) -> None:
     edge.add_argument(
         "--json",
         action="store_true",
-        help='print one JSON object {"text", "token_ids", "prompt_token_ids", "verified", "stats"} (in a chat: one per turn)',
+        help='print one JSON object {"text", "token_ids", "prompt_token_ids", "verified", "stats"} (in a chat: one '
+        "per turn)",
     )
 
 

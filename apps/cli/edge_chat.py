@@ -102,7 +102,8 @@ def run_chat(
                 writer.end()
                 stats = result.stats
                 print(
-                    f"[{stats.generated_tokens} tokens, {stats.round_trips} round trips, {stats.target_forward_passes} server passes, "
+                    f"[{stats.generated_tokens} tokens, {stats.round_trips} round trips, "
+                    f"{stats.target_forward_passes} server passes, "
                     f"{stats.unverified_tokens} unverified]",
                     file=sys.stderr,
                     flush=True,

@@ -95,7 +95,8 @@ def build_parser() -> argparse.ArgumentParser:
     gen.add_argument(
         "--json-schema",
         metavar="FILE",
-        help='constrain the answer to the JSON schema in FILE (JSON written as {"key": "value", "n": 1}; the answer ends when the object is complete, or at --max-new-tokens with finish_reason "length")',
+        help='constrain the answer to the JSON schema in FILE (JSON written as {"key": "value", "n": 1}; the answer '
+        'ends when the object is complete, or at --max-new-tokens with finish_reason "length")',
     )
 
     correct = sub.add_parser(
@@ -117,13 +118,16 @@ def build_parser() -> argparse.ArgumentParser:
     correct.add_argument(
         "--json",
         action="store_true",
-        help='print {"corrected", "edits", "token_ids", "stats", "quality"} instead of the text ("quality": whether the answer is a correction, see copydraft.answer_check)',
+        help='print {"corrected", "edits", "token_ids", "stats", "quality"} instead of the text ("quality": whether '
+        "the answer is a correction, see copydraft.answer_check)",
     )
 
     serve = sub.add_parser(
         "serve",
         help="start the HTTP service (OpenAI-compatible completions, grammar correction, health, demos)",
-        description="Serve the target model over HTTP: GET /healthz, POST /v1/completions, POST /v1/chat/completions, POST /v1/grammar/correct, POST /v1/rag/documents, POST /v1/rag/query, and the demo pages GET /demo/grammar and GET /demo/rag.",
+        description="Serve the target model over HTTP: GET /healthz, POST /v1/completions, POST /v1/chat/completions, "
+        "POST /v1/grammar/correct, POST /v1/rag/documents, POST /v1/rag/query, and the demo pages GET "
+        "/demo/grammar and GET /demo/rag.",
     )
     add_model_args(serve, DEFAULT_MODEL)
     _add_drafter_args(serve, service.drafter, COMPLETION_OFFERS | {DATASTORE})  # the datastore: with --datastore
@@ -135,7 +139,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--grammar-model",
         default=service.grammar_model,
         metavar="NAME",
-        help="the model POST /v1/grammar/correct and the grammar demo use when a request names none; loaded on the first correction (default: %(default)s)",
+        help="the model POST /v1/grammar/correct and the grammar demo use when a request names none; loaded on the "
+        "first correction (default: %(default)s)",
     )
     serve.add_argument(
         "--extra-model",
@@ -149,25 +154,29 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         default=list(service.model_aliases),
         metavar="NAME",
-        help="another model name completion requests may send and the served model answers (an OpenAI client's default, e.g. gpt-3.5-turbo) (repeatable)",
+        help="another model name completion requests may send and the served model answers (an OpenAI client's "
+        "default, e.g. gpt-3.5-turbo) (repeatable)",
     )
     serve.add_argument(
         "--serve-any-model-name",
         action="store_true",
-        help="answer completion requests whatever model name they send, with the served model (default: a 400 naming the served model)",
+        help="answer completion requests whatever model name they send, with the served model (default: a 400 naming "
+        "the served model)",
     )
     serve.add_argument("--lazy", action="store_true", help="load the model on the first request instead of at start-up")
     serve.add_argument(
         "--index-root",
         default=None,
         metavar="DIR",
-        help="folder of the RAG API's named document indexes (default: $SPECDRAFT_INDEX_ROOT or ~/.local/share/specdraft/indexes)",
+        help="folder of the RAG API's named document indexes (default: $SPECDRAFT_INDEX_ROOT or "
+        "~/.local/share/specdraft/indexes)",
     )
     serve.add_argument(
         "--datastore",
         default=None,
         metavar="DIR",
-        help="a REST datastore built with `specdraft datastore build` for this model, for the RAG drafters datastore and reference+datastore",
+        help="a REST datastore built with `specdraft datastore build` for this model, for the RAG drafters datastore "
+        "and reference+datastore",
     )
     serve.add_argument(
         "--embedding-model",
@@ -179,7 +188,8 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--edge",
         action="store_true",
-        help="also serve the edge verify API (/v1/edge/...: laptops draft with `specdraft edge`, this server verifies); needs --api-key-file",
+        help="also serve the edge verify API (/v1/edge/...: laptops draft with `specdraft edge`, this server "
+        "verifies); needs --api-key-file",
     )
     from .edge import add_edge_parser
 
@@ -268,7 +278,8 @@ def _serve(args: argparse.Namespace) -> int:
         f"specdraft serving {args.model} (backend {config.model.resolved_backend}) on http://{args.host}:{args.port}\n"
         f"  demos: http://{args.host}:{args.port}/demo/grammar  http://{args.host}:{args.port}/demo/rag\n"
         f"  grammar corrections by {config.grammar_model} (loaded on the first one)\n"
-        f"  APIs: POST /v1/completions, /v1/chat/completions, /v1/grammar/correct, /v1/rag/documents, /v1/rag/query; GET /healthz\n"
+        "  APIs: POST /v1/completions, /v1/chat/completions, /v1/grammar/correct, /v1/rag/documents, /v1/rag/query; "
+        "GET /healthz\n"
         f"  RAG indexes in {config.index_root}"
         + (f", datastore {config.datastore}" if config.datastore else "")
         + "\n"
@@ -277,9 +288,11 @@ def _serve(args: argparse.Namespace) -> int:
             if config.api_key_file
             else "  no API keys: answering this machine only (loopback); --api-key-file FILE to serve others"
         )
-        + f"\n  limits: {config.limits.max_concurrent} generations at once, {config.limits.max_queue} queued, {config.limits.request_timeout_s:g} s each"
+        + f"\n  limits: {config.limits.max_concurrent} generations at once, {config.limits.max_queue} queued, "
+        f"{config.limits.request_timeout_s:g} s each"
         + (
-            f"\n  verify batching: up to {config.batch_verify.max_batch} requests per pass, window {config.batch_verify.window_ms:g} ms"
+            f"\n  verify batching: up to {config.batch_verify.max_batch} requests per pass, window "
+            f"{config.batch_verify.window_ms:g} ms"
             if config.batch_verify
             else ""
         ),

@@ -32,7 +32,8 @@ def add_index_parser(subparsers: Any) -> None:
         "index",
         help="build or extend a document index for retrieval (FAISS + sentence-transformers)",
         description='Build a document index from a JSONL file (one {"id", "text", "metadata"?} object a line), or add '
-        "documents to an existing one. Documents are cut into overlapping chunks of words, embedded and stored in FAISS; "
+        "documents to an existing one. Documents are cut into overlapping chunks of words, embedded and stored in "
+        "FAISS; "
         "the folder is replaced atomically, so an interrupted command leaves the previous index intact.",
     )
     actions = index.add_subparsers(dest="index_command", required=True, metavar="ACTION")

@@ -36,7 +36,8 @@ def add_model_args(parser: argparse.ArgumentParser, default_model: str) -> None:
         "--dtype",
         default=defaults.dtype,
         choices=DTYPES,
-        help="transformers weights dtype; auto = float32, which keeps the output identical to plain decoding on GPUs too (bfloat16/float16 may flip near-ties)",
+        help="transformers weights dtype; auto = float32, which keeps the output identical to plain decoding on GPUs "
+        "too (bfloat16/float16 may flip near-ties)",
     )
     parser.add_argument(
         "--engine-url",
@@ -68,7 +69,8 @@ def add_model_args(parser: argparse.ArgumentParser, default_model: str) -> None:
     parser.add_argument(
         "--no-prefix-cache",
         action="store_true",
-        help="do not keep the KV cache of recent prompts (by default a request starts from the longest prefix an earlier one computed: a chat's next turn, a fixed instruction; the output is the same either way)",
+        help="do not keep the KV cache of recent prompts (by default a request starts from the longest prefix an "
+        "earlier one computed: a chat's next turn, a fixed instruction; the output is the same either way)",
     )
 
 

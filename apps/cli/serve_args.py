@@ -21,21 +21,24 @@ def add_access_args(parser: argparse.ArgumentParser) -> None:
         "--api-key-file",
         metavar="FILE",
         default=None,
-        help="API keys, one per line, each followed by its scope 'read' (default) or 'write' (adding documents needs write). Without keys the server listens on loopback only and refuses other --host values",
+        help="API keys, one per line, each followed by its scope 'read' (default) or 'write' (adding documents needs "
+        "write). Without keys the server listens on loopback only and refuses other --host values",
     )
     access.add_argument(
         "--allowed-origin",
         action="append",
         default=[],
         metavar="ORIGIN",
-        help="another origin (scheme://host[:port]) whose web pages may send requests to this server (repeatable; the server's own pages always may)",
+        help="another origin (scheme://host[:port]) whose web pages may send requests to this server (repeatable; the "
+        "server's own pages always may)",
     )
     access.add_argument(
         "--allowed-host",
         action="append",
         default=[],
         metavar="NAME",
-        help="another Host name accepted without keys, e.g. a local reverse proxy's (repeatable; default: localhost, 127.0.0.1, [::1])",
+        help="another Host name accepted without keys, e.g. a local reverse proxy's (repeatable; default: localhost, "
+        "127.0.0.1, [::1])",
     )
     limits = parser.add_argument_group("limits")
     limits.add_argument(
@@ -72,7 +75,8 @@ def add_access_args(parser: argparse.ArgumentParser) -> None:
     batching.add_argument(
         "--batch-verify",
         action="store_true",
-        help="transformers: verify concurrent requests' drafts in one padded forward pass (float32 may round differently from a lone pass: see docs/deployment.md)",
+        help="transformers: verify concurrent requests' drafts in one padded forward pass (float32 may round "
+        "differently from a lone pass: see docs/deployment.md)",
     )
     batching.add_argument(
         "--batch-window-ms",

@@ -43,7 +43,8 @@ class EdgeLocalConfig:
             raise ValueError(f"timeout_s must be > 0, got {self.timeout_s}")
         if self.max_tokens_limit < 1 or not 1 <= self.default_max_tokens <= self.max_tokens_limit:
             raise ValueError(
-                f"need 1 <= default_max_tokens <= max_tokens_limit, got {self.default_max_tokens} and {self.max_tokens_limit}"
+                f"need 1 <= default_max_tokens <= max_tokens_limit, got {self.default_max_tokens} and "
+                f"{self.max_tokens_limit}"
             )
         if self.max_request_bytes < 1:
             raise ValueError(f"max_request_bytes must be >= 1, got {self.max_request_bytes}")

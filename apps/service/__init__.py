@@ -6,8 +6,8 @@ Areas: ``health`` (``GET /healthz``, ``GET /v1/models``), ``completions`` (OpenA
 ``POST /v1/completions`` and ``POST /v1/chat/completions``), ``grammar`` (``POST
 /v1/grammar/correct``), ``rag`` (``POST /v1/rag/documents``, ``POST /v1/rag/query``, ``GET
 /v1/rag/indexes``), ``metrics`` (``GET /metrics``, Prometheus), ``openapi``
-(``GET /openapi.json``, the OpenAPI 3.1 document of every route) and ``demo`` (``GET /demo/grammar`` and ``GET /demo/rag``, HTML pages over those APIs).
-Every API error is JSON (see ``errors``).
+(``GET /openapi.json``, the OpenAPI 3.1 document of every route) and ``demo`` (``GET /demo/grammar`` and ``GET
+/demo/rag``, HTML pages over those APIs). Every API error is JSON (see ``errors``).
 """
 
 from __future__ import annotations

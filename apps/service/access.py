@@ -83,7 +83,8 @@ def _check_host(policy: AccessPolicy) -> None:
         raise AccessDenied(
             421,
             f"this server runs without API keys and answers only requests addressed to this machine "
-            f"(localhost, 127.0.0.1, [::1]), not to {request.host!r}; start it with --api-key-file to serve other names",
+            f"(localhost, 127.0.0.1, [::1]), not to {request.host!r}; "
+            "start it with --api-key-file to serve other names",
             "misdirected_request",
         )
 

@@ -44,9 +44,9 @@ class ServiceConfig:
     with ``datastore``).
     ``max_tokens_limit``: the largest ``max_tokens`` a request may ask for; ``default_max_tokens``:
     what a request that omits it gets (by default ``GenerationConfig``'s ``max_new_tokens``, which the
-    command line's ``--max-new-tokens`` also defaults to: the same request gets the same answer). ``max_request_bytes``: larger request bodies get a 413.
-    ``extra_models``: other models a request may name (a ``model:NAME`` drafter, or the ``model`` of
-    a grammar correction), loaded on first use; a client must never make the server load arbitrary
+    command line's ``--max-new-tokens`` also defaults to: the same request gets the same answer). ``max_request_bytes``:
+    larger request bodies get a 413. ``extra_models``: other models a request may name (a ``model:NAME`` drafter, or the
+    ``model`` of a grammar correction), loaded on first use; a client must never make the server load arbitrary
     paths or hub ids. The default drafter's model is always allowed.
     ``max_grammar_chars``: the longest text ``POST /v1/grammar/correct`` accepts (longer: a 413).
     ``speculation``: the engine's draft-length and fall-back policy for completions;
@@ -60,7 +60,8 @@ class ServiceConfig:
     ``allowed_origins``/``allowed_hosts``: other origins whose pages may send requests, other Host
     names accepted without keys (see ``access``). ``limits``: concurrency, queue and time limits.
     ``batch_verify``: None (default) runs every verification pass alone; a ``VerifyBatchConfig`` verifies
-    concurrent requests' drafts in one padded pass (transformers backend only; ``specdraft.backends.transformers.verify_batcher``)."""
+    concurrent requests' drafts in one padded pass (transformers backend only;
+    ``specdraft.backends.transformers.verify_batcher``)."""
 
     model: ModelConfig = ModelConfig()
     drafter: str = "prompt-lookup"

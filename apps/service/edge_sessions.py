@@ -36,7 +36,7 @@ from typing import Sequence
 
 from specdraft import ROOT, Draft, Model, SamplingParams, Target, TokenChooser
 from specdraft.acceptance import Acceptance, follow_choices, speculative_accept
-from specdraft.edge.trees import DraftRows  # the wire's draft distributions, as the client builds them
+from specdraft.edge.trees import DraftRows  # noqa: F401  re-export: the wire's draft distributions, as the client builds them
 from specdraft.prefix_cache import prefix_cache_for
 from specdraft.sampling import PositionalRandom, warp
 
@@ -160,7 +160,8 @@ class EdgeSession:
         if len(draft) > max(room, 0) or room < 0:
             raise EdgeError(
                 400,
-                f"the context holds {self.context_length + extra} of {self.max_length} tokens: a draft of {len(draft)} nodes does not fit "
+                f"the context holds {self.context_length + extra} of {self.max_length} tokens: a draft of "
+                f"{len(draft)} nodes does not fit "
                 f"(at most {max(room, 0)})",
                 "tokens",
                 "context_length_exceeded",
@@ -326,7 +327,8 @@ class EdgeSessionStore:
         if session is None:
             raise EdgeError(
                 404,
-                f"no open edge session {session_id!r} (closed, timed out after {self.config.idle_timeout_s:g} s idle, or never opened)",
+                f"no open edge session {session_id!r} (closed, timed out after {self.config.idle_timeout_s:g} s idle, "
+                "or never opened)",
                 None,
                 "session_not_found",
             )

@@ -31,8 +31,8 @@ Metrics (counters end in ``_total``):
   cache is off).
 - ``specdraft_verify_batcher_batched_passes``, ``specdraft_verify_batcher_batched_rows``,
   ``specdraft_verify_batcher_lone_passes``: gauges, the served model's verify batcher since it was
-  attached (``serve --batch-verify``; ``specdraft.backends.transformers.verify_batcher``): padded passes run, the requests'
-  passes they held, verification passes that ran alone (0 when batching is off).
+  attached (``serve --batch-verify``; ``specdraft.backends.transformers.verify_batcher``): padded passes run, the
+  requests' passes they held, verification passes that ran alone (0 when batching is off).
 - ``specdraft_rejected_requests_total{route, reason}``: requests refused for load (``reason``
   "overload": every 429 answer counts, whichever part of the app gave it).
 

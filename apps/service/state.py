@@ -3,8 +3,8 @@
 Shared: the config, the ``ModelPool``, the target model (weights and tokenizer only; a model
 holds no sequence state), one ``GrammarCorrector`` per model name (it holds no request state
 either), the ``IndexStore`` of named document indexes (see ``rag_indexes`` for how adds stay
-isolated) and the read-only REST datastore. Never shared: KV caches and drafters. Every request gets a fresh drafter from
-``drafter()`` and a fresh target session from the generator, so concurrent requests cannot see
+isolated) and the read-only REST datastore. Never shared: KV caches and drafters. Every request gets a fresh drafter
+from ``drafter()`` and a fresh target session from the generator, so concurrent requests cannot see
 each other's state.
 """
 

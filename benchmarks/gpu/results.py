@@ -51,7 +51,8 @@ def call1_markdown(report: dict) -> list[str]:
     for dtype, sweep in checks.get("pass_ms_by_width", {}).items():
         widths = list(sweep["ms"])
         lines += [
-            f"Eager pass cost, {dtype}, {sweep['layers']} layers x {sweep['hidden']}, context {sweep['context']} (median ms):",
+            f"Eager pass cost, {dtype}, {sweep['layers']} layers x {sweep['hidden']}, context {sweep['context']} "
+            "(median ms):",
             "",
             "| width | " + " | ".join(map(str, widths)) + " |",
             "|---" * (len(widths) + 1) + "|",
@@ -108,7 +109,8 @@ def markdown(report: dict) -> str:
     lines = [
         f"# GPU run: {model['name']} (trained weights, float32) on {run['device_name']}",
         "",
-        f"`{run['command']}`; torch {run['torch']}, transformers {run['transformers']}, Python {run['python']}; {run['time']}. "
+        f"`{run['command']}`; torch {run['torch']}, transformers {run['transformers']}, Python {run['python']}; "
+        f"{run['time']}. "
         f"Model: `{model['gguf_file']}` (sha256 `{model['sha256'][:16]}...`, checked), dequantized by transformers in "
         f"{model['load_s']:.0f} s. Paths: `eager` = the transformers backend, `fast` = the fast path (static KV, "
         "CUDA graphs), `transformers` = transformers' own `generate` on the same weights."
@@ -116,8 +118,10 @@ def markdown(report: dict) -> str:
         "",
         "## (a) Exactness",
         "",
-        f"Lossless (every specdraft method identical to plain decoding on its path and to transformers' generate, every case): "
-        f"**{report['exactness']['lossless']}**. Fast path with reference trees after a random {report['budget']['context']}-token prompt: "
+        "Lossless (every specdraft method identical to plain decoding on its path and to transformers' generate, "
+        "every case): "
+        f"**{report['exactness']['lossless']}**. Fast path with reference trees after a random "
+        f"{report['budget']['context']}-token prompt: "
         f"`{json.dumps(report.get('fast_trees', {}))}`.",
         "",
         "| task | method | cases | identical to plain on its path | identical to transformers generate |",
@@ -134,7 +138,8 @@ def markdown(report: dict) -> str:
     lines += [
         "## (c) Speed-ups",
         "",
-        "Wall time over all cases, prefill included, greedy, the same stop rule (EOS or the token limit) for every method.",
+        "Wall time over all cases, prefill included, greedy, the same stop rule (EOS or the token limit) for every "
+        "method.",
         "",
     ]
     for task in SPEED_TASKS:
@@ -144,13 +149,16 @@ def markdown(report: dict) -> str:
         lines += [
             f"### {task} ({found['cases']} prompts)",
             "",
-            "| method | wall s | tokens/s | vs plain, same path | vs eager plain | vs transformers prompt lookup | decode vs eager plain | passes / token | mean accepted |",
+            "| method | wall s | tokens/s | vs plain, same path | vs eager plain | vs transformers prompt lookup | "
+            "decode vs eager plain | passes / token | mean accepted |",
             "|---|---|---|---|---|---|---|---|---|",
         ]
         for row in found["speedups"]:
             lines.append(
-                f"| {row['method']} | {row['wall_s']:.3f} | {row['tokens_per_s']:.1f} | {_x(row['vs_plain_same_path'])} | {_x(row['vs_eager_plain'])} | "
-                f"{_x(row['vs_transformers_prompt_lookup'])} | {_x(row['decode_vs_eager_plain'])} | {row['passes_per_token']:.3f} | {row['mean_accepted']:.2f} |"
+                f"| {row['method']} | {row['wall_s']:.3f} | {row['tokens_per_s']:.1f} | "
+                f"{_x(row['vs_plain_same_path'])} | {_x(row['vs_eager_plain'])} | "
+                f"{_x(row['vs_transformers_prompt_lookup'])} | {_x(row['decode_vs_eager_plain'])} | "
+                f"{row['passes_per_token']:.3f} | {row['mean_accepted']:.2f} |"
             )
         lines.append("")
     lines += problems_markdown(report)

@@ -18,7 +18,6 @@ lock, so concurrent processes never see or produce a partial file.
 from __future__ import annotations
 
 from ..files import cache_dir
-from . import catalog, checkpoints, gguf_files
 from .catalog import (
     REGISTRY,
     ChecksumMismatchError,
@@ -33,7 +32,19 @@ from .catalog import (
 from .checkpoints import checkpoint_cache_path, list_models, resolve_checkpoint
 from .gguf_files import gguf_path
 
-__all__ = ["cache_dir"]
-__all__ += catalog.__all__
-__all__ += gguf_files.__all__
-__all__ += checkpoints.__all__
+__all__ = [  # the files module's cache folder, and the public names of catalog, gguf_files and checkpoints
+    "cache_dir",
+    "PackageFile",
+    "PackagedModel",
+    "REGISTRY",
+    "ModelNotInstalledError",
+    "ChecksumMismatchError",
+    "lookup",
+    "pip_install_command",
+    "missing_packages",
+    "part_paths",
+    "gguf_path",
+    "checkpoint_cache_path",
+    "resolve_checkpoint",
+    "list_models",
+]

@@ -2,10 +2,10 @@
 
 ``Answering`` holds the prompt layout, the ``StrideDecoder``, the text assembler (stop strings),
 the records, the counters and ``queries``: the answer's ``QueryMemo`` over the retriever, through
-which every search and cache scoring goes, so each distinct query is embedded (prepared) once. Strides: stride ``j`` covers answer tokens ``[j*stride, (j+1)*stride)``
-and is generated with the documents retrieved for the query made of the last ``query_tokens``
-tokens of question + answer[:j*stride] (decoded to text). Tokens become **confirmed** once their
-stride's documents are known to be the retriever's (at once in plain RAG, after verification in
+which every search and cache scoring goes, so each distinct query is embedded (prepared) once. Strides: stride ``j``
+covers answer tokens ``[j*stride, (j+1)*stride)`` and is generated with the documents retrieved for the query made of
+the last ``query_tokens`` tokens of question + answer[:j*stride] (decoded to text). Tokens become **confirmed** once
+their stride's documents are known to be the retriever's (at once in plain RAG, after verification in
 speculative RAG); only confirmed tokens reach the assembler and the stream, so what is streamed is
 never taken back.
 

@@ -11,9 +11,9 @@ from the cache before a verification (``os3`` on: the OS^3 scheduler picks the s
 to ``max_strides``; off: always ``max_strides``); ``async_verify``: verify on a worker thread while
 the model keeps generating; ``prefetch_k``: each verified query's top ``prefetch_k`` documents enter
 the cache (at most ``MAX_PREFETCH_K``, the retrievers' candidate count: up to there a query's top
-documents do not depend on how many are asked for); ``os3_window``: the timings OS^3 averages, and the guesses compared before it may go plain (its
-acceptance estimate looks back over ``OS3Config.guesses`` guesses); ``prior_acceptance``: the
-estimate before any round, and one pseudo-guess after; ``allow_plain`` (with ``os3``): OS^3 may choose
+documents do not depend on how many are asked for); ``os3_window``: the timings OS^3 averages, and the guesses compared
+before it may go plain (its acceptance estimate looks back over ``OS3Config.guesses`` guesses); ``prior_acceptance``:
+the estimate before any round, and one pseudo-guess after; ``allow_plain`` (with ``os3``): OS^3 may choose
 to retrieve a stride plainly (synchronous search, then the stride with the true documents) when that
 is expected to be faster than speculating (cheap retrieval, frequent wrong guesses; ``os3``).
 """

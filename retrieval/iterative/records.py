@@ -3,8 +3,8 @@
 ``RetrievalRecord``: the stride (0 = before the first token), the query, the documents put into
 the prompt (``doc`` the first, ``docs`` all of them, rows of the collection), and how they were
 found: ``source`` "retriever" with ``status`` "exact" (plain retrieval, or speculative retrieval's
-first stride and the strides OS^3 chose to retrieve plainly), "cache" / "confirmed" (guessed from the speculative cache, then confirmed by the
-batched verification), or "retriever" / "rolled_back" (the cache guessed ``guessed`` wrongly: the
+first stride and the strides OS^3 chose to retrieve plainly), "cache" / "confirmed" (guessed from the speculative cache,
+then confirmed by the batched verification), or "retriever" / "rolled_back" (the cache guessed ``guessed`` wrongly: the
 stride was generated again with the retriever's documents). ``seconds``: the retrieval that chose
 the documents (the cache lookup for a confirmed guess, the search otherwise; a batched search's
 time is shared equally by its queries). The documents are the same as plain iterative RAG's for

@@ -4,8 +4,8 @@ schema to extract a record into, and a tool whose arguments are filled from the 
 Two tasks, ``limit`` documents each (``structured_items``):
 
 * ``extract``: a BBC news article (the ``summarization`` pool's bigbench gem/xsum articles, at most
-  ``MAX_WORDS`` words) and ``EXTRACTION_SCHEMA``: the people, organisations, places, dates and amounts the article names,
-  each a list of at most ``MAX_ITEMS`` strings of at most ``MAX_CHARS`` characters. The answer is a
+  ``MAX_WORDS`` words) and ``EXTRACTION_SCHEMA``: the people, organisations, places, dates and amounts the article
+  names, each a list of at most ``MAX_ITEMS`` strings of at most ``MAX_CHARS`` characters. The answer is a
   JSON object (``response_format`` ``json_schema``).
 * ``tool-call``: a New York Times passage (the ``rag-reading`` pool's squad_shifts nyt paragraphs, at
   most ``MAX_WORDS`` words) and ``TOOLS``: the model must call ``save_people`` (``TOOL_CHOICE``, a

@@ -190,7 +190,8 @@ class Message(RequestBody):
         if self.role != "assistant":
             if self.content is None:
                 raise refuse(
-                    "{path}.content must be a string, got null (or a list of text parts; only an assistant's content may be null)",
+                    "{path}.content must be a string, got null (or a list of text parts; only an assistant's content "
+                    "may be null)",
                     "{path}.content",
                 )
             if self.tool_calls is not None:

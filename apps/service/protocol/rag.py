@@ -67,7 +67,8 @@ class QueryRequest:
 def _index(name: Any) -> Any:
     if not isinstance(name, str) or INDEX_NAME.fullmatch(name) is None:
         raise refuse(
-            f"{{path}} must be a name of 1-64 letters, digits, '_', '-' or '.' (not starting with '.'), got {describe(name)}"
+            "{path} must be a name of 1-64 letters, digits, '_', '-' or '.' (not starting with '.'), got "
+            f"{describe(name)}"
         )
     return name
 
@@ -78,7 +79,8 @@ IndexName = Annotated[
     Keywords(
         {
             "pattern": f"^{INDEX_NAME.pattern}$",
-            "description": f"an index name: 1-64 letters, digits, '_', '-' or '.', not starting with '.' (default {DEFAULT_INDEX!r})",
+            "description": "an index name: 1-64 letters, digits, '_', '-' or '.', not starting with '.' (default "
+            f"{DEFAULT_INDEX!r})",
         }
     ),
 ]

@@ -168,7 +168,8 @@ class EngineTarget(CacheElsewhere):  # the engine keeps its own prefix cache
         context = self._context
         if len(context) + draft.max_depth >= self.max_length:
             raise ValueError(
-                f"{len(context)} tokens and a draft {draft.max_depth} deep exceed the engine's context of {self.max_length}"
+                f"{len(context)} tokens and a draft {draft.max_depth} deep exceed the engine's context of "
+                f"{self.max_length}"
             )
         first = len(context)
         choices: list[int] = [-1] * (1 + len(draft))  # -1: a row the acceptance walk cannot reach

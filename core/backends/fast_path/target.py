@@ -96,7 +96,8 @@ class FastPathModel(TransformersModel):
 
     def enable_verify_batching(self, config: object = None) -> NoReturn:
         raise ValueError(
-            "verify batching (--batch-verify) and the fast path (--fast-path) do not combine: the fast path's static caches run alone"
+            "verify batching (--batch-verify) and the fast path (--fast-path) do not combine: the fast path's static "
+            "caches run alone"
         )
 
     # --- cache pool ---------------------------------------------------------------------------

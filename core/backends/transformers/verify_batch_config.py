@@ -1,5 +1,5 @@
-"""VerifyBatchConfig: the verify batcher's settings (``specdraft.backends.transformers.verify_batcher``), in a module of its
-own that imports no torch, so that the command line can build its parser without it."""
+"""VerifyBatchConfig: the verify batcher's settings (``specdraft.backends.transformers.verify_batcher``), in a module of
+its own that imports no torch, so that the command line can build its parser without it."""
 
 from __future__ import annotations
 

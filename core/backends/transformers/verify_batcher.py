@@ -29,7 +29,8 @@ Contracts:
 - **Exactness**: in float64 a batched row equals its lone pass to rounding (tests assert identical
   outputs). In float32 a padded batch can round differently from a lone pass (longer softmax rows,
   other GEMM blocking), so greedy output under batching may differ from the lone output where two
-  logits are within rounding; that is why batching is off by default (see docs/deployment.md, "Batching verify passes across requests").
+  logits are within rounding; that is why batching is off by default (see docs/deployment.md, "Batching verify passes
+  across requests").
 """
 
 from __future__ import annotations
