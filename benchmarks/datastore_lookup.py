@@ -161,8 +161,7 @@ def markdown(rows: list[dict]) -> str:
         lines.append(
             f"| {r['tokens']:,} | {r['build_s']:.1f} | {r['disk_bytes'] / 1e6:.1f} | {r['load_s'] * 1e3:.1f} | "
             f"{r['lookup']['mean_ms']:.3f} / {r['lookup']['p95_ms']:.3f} | {r['propose']['mean_ms']:.3f} / "
-            f"{r['propose']['p95_ms']:.3f} | "
-            f"{r['mean_suffix_len']:.1f} | {r['hit_rate']:.0%} |"
+            f"{r['propose']['p95_ms']:.3f} | {r['mean_suffix_len']:.1f} | {r['hit_rate']:.0%} |"
         )
     return "\n".join(lines) + "\n"
 

@@ -229,11 +229,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="python benchmarks/load.py",
         description="Load test of specdraft serve on this machine: concurrent clients over chat, grammar and RAG, "
-        "greedy; "
-        "throughput, p50/p99 latency, errors (429 apart), server memory over time, answers identical to sequential "
-        "ones, "
-        "and plain vs speculative decoding under the same load. Writes load.json, load.md, load.png and results.* to "
-        "--out.",
+        "greedy; throughput, p50/p99 latency, errors (429 apart), server memory over time, answers identical to "
+        "sequential ones, and plain vs speculative decoding under the same load. Writes load.json, load.md, load.png "
+        "and results.* to --out.",
     )
     target = parser.add_argument_group("server")
     target.add_argument(

@@ -167,8 +167,8 @@ def sweep_servers(
             points.append({**point_summary(found, clients, mode, seconds), **({"server": label} if label else {})})
             say(
                 f"{clients} clients, {mode}{' ' + label if label else ''}: {points[-1]['requests_per_s']} requests/s, "
-                f"p50 {points[-1]['p50_s']} s, "
-                f"p90 {points[-1]['p90_s']} s, identical {points[-1]['identical']}/{points[-1]['compared']}"
+                f"p50 {points[-1]['p50_s']} s, p90 {points[-1]['p90_s']} s, identical "
+                f"{points[-1]['identical']}/{points[-1]['compared']}"
             )
     env = {**environment(), "cpu_count": os.cpu_count(), "load_before": load_before, "load_after": os.getloadavg()}
     report = {
@@ -230,10 +230,9 @@ def markdown(report: dict[str, Any]) -> str:
         f"# Throughput under concurrency: {report['name']}",
         "",
         f"Server: `{report['server']}`. {config['limit']} requests per point (the load test's chat, grammar and RAG "
-        "mix, "
-        f"greedy, max_tokens {config['max_tokens']}), {env['cpu_count']} CPUs, load average "
-        f"{env['load_before'][0]:.1f} "
-        f"before and {env['load_after'][0]:.1f} after. Latency: the client's wall time, queueing included.",
+        f"mix, greedy, max_tokens {config['max_tokens']}), {env['cpu_count']} CPUs, load average "
+        f"{env['load_before'][0]:.1f} before and {env['load_after'][0]:.1f} after. Latency: the client's wall time, "
+        "queueing included.",
         "",
         markdown_table(
             [

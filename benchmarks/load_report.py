@@ -193,14 +193,11 @@ def markdown(report: dict[str, Any], result: BenchResult | None) -> str:
         f"# Load test {report['name']}: {report['model']}",
         "",
         f"{cfg['clients']} concurrent clients, {sum(s['end_s'] - s['start_s'] for s in report['segments']):.0f} s of "
-        "load in segments "
-        f"of {cfg['duration_s'] / max(1, len(report['segments'])):.0f} s each plus the requests still running at "
-        "their end "
-        f"({', '.join(report['segments_order'])}), "
-        f"greedy, up to {cfg['max_tokens']} tokens per chat/RAG answer; server `{report['server']}`. "
-        f"{env['cpu_count']} CPU cores shared with other processes: load average {env['load_before'][0]:.2f} when the "
-        "run began, "
-        f"{env['load_after'][0]:.2f} when it ended; {env['time']}.",
+        f"load in segments of {cfg['duration_s'] / max(1, len(report['segments'])):.0f} s each plus the requests "
+        f"still running at their end ({', '.join(report['segments_order'])}), greedy, up to {cfg['max_tokens']} "
+        f"tokens per chat/RAG answer; server `{report['server']}`. {env['cpu_count']} CPU cores shared with other "
+        f"processes: load average {env['load_before'][0]:.2f} when the run began, {env['load_after'][0]:.2f} when it "
+        f"ended; {env['time']}.",
         "",
         f"Sequential pass (each distinct request alone, both modes): {report['sequential']['plain_identical']} of "
         f"{report['sequential']['requests']} plain answers identical to the speculative ones."
@@ -234,8 +231,8 @@ def markdown(report: dict[str, Any], result: BenchResult | None) -> str:
         "Server memory (RSS): "
         + (
             f"{memory['start_mb']} MB at the start of the load, {memory['end_mb']} MB at the end, peak "
-            f"{memory['peak_mb']} MB; "
-            f"growth {memory['growth_mb']:+} MB, slope over the second half {memory['late_slope_mb_per_min']:+} MB/min."
+            f"{memory['peak_mb']} MB; growth {memory['growth_mb']:+} MB, slope over the second half "
+            f"{memory['late_slope_mb_per_min']:+} MB/min."
             if "start_mb" in memory
             else memory["note"]
         ),

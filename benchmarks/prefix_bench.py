@@ -217,10 +217,9 @@ def markdown(result: dict) -> str:
     lines = [
         f"# Prefix cache: time to first token on {result['model']} ({result['backend']})",
         "",
-        f"Each request's prefill timed cold (no prefix cache) and warm (the cache as the requests before it left it), "
+        "Each request's prefill timed cold (no prefix cache) and warm (the cache as the requests before it left it), "
         "in one run (wall-clock; CPU: the process's CPU seconds), then the whole request generated both ways and "
-        "compared; "
-        f"greedy, up to {result['max_new_tokens']} new tokens (grammar: sized from the sentence). "
+        f"compared; greedy, up to {result['max_new_tokens']} new tokens (grammar: sized from the sentence). "
         f"{env['processor']}, {env['threads']} threads; {env['time']}.",
         "",
         "| scenario | requests | prompt tokens (mean) | cached tokens (mean) | TTFT cold | TTFT warm | TTFT speed-up "
@@ -230,10 +229,9 @@ def markdown(result: dict) -> str:
     for s in result["summaries"]:
         lines.append(
             f"| {s['scenario']} | {s['requests']} | {s['mean_prompt_tokens']} | {s['mean_cached_tokens']} "
-            f"({s['cached_share']:.0%}) | "
-            f"{s['mean_ttft_cold_s'] * 1e3:.0f} ms | {s['mean_ttft_warm_s'] * 1e3:.0f} ms | {s['ttft_speedup']:.2f}x | "
-            f"{s['mean_ttft_cpu_cold_s']:.2f} / {s['mean_ttft_cpu_warm_s']:.2f} | {s['ttft_cpu_speedup']:.2f}x | "
-            f"{s['wall_speedup']:.2f}x | {s['identical_rate']:.0%} |"
+            f"({s['cached_share']:.0%}) | {s['mean_ttft_cold_s'] * 1e3:.0f} ms | {s['mean_ttft_warm_s'] * 1e3:.0f} ms "
+            f"| {s['ttft_speedup']:.2f}x | {s['mean_ttft_cpu_cold_s']:.2f} / {s['mean_ttft_cpu_warm_s']:.2f} | "
+            f"{s['ttft_cpu_speedup']:.2f}x | {s['wall_speedup']:.2f}x | {s['identical_rate']:.0%} |"
         )
     lines += ["", f"Cache after the run: `{json.dumps(result['cache'])}`", ""]
     return "\n".join(lines)

@@ -171,8 +171,7 @@ def main() -> int:
             f"\n{s['generated_tokens']} tokens in {s['wall_s']:.2f} s ({s['tokens_per_s']:.1f} tokens/s): "
             f"{s['round_trips']} round trips, {s['server_forward_passes']} server forward passes "
             f"({s['server_passes_per_token']:.2f} per token), {s['verified_per_round_trip']:.1f} verified tokens per "
-            "round trip, "
-            f"{s['unverified_tokens']} unverified"
+            f"round trip, {s['unverified_tokens']} unverified"
         )
         print(
             "identical to the server model's own greedy answer"

@@ -64,8 +64,7 @@ def main(argv: list[str] | None = None) -> int:
     drafted = sum(len(p["text"]) for p in answer["pieces"] if p["source"] == "draft")
     print(
         f"model {answer['model']}: {stats['generated_tokens']} tokens in {stats['target_forward_passes']} model "
-        "passes, "
-        f"{drafted} of {len(answer['corrected'])} characters accepted from the draft, {stats['wall_s']:.2f} s"
+        f"passes, {drafted} of {len(answer['corrected'])} characters accepted from the draft, {stats['wall_s']:.2f} s"
     )
     if args.compare:
         c = answer["comparison"]

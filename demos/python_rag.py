@@ -29,8 +29,8 @@ DOCUMENTS = [
     },
     {
         "id": "python",
-        "text": "Python 3.12 was released in October 2023. "
-        "It improved error messages and removed the distutils module.",
+        "text": "Python 3.12 was released in October 2023. It improved error messages and removed the distutils "
+        "module.",
         "metadata": {"source": "release-notes"},
     },
     {

@@ -109,8 +109,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"[{name}] {json.dumps(record, ensure_ascii=False)}")
         print(
             f"    {line['tokens']} tokens in {line['passes']} model passes with prompt lookup ({line['seconds']:.2f} "
-            "s), "
-            f"{line['plain_passes']} with the grammar's drafts only ({line['plain_seconds']:.2f} s); identical: "
+            f"s), {line['plain_passes']} with the grammar's drafts only ({line['plain_seconds']:.2f} s); identical: "
             f"{line['identical']}"
         )
     print(f"records: {len(records)}; all identical: {all(line['identical'] for line in report.values())}")

@@ -330,8 +330,7 @@ class DocumentIndex:
         if not (cpu_index.ntotal == len(chunks) == counts["chunks"]) or cpu_index.d != built_with["dim"]:
             raise CorruptIndexError(
                 f"{folder}: the manifest says {counts['chunks']} chunks of dimension {built_with['dim']}, the files "
-                "hold "
-                f"{len(chunks)} chunks and {cpu_index.ntotal} vectors of dimension {cpu_index.d}"
+                f"hold {len(chunks)} chunks and {cpu_index.ntotal} vectors of dimension {cpu_index.d}"
             )
         doc_ids = {chunk.doc_id for chunk in chunks}
         if len(doc_ids) != counts["documents"]:

@@ -418,16 +418,11 @@ def markdown(result: EdgeBenchResult) -> str:
         "",
         f"Server (`specdraft serve --edge`) and client in separate processes on one machine ({env['processor']}, "
         f"{os.cpu_count()} CPU cores shared by both), a TCP proxy adding {', '.join(str(d) for d in c['delays_ms'])} "
-        "ms "
-        f"round trip; {c['limit']} prompts per set ({', '.join(c['sets'])}), up to {c['max_new_tokens']} new tokens, "
-        "greedy; "
-        f"{env['time']}. tokens/s at the client, prefill included. Server passes/token: the server's forward passes "
-        "per "
-        "generated token. Identical: text equal to the server-only greedy text. local-only runs without the network "
-        "(delay -). "
-        "Overlap: the share of the wall time the client drafted while a verification was in flight; overlap tokens: "
-        "tokens "
-        "drafted then that became verified output.",
+        f"ms round trip; {c['limit']} prompts per set ({', '.join(c['sets'])}), up to {c['max_new_tokens']} new "
+        f"tokens, greedy; {env['time']}. tokens/s at the client, prefill included. Server passes/token: the server's "
+        "forward passes per generated token. Identical: text equal to the server-only greedy text. local-only runs "
+        "without the network (delay -). Overlap: the share of the wall time the client drafted while a verification "
+        "was in flight; overlap tokens: tokens drafted then that became verified output.",
         "",
         "| set | delay (ms) | method | tokens/s | server passes / token | verified / round trip | round trips | "
         "unverified tokens | identical | overlap | overlap tokens |",
@@ -438,8 +433,7 @@ def markdown(result: EdgeBenchResult) -> str:
         lines.append(
             f"| {r['set']} | {'-' if r['delay_ms'] < 0 else r['delay_ms']} | {r['method']} | {r['tokens_per_s']} | "
             f"{r['server_passes_per_token']} | {vpr} | {r['round_trips']} | {r['unverified_tokens']} | "
-            f"{r['identical_rate']:.0%} | "
-            f"{r.get('overlap_share', 0.0):.0%} | {r.get('overlap_emitted_tokens', 0)} |"
+            f"{r['identical_rate']:.0%} | {r.get('overlap_share', 0.0):.0%} | {r.get('overlap_emitted_tokens', 0)} |"
         )
     return "\n".join(lines) + "\n"
 

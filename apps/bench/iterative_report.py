@@ -45,17 +45,15 @@ def markdown(result: dict[str, Any]) -> str:
         "",
         f"Knowledge base: {collection['chunks']:,} chunks ({by_source}; {collection['words']:,} words) of at most "
         f"{config['kb']['chunk_words']} words, embedded with {collection['embedder']} (max_seq_length "
-        f"{collection['max_seq_length']}). {config['limit']} squad_shifts questions (seed {config['seed']}), "
-        f"up to {config['max_new_tokens']} new tokens, greedy; a retrieval every {config['stride']} tokens with the "
-        "last "
-        f"{config['query_tokens']} tokens as the query; speculation up to {config['max_strides']} strides. "
-        f"torch {env['torch']}, {env['threads']} threads on {env['cpus']} CPUs (shared machine); {env['time']}.",
+        f"{collection['max_seq_length']}). {config['limit']} squad_shifts questions (seed {config['seed']}), up to "
+        f"{config['max_new_tokens']} new tokens, greedy; a retrieval every {config['stride']} tokens with the last "
+        f"{config['query_tokens']} tokens as the query; speculation up to {config['max_strides']} strides. torch "
+        f"{env['torch']}, {env['threads']} threads on {env['cpus']} CPUs (shared machine); {env['time']}.",
         "",
         scheduler_note(config),
         "",
         "| retriever | build | one query's search | of which: prepare (embed / tokenize) | of which: search of the "
-        "prepared query "
-        "| bare FAISS flat search | query embedding | paper's speed-up |",
+        "prepared query | bare FAISS flat search | query embedding | paper's speed-up |",
         "|---|---|---|---|---|---|---|---|",
     ]
     for kind, facts in result["retrievers"].items():

@@ -49,15 +49,14 @@ def markdown(result: StructuredResult) -> str:
         f"# structured on {result.model} ({result.backend})",
         "",
         f"{config.limit} documents per task ({', '.join(config.tasks)}), seed {config.seed}, up to "
-        f"{config.max_new_tokens} "
-        f"new tokens each, greedy, every method under the same constraint except the peer. torch {env['torch']}, "
-        f"transformers {env['transformers']}, {env['threads']} threads, {env['cuda'] or env['processor']}; "
-        f"{env['time']}. "
-        f"Speed-ups are over plain constrained decoding ({PLAIN}: no drafter, grammar_drafts=False) in total wall time "
-        "(prefill included) and after the first token. Forced tokens: draft tokens the grammar forced and the target "
-        "accepted, of all generated tokens. Grammar share: the grammar's seconds (masks, advancing, forced bytes) "
-        "over the time after the first token. The peer (llama-cpp-python's own schema-constrained chat completion) "
-        "runs its own grammar and prompt handling, so its identical rate is n/a.",
+        f"{config.max_new_tokens} new tokens each, greedy, every method under the same constraint except the peer. "
+        f"torch {env['torch']}, transformers {env['transformers']}, {env['threads']} threads, "
+        f"{env['cuda'] or env['processor']}; {env['time']}. Speed-ups are over plain constrained decoding ({PLAIN}: "
+        "no drafter, grammar_drafts=False) in total wall time (prefill included) and after the first token. Forced "
+        "tokens: draft tokens the grammar forced and the target accepted, of all generated tokens. Grammar share: "
+        "the grammar's seconds (masks, advancing, forced bytes) over the time after the first token. The peer "
+        "(llama-cpp-python's own schema-constrained chat completion) runs its own grammar and prompt handling, so "
+        "its identical rate is n/a.",
         "",
     ]
     for task in dict.fromkeys(row["task"] for row in result.summaries):
@@ -70,9 +69,8 @@ def markdown(result: StructuredResult) -> str:
             if row["text_equal_rate"] is not None:
                 lines.append(
                     f"\n{row['method']}: its answer equals {PLAIN}'s text for text in {row['text_equal_rate']:.0%} of "
-                    "the "
-                    f"documents and as a JSON value in {row['same_record_rate']:.0%}; its prompt tokens equal ours in "
-                    f"{row['same_prompt_rate']:.0%}."
+                    f"the documents and as a JSON value in {row['same_record_rate']:.0%}; its prompt tokens equal "
+                    f"ours in {row['same_prompt_rate']:.0%}."
                 )
         lines.append("")
     return "\n".join(lines)

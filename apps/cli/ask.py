@@ -44,11 +44,9 @@ def add_ask_parser(sub: Any) -> None:
         "ask",
         help="answer a question from a document index, drafting from the retrieved passages",
         description="Retrieve the passages closest to QUESTION from the index in DIR (built with `specdraft index "
-        "build`), "
-        "put them in the model's prompt and answer, drafting tokens from the passages (reference, LLMA), from a corpus "
-        "datastore (datastore, REST; needs --datastore), both, or the prompt (prompt-lookup). The answer is exactly "
-        "what "
-        "plain decoding (--drafter none) gives, only faster. Cited passages follow the answer.",
+        "build`), put them in the model's prompt and answer, drafting tokens from the passages (reference, LLMA), "
+        "from a corpus datastore (datastore, REST; needs --datastore), both, or the prompt (prompt-lookup). The "
+        "answer is exactly what plain decoding (--drafter none) gives, only faster. Cited passages follow the answer.",
     )
     ask.add_argument("question", metavar="QUESTION", help="the question, or - to read it from standard input")
     ask.add_argument("--index", required=True, type=Path, metavar="DIR", help="the document index folder")

@@ -100,8 +100,7 @@ def run_edge_serve(
     url = f"http://{args.host}:{args.port}"
     print(
         f"specdraft edge serving {runner.model_name()} (verified by {args.server}, drafted by {args.draft_model}) on "
-        f"{url}\n"
-        f"  APIs: POST /v1/chat/completions, /v1/completions; GET /v1/models, /healthz\n  demo: {url}/demo/",
+        f"{url}\n  APIs: POST /v1/chat/completions, /v1/completions; GET /v1/models, /healthz\n  demo: {url}/demo/",
         file=sys.stderr,
         flush=True,
     )

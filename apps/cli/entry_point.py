@@ -275,12 +275,11 @@ def _serve(args: argparse.Namespace) -> int:
         print(f"loading {args.model} ...", file=sys.stderr)
         app.extensions["specdraft"].target()
     print(
-        f"specdraft serving {args.model} (backend {config.model.resolved_backend}) on http://{args.host}:{args.port}\n"
-        f"  demos: http://{args.host}:{args.port}/demo/grammar  http://{args.host}:{args.port}/demo/rag\n"
-        f"  grammar corrections by {config.grammar_model} (loaded on the first one)\n"
-        "  APIs: POST /v1/completions, /v1/chat/completions, /v1/grammar/correct, /v1/rag/documents, /v1/rag/query; "
-        "GET /healthz\n"
-        f"  RAG indexes in {config.index_root}"
+        f"specdraft serving {args.model} (backend {config.model.resolved_backend}) on "
+        f"http://{args.host}:{args.port}\n  demos: http://{args.host}:{args.port}/demo/grammar  "
+        f"http://{args.host}:{args.port}/demo/rag\n  grammar corrections by {config.grammar_model} (loaded on the "
+        "first one)\n  APIs: POST /v1/completions, /v1/chat/completions, /v1/grammar/correct, /v1/rag/documents, "
+        f"/v1/rag/query; GET /healthz\n  RAG indexes in {config.index_root}"
         + (f", datastore {config.datastore}" if config.datastore else "")
         + "\n"
         + (

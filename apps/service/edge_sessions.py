@@ -161,8 +161,7 @@ class EdgeSession:
             raise EdgeError(
                 400,
                 f"the context holds {self.context_length + extra} of {self.max_length} tokens: a draft of "
-                f"{len(draft)} nodes does not fit "
-                f"(at most {max(room, 0)})",
+                f"{len(draft)} nodes does not fit (at most {max(room, 0)})",
                 "tokens",
                 "context_length_exceeded",
             )

@@ -55,12 +55,11 @@ HEADERS = {
 }
 SECURITY = [{"bearer": []}, {}]  # a key when the server has keys; none otherwise
 CONVENTIONS = (
-    "Request bodies are JSON objects (Content-Type: application/json). null counts as absent for every optional field; "
-    "fields a schema does not name are ignored. Integers are JSON integers: 1, not 1.0 (a decimal number, refused "
-    "where "
-    "an integer is due, as OpenAI's API does). Rules across fields are checked by the server and stated in the fields' "
-    "descriptions (max_tokens and max_completion_tokens; prompts x n; document ids unique in a request and new to the "
-    "index)."
+    "Request bodies are JSON objects (Content-Type: application/json). null counts as absent for every optional "
+    "field; fields a schema does not name are ignored. Integers are JSON integers: 1, not 1.0 (a decimal number, "
+    "refused where an integer is due, as OpenAI's API does). Rules across fields are checked by the server and stated "
+    "in the fields' descriptions (max_tokens and max_completion_tokens; prompts x n; document ids unique in a request "
+    "and new to the index)."
 )
 
 

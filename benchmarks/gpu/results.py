@@ -110,19 +110,16 @@ def markdown(report: dict) -> str:
         f"# GPU run: {model['name']} (trained weights, float32) on {run['device_name']}",
         "",
         f"`{run['command']}`; torch {run['torch']}, transformers {run['transformers']}, Python {run['python']}; "
-        f"{run['time']}. "
-        f"Model: `{model['gguf_file']}` (sha256 `{model['sha256'][:16]}...`, checked), dequantized by transformers in "
-        f"{model['load_s']:.0f} s. Paths: `eager` = the transformers backend, `fast` = the fast path (static KV, "
-        "CUDA graphs), `transformers` = transformers' own `generate` on the same weights."
+        f"{run['time']}. Model: `{model['gguf_file']}` (sha256 `{model['sha256'][:16]}...`, checked), dequantized by "
+        f"transformers in {model['load_s']:.0f} s. Paths: `eager` = the transformers backend, `fast` = the fast path "
+        "(static KV, CUDA graphs), `transformers` = transformers' own `generate` on the same weights."
         + (" **Dry run** (CPU, tiny budgets): the numbers only show that every step runs." if run["dry_run"] else ""),
         "",
         "## (a) Exactness",
         "",
         "Lossless (every specdraft method identical to plain decoding on its path and to transformers' generate, "
-        "every case): "
-        f"**{report['exactness']['lossless']}**. Fast path with reference trees after a random "
-        f"{report['budget']['context']}-token prompt: "
-        f"`{json.dumps(report.get('fast_trees', {}))}`.",
+        f"every case): **{report['exactness']['lossless']}**. Fast path with reference trees after a random "
+        f"{report['budget']['context']}-token prompt: `{json.dumps(report.get('fast_trees', {}))}`.",
         "",
         "| task | method | cases | identical to plain on its path | identical to transformers generate |",
         "|---|---|---|---|---|",
