@@ -106,9 +106,8 @@ class CallStream:
         self._blocks = blocks
         self._new_id = new_id
         self._untagged = untagged
-        self._mode = (
-            "content" if untagged is None else "untagged"
-        )  # untagged | content | header | opaque | arguments | tail
+        # untagged | content | header | opaque | arguments | tail
+        self._mode = "content" if untagged is None else "untagged"
         self._buffer = ""  # text not yet decided
         self._calls = 0
         self._brackets = JsonBrackets()  # the arguments' nesting
