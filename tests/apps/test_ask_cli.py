@@ -36,7 +36,7 @@ def test_json_contract_and_identical_answers(capsys, tiny_checkpoint, index_dir)
     path, _ = tiny_checkpoint
     answers = {
         d: ask_json(capsys, path, index_dir, "--drafter", d, "What does the fox say?")
-        for d in ("none", "reference", "prompt-lookup")
+        for d in ("none", "reference", "documents", "prompt-lookup")
     }
     plain = answers["none"]
     assert set(plain) == {"answer", "citations", "token_ids", "stats", "passages", "spans", "model", "drafter"}

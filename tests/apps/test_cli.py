@@ -52,6 +52,15 @@ def test_drafters_give_identical_output(capsys, checkpoint):
     assert outs[2]["stats"]["accepted_tokens"] == outs[2]["stats"]["drafted_tokens"]  # the same model drafting
 
 
+def test_the_passage_drafter_answers_to_both_names(capsys, checkpoint):
+    path, _ = checkpoint
+    prompt = "Context:\n\nThe dog sleeps in the sun.\n\nQuestion: where does the dog sleep?"
+    plain = run_json(capsys, "--model", str(path), "--max-new-tokens", "12", "--drafter", "none", prompt)
+    for name in ("reference", "documents"):
+        out = run_json(capsys, "--model", str(path), "--max-new-tokens", "12", "--drafter", name, prompt)
+        assert out["token_ids"] == plain["token_ids"] and out["drafter"] == name
+
+
 def test_sampling_is_reproducible_with_a_seed(capsys, checkpoint):
     path, _ = checkpoint
     args = [
@@ -85,6 +94,7 @@ def test_plain_text_output_and_stdin(capsys, checkpoint, monkeypatch):
     "args, message",
     [
         (["--drafter", "magic"], "unknown drafter"),
+        (["--drafter", "datastore"], "needs a datastore"),
         (["--max-new-tokens", "0"], "max_new_tokens"),
         (["--temperature", "-1"], "temperature"),
         (["--chat"], "no chat template"),

@@ -79,6 +79,16 @@ def test_streamed_chat_is_the_same_answer_with_drafted_pieces(client, chat_refer
     assert final["speculation"]["drafter"] == "documents"
 
 
+def test_reference_is_the_same_drafter_under_its_canonical_name(client, chat_reference):
+    """``documents`` is an alias of the registry's ``reference``: the same drafts and answer; the
+    response names the drafter as the request spelled it."""
+    body = post_ok(
+        client, "/v1/chat/completions", {"messages": MESSAGES, "max_tokens": MAX_TOKENS, "drafter": "reference"}
+    )
+    assert body["choices"][0]["message"]["content"] == chat_reference.text
+    assert body["speculation"]["drafter"] == "reference" and body["speculation"]["accepted_tokens"] >= 1
+
+
 def test_text_completion_drafts_from_the_prompt(client, model):
     reference = greedy(model, model.encode(PROMPT))
     body = post_ok(client, "/v1/completions", {"prompt": PROMPT, "max_tokens": MAX_TOKENS, "drafter": "documents"})

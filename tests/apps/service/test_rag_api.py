@@ -86,10 +86,28 @@ def test_query_contract(client):
     assert body["stats"]["generated_tokens"] == len(body["token_ids"]) <= 12 and body["stats"]["wall_s"] > 0
 
 
-@pytest.mark.parametrize("drafter", ["reference", "datastore", "reference+datastore", "prompt-lookup"])
+@pytest.mark.parametrize("drafter", ["reference", "documents", "datastore", "reference+datastore", "prompt-lookup"])
 def test_every_drafter_gives_the_plain_answer(client, drafter):
     plain = ask(client, drafter="none")
     assert ask(client, drafter=drafter)["token_ids"] == plain["token_ids"]
+
+
+@pytest.mark.parametrize("drafter", ["datastore", "reference+datastore"])
+def test_completions_take_the_datastore_drafters_of_a_server_with_a_datastore(client, drafter):
+    def complete(name):
+        body = {"prompt": "The quick brown fox", "max_tokens": 8, "drafter": name}
+        response = client.post("/v1/completions", json=body)
+        assert response.status_code == 200, response.get_json()
+        return response.get_json()
+
+    answer = complete(drafter)
+    assert answer["choices"][0]["text"] == complete("none")["choices"][0]["text"]
+    assert answer["speculation"]["drafter"] == drafter
+
+
+def test_documents_is_the_reference_drafter_under_its_alias(client):
+    reference, documents = ask(client, drafter="reference"), ask(client, drafter="documents")
+    assert documents["drafter"] == "documents" and documents["spans"] == reference["spans"]
 
 
 def test_drafted_runs_link_to_the_passage_they_came_from(client):

@@ -86,6 +86,7 @@ def test_chat_messages_are_parsed_in_order():
         ({"prompt": "hi", "stop": ["a", ""]}, False, "stop", "stop[1] must be a non-empty string"),
         ({"prompt": "hi", "drafter": 1}, False, "drafter", "drafter must be a string"),
         ({"prompt": "hi", "drafter": "model:"}, False, "drafter", "unknown drafter"),
+        ({"prompt": "hi", "drafter": "datastore"}, False, "drafter", "needs a datastore"),
         ({"prompt": "hi"}, True, "messages", "messages is required"),
         ({"messages": "hi"}, True, "messages", "messages must be a list"),
         ({"messages": []}, True, "messages", "at least one message"),
