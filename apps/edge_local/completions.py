@@ -9,9 +9,9 @@ is accepted; the answer names the server's model. Not supported here (a 400 that
 
 Extensions to OpenAI's answer:
 
-- a ``speculation`` object: the ``EdgeClient``'s stats (``EdgeStats.to_dict``: ``round_trips``,
-  ``server_forward_passes``, ``unverified_tokens``, ``verified_tokens``, ``tokens_per_s``, ...) and
-  ``verified`` (per token);
+- a ``speculation`` object: the ``drafter`` (the local model's name), the ``EdgeClient``'s stats
+  (``EdgeStats.to_dict``: ``round_trips``, ``server_forward_passes``, ``unverified_tokens``,
+  ``verified_tokens``, ``tokens_per_s``, ...) and ``verified`` (per token);
 - in a stream, on every chunk that carries text: ``unverified`` (true: the local model's text, written
   while the server was unreachable), ``source`` ("verified" or "unverified"), ``drafted`` (the local
   model's draft past the text, in flight) and ``round_trip_ms`` (the last server call's); the last
@@ -75,7 +75,7 @@ def _complete(chat: bool) -> Response:
         return sse.response(_chunks(answer, len(prompt_ids), first, updates))
     *_, result = first, *updates
     choice = answer.choice(0, result.text, PLAIN, result.finish_reason)
-    return jsonify(answer.whole([choice], _usage(len(prompt_ids), result), speculation=speculation(result)))
+    return jsonify(answer.whole([choice], _usage(len(prompt_ids), result), speculation=_speculation(result)))
 
 
 def _service_config(runner: EdgeRunner) -> ServiceConfig:
@@ -141,7 +141,7 @@ def _chunks(
         for item in chain([first], rest):
             if isinstance(item, EdgeResult):
                 usage = _usage(prompt_tokens, item)
-                yield answer.chunk(0, deltas.final(), item.finish_reason, usage=usage, speculation=speculation(item))
+                yield answer.chunk(0, deltas.final(), item.finish_reason, usage=usage, speculation=_speculation(item))
                 return
             flags = {
                 "unverified": not item.verified,
@@ -161,6 +161,7 @@ def _usage(prompt_tokens: int, result: EdgeResult) -> dict[str, int]:
     return {"prompt_tokens": prompt_tokens, "completion_tokens": n, "total_tokens": prompt_tokens + n}
 
 
-def speculation(result: EdgeResult) -> dict[str, Any]:
-    """The answer's ``speculation``: the client's stats and the per-token ``verified`` flags."""
-    return {**result.stats.to_dict(), "verified": list(result.verified)}
+def _speculation(result: EdgeResult) -> dict[str, Any]:
+    """The answer's ``speculation``: the drafter (the local model), the client's stats and the per-token
+    ``verified`` flags."""
+    return {"drafter": current_runner().config.draft_model, **result.stats.to_dict(), "verified": list(result.verified)}

@@ -25,6 +25,7 @@ from typing import Any
 
 from specdraft.tool_calls import ContentDelta
 
+from .protocol.responses import ChatChunk, ChatCompletion, Completion, Reply, TextChunk, answer
 from .structured_output import OutputPlan
 
 ASSISTANT = "assistant"
@@ -53,6 +54,8 @@ class Format:
     chat: bool
     object: str  # of a whole response
     chunk_object: str  # of a streamed chunk
+    whole_model: type[Reply]  # a whole response's model
+    chunk_model: type[Reply]  # a streamed chunk's
     id_prefix: str
     prompt_param: str  # the request field holding the prompt
 
@@ -78,6 +81,7 @@ class _TextDeltas(Deltas):
 class _TextFormat(Format):
     chat = False
     object = chunk_object = "text_completion"
+    whole_model, chunk_model = Completion, TextChunk
     id_prefix = "cmpl-"
     prompt_param = "prompt"
 
@@ -146,6 +150,7 @@ class _ChatFormat(Format):
     chat = True
     object = "chat.completion"
     chunk_object = "chat.completion.chunk"
+    whole_model, chunk_model = ChatCompletion, ChatChunk
     id_prefix = "chatcmpl-"
     prompt_param = "messages"
 
@@ -182,7 +187,8 @@ class Answer:
             object.__setattr__(self, "id", f"{self.fmt.id_prefix}{uuid.uuid4().hex}")
 
     def head(self, chunk: bool) -> dict[str, Any]:
-        """The fields every body starts with (``object``: a chunk's or the whole answer's)."""
+        """The fields every body (a ``protocol.responses`` model) starts with (``object``: a chunk's
+        or the whole answer's)."""
         return {
             "id": self.id,
             "object": self.fmt.chunk_object if chunk else self.fmt.object,
@@ -191,7 +197,7 @@ class Answer:
         }
 
     def whole(self, choices: list[dict[str, Any]], usage: dict[str, Any], **extra: Any) -> dict[str, Any]:
-        return {**self.head(False), "choices": choices, "usage": usage, **extra}
+        return answer(self.fmt.whole_model, **self.head(False), choices=choices, usage=usage, **extra)
 
     def choice(
         self, index: int, text: str, plan: OutputPlan, reason: str, logprobs: dict[str, Any] | None = None
@@ -210,4 +216,8 @@ class Answer:
     ) -> dict[str, Any]:
         """A streamed chunk of choice ``index``: ``body`` is a delta (``Deltas``), ``reason`` the finish reason."""
         choice = {"index": index, **body, "logprobs": logprobs, "finish_reason": reason}
-        return {**self.head(True), "choices": [choice], **extra}
+        return answer(self.fmt.chunk_model, **self.head(True), choices=[choice], **extra)
+
+    def usage_chunk(self, usage: dict[str, Any]) -> dict[str, Any]:
+        """OpenAI's last chunk with ``stream_options.include_usage``: no choices, only ``usage``."""
+        return answer(self.fmt.chunk_model, **self.head(True), choices=[], usage=usage)

@@ -256,7 +256,7 @@ class _Reply:
             if last:
                 break
         if self.include_usage:
-            yield {**self.answer.head(True), "choices": [], "usage": self._usage(done)}
+            yield self.answer.usage_chunk(self._usage(done))
 
     def _writer(self) -> LogprobWriter | None:
         return None if self.tokenizer is None else LogprobWriter(self.tokenizer, self.answer.fmt.chat)

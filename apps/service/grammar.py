@@ -31,8 +31,10 @@ from specdraft.text_stream import merge_pieces
 
 from . import metrics
 from .limits import generating
+from .protocol import responses
 from .protocol.errors import RequestError, parse_json_body
 from .protocol.grammar import parse_grammar_request
+from .protocol.responses import answer
 from .state import current_state
 
 bp = Blueprint("grammar", __name__, url_prefix="/v1/grammar")
@@ -55,7 +57,7 @@ def correct() -> Response:
         other = _correct(corrector, req.text, not req.speculate)
         speculative, plain = (result, other) if req.speculate else (other, result)
         body["comparison"] = comparison(plain, speculative)
-    return jsonify(body)
+    return jsonify(answer(responses.Grammar, **body))
 
 
 def _correct(corrector: GrammarCorrector, text: str, speculate: bool) -> CorrectionResult:

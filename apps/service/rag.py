@@ -49,8 +49,10 @@ from specdraft.retrieval.retriever import RetrieverError
 from . import metrics, sse
 from .errors import error_response
 from .limits import RequestGuard, current_guard, drain, generating, until_stopped
+from .protocol import responses
 from .protocol.errors import RequestError, parse_json_body
 from .protocol.rag import QueryRequest, parse_documents_request, parse_query_request
+from .protocol.responses import answer
 from .state import ServiceState, current_state
 
 bp = Blueprint("rag", __name__, url_prefix="/v1/rag")
@@ -74,7 +76,7 @@ def add_documents() -> Response:
         raise RequestError(f"{where}: {error.problem}", f"documents[{error.position}]") from None
     except (EmbedderMismatchError, CorruptIndexError) as error:
         raise IndexUnavailable(_unusable(req.index, error), 409) from None
-    return jsonify(result.to_dict())
+    return jsonify(answer(responses.DocumentsAdded, **result.to_dict()))
 
 
 @bp.post("/query")
@@ -86,8 +88,9 @@ def query() -> Response:
         return _iterative(state, req)
     stream = metrics.observe(_start(state, req, _index(state, req.index)), req.drafter)
     about = {"index": req.index, "model": state.config.model_name, "drafter": req.drafter}
-    passages = {"passages": [passage_dict(hit) for hit in stream.hits]}
-    return _answer(req, stream, about, passages, lambda piece: {"text": piece.text, "source": piece.source})
+    passages = answer(responses.Passages, passages=[passage_dict(hit) for hit in stream.hits])
+    piece = lambda piece: answer(responses.Piece, text=piece.text, source=piece.source)  # noqa: E731
+    return _answer(req, stream, responses.RAGAnswer, about, passages, piece)
 
 
 def _iterative(state: ServiceState, req: QueryRequest) -> Response:
@@ -112,26 +115,38 @@ def _iterative(state: ServiceState, req: QueryRequest) -> Response:
         "retriever": req.retriever,
         "speculative_retrieval": req.speculative_retrieval,
     }
-    return _answer(req, stream, about, None, lambda item: event_dict(item, collection))
+    return _answer(
+        req, stream, responses.IterativeAnswer, about, None, lambda item: _event(event_dict(item, collection))
+    )
+
+
+def _event(payload: dict[str, Any]) -> dict[str, Any]:
+    """An iterative answer's streamed event (``event_dict``) as its model."""
+    return answer(responses.RetrievalEvent if "retrieval" in payload else responses.Text, **payload)
 
 
 def _answer(
-    req: QueryRequest, stream: Any, about: dict[str, Any], opening: dict[str, Any] | None, payload: Callable
+    req: QueryRequest,
+    stream: Any,
+    model: type[responses.Reply],
+    about: dict[str, Any],
+    opening: dict[str, Any] | None,
+    payload: Callable,
 ) -> Response:
-    """The answer of ``stream`` (a ``RAGStream`` or an iterative one) with ``about`` beside its
-    ``to_dict()``; streamed: ``opening`` (if any), ``payload(piece)`` per piece, then ``{"answer": ...}``."""
+    """The answer of ``stream`` (a ``RAGStream`` or an iterative one) as ``model``: its ``to_dict()``
+    and ``about``; streamed: ``opening`` (if any), ``payload(piece)`` per piece, then ``{"answer": ...}``."""
     guard = current_guard()
     if not req.stream:
-        return jsonify({**drain(stream, guard).to_dict(), **about, **_limit_reached(guard)})
+        return jsonify(answer(model, **drain(stream, guard).to_dict(), **about, **_limit_reached(guard)))
 
     def payloads() -> Iterator[dict[str, Any]]:
         if opening is not None:
             yield opening
         for piece in until_stopped(stream, guard):
             yield payload(piece)
-        answer = stream.stop()
+        result = stream.stop()
         if not guard.client_gone:
-            yield {"answer": {**answer.to_dict(), **about, **_limit_reached(guard)}}
+            yield {"answer": answer(model, **result.to_dict(), **about, **_limit_reached(guard))}
 
     return sse.response(payloads(), guard)
 
@@ -145,12 +160,9 @@ def _retriever_failed(error: RetrieverError) -> Response:
 @bp.get("/indexes")
 def indexes() -> Response:
     state = current_state()
+    indexes, config = state.indexes().names(), state.config
     return jsonify(
-        {
-            "indexes": state.indexes().names(),
-            "embedding_model": state.config.embedding_model,
-            "datastore": state.config.datastore,
-        }
+        answer(responses.Indexes, indexes=indexes, embedding_model=config.embedding_model, datastore=config.datastore)
     )
 
 

@@ -24,6 +24,8 @@ from typing import Any, Iterable
 from pydantic import ValidationError
 from pydantic_core import PydanticCustomError
 
+from .responses import Error, answer
+
 INVALID_REQUEST, SERVER_ERROR = "invalid_request_error", "server_error"  # OpenAI's error types
 REFUSED = "specdraft_refused"  # the error type of ``refuse``
 TYPES = {  # pydantic's type errors -> what the field must be
@@ -67,7 +69,8 @@ class RequestError(ValueError):
 
 def error_body(message: str, type: str, param: str | None = None, code: str | None = None) -> dict[str, Any]:
     """The one error body: ``{"error": {"message", "type", "param"}}``, with ``code`` when there is one."""
-    return {"error": {"message": message, "type": type, "param": param, **({} if code is None else {"code": code})}}
+    detail = {"message": message, "type": type, "param": param, **({} if code is None else {"code": code})}
+    return answer(Error, error=detail)
 
 
 def check_token_ids(tokens: Iterable[int], vocabulary: int, param: str) -> None:
