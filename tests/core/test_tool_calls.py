@@ -14,7 +14,6 @@ import pytest
 from specdraft.tool_calls import (
     TOOL_CALL_OPEN,
     ContentDelta,
-    ToolCall,
     ToolCallDelta,
     ToolCallStream,
     ToolChoice,
@@ -299,7 +298,8 @@ def tool(**function):
         ([{"type": "function"}], "tools[0].function must be an object, got null"),
         (
             [WEATHER, tool(name="get weather")],
-            "tools[1].function.name must be letters, digits, underscores and dashes, 1 to 64 of them, got 'get weather'",
+            "tools[1].function.name must be letters, digits, underscores and dashes, 1 to 64 of them, "
+            "got 'get weather'",
         ),
         ([tool(name="x" * 65)], "tools[0].function.name must be letters, digits"),
         ([tool(name="")], "tools[0].function.name must be"),

@@ -17,10 +17,8 @@ import os
 import signal
 import socket
 import subprocess
-import sys
 import threading
 import time
-import urllib.request
 
 import pytest
 from edge_support import KEY

@@ -96,7 +96,6 @@ def test_the_draft_distribution_is_the_top_k_of_the_warped_row():
 def test_first_and_second_tokens_follow_the_target_distribution():
     n = 6000
     first, second = Counter(), Counter()
-    siblings = 0
     for seed in range(n):
         out = emitted(seed)
         first[out[0]] += 1

@@ -6,9 +6,6 @@ import os
 import signal
 import socket
 import subprocess
-import sys
-import time
-import urllib.request
 
 import pytest
 from edge_support import KEY

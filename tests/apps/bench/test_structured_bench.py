@@ -80,7 +80,10 @@ def case(task: str = "extract", **overrides) -> StructuredCase:
     return StructuredCase(f"{task}/1", (1, 2, 3), 64, **{**fields, **overrides})
 
 
-RECORD = '{"people": ["Ann Lee"], "organisations": ["Acme Ltd"], "places": ["Leeds"], "dates": ["3 May"], "amounts": ["£5m"]}'
+RECORD = (
+    '{"people": ["Ann Lee"], "organisations": ["Acme Ltd"], "places": ["Leeds"], "dates": ["3 May"], '
+    '"amounts": ["£5m"]}'
+)
 
 
 def test_judge_parses_checks_the_schema_and_restyles_the_answer():

@@ -12,7 +12,7 @@ import urllib.request
 
 import openai
 import pytest
-from edge_local_support import KEY, draft_model, free_port, greedy_text, laptop_endpoint, make_chat_model, verify_server
+from edge_local_support import draft_model, free_port, greedy_text, laptop_endpoint, make_chat_model, verify_server
 
 QUESTION = [{"role": "user", "content": "The quick brown fox"}]
 

@@ -5,7 +5,6 @@ index: speculative retrieval == plain for every retriever, streamed events, bad 
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 from hash_embedder import HashEmbedder

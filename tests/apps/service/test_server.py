@@ -40,7 +40,8 @@ def _raw_post(url: str, body: bytes, chunked: bool) -> tuple[int, dict]:
         head = f"Content-Length: {len(body)}"
     with socket.create_connection((host, int(port)), timeout=30) as sock:
         sock.sendall(
-            f"POST /v1/completions HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nConnection: close\r\n{head}\r\n\r\n".encode()
+            "POST /v1/completions HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nConnection: "
+            f"close\r\n{head}\r\n\r\n".encode()
             + body
         )
         answer = b""

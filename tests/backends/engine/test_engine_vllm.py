@@ -28,7 +28,6 @@ prefix, see above), so prompts and answers are kept short.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any, Iterator
 
 import pytest

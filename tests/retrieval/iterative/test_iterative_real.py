@@ -1,5 +1,5 @@
-"""Iterative RAG on smollm2-135m (transformers fp32 and llama.cpp's GGUF as it is) over the demo documents split into sentences, retrieved by
-the packaged MiniLM (exact and HNSW) and by BM25: speculative retrieval, synchronous and
+"""Iterative RAG on smollm2-135m (transformers fp32 and llama.cpp's GGUF as it is) over the demo documents split into
+sentences, retrieved by the packaged MiniLM (exact and HNSW) and by BM25: speculative retrieval, synchronous and
 asynchronous, with natural and forced cache misses, gives plain iterative RAG's answer token for
 token and document for document (greedy and seeded sampling)."""
 
