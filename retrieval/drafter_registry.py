@@ -185,7 +185,7 @@ class DrafterSpec:
 
     kind: str
     model: str | None = None
-    tree_width: int = 1
+    tree_width: int = DraftModelConfig().tree_width
     alias: str | None = None
 
     def __str__(self) -> str:
@@ -205,7 +205,9 @@ class DrafterSpec:
         return self.entry.make(self, inputs)
 
 
-def parse_drafter(text: str, tree_width: int = 1, offers: frozenset[str] = EVERYTHING) -> DrafterSpec:
+def parse_drafter(
+    text: str, tree_width: int = DraftModelConfig().tree_width, offers: frozenset[str] = EVERYTHING
+) -> DrafterSpec:
     """``text`` (surrounding spaces ignored) as a ``DrafterSpec``; ValueError for a name the registry
     does not know, listing the names a surface offering ``offers`` accepts. ``tree_width``: for
     ``model:NAME``. What the surface offers is checked by ``require``."""

@@ -17,6 +17,7 @@ DEFAULT_PORT = 8100
 
 def build_serve_parser(add_client_args: Callable[[argparse.ArgumentParser], None]) -> argparse.ArgumentParser:
     from specdraft.apps.edge_local.config import EdgeLocalConfig
+    from specdraft.apps.service.server import DEFAULT_HOST
 
     defaults = EdgeLocalConfig(server="http://x", key="x")
     parser = argparse.ArgumentParser(
@@ -27,7 +28,7 @@ def build_serve_parser(add_client_args: Callable[[argparse.ArgumentParser], None
     )
     add_client_args(parser)
     parser.add_argument(
-        "--host", default="127.0.0.1", help="address to listen on (default: %(default)s; others need --api-key-file)"
+        "--host", default=DEFAULT_HOST, help="address to listen on (default: %(default)s; others need --api-key-file)"
     )
     parser.add_argument("--port", type=int, default=DEFAULT_PORT, help="port (default: %(default)s)")
     parser.add_argument(

@@ -30,7 +30,7 @@ class EdgeLocalConfig:
     client: EdgeClientConfig = field(default_factory=EdgeClientConfig)
     max_tokens_limit: int = ServiceConfig().max_tokens_limit  # the service's, as default_max_tokens is the core's
     default_max_tokens: int = GenerationConfig().max_new_tokens  # the core's, as `specdraft edge` and the service
-    max_request_bytes: int = 1_000_000
+    max_request_bytes: int = ServiceConfig().max_request_bytes
     api_key_file: str | None = None
     allowed_hosts: tuple[str, ...] = ()
 
