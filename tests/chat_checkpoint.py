@@ -1,15 +1,14 @@
 """A tiny chat model saved as a checkpoint folder, for tests that start the command line or a server
 process (they load models by path). ``CHAT_TEMPLATE`` is the tiny models' chat template; the
-``chat_checkpoint`` fixture (import it into a test module) is such a folder."""
+``chat_checkpoint`` fixture (tests/benchmarks/conftest.py) is such a folder."""
 
 from __future__ import annotations
 
 import copy
 from pathlib import Path
 
-import pytest
 import torch
-from conftest import make_tiny_model
+from tiny_models import make_tiny_model
 
 from specdraft import TransformersModel
 
@@ -28,11 +27,3 @@ def save_chat_checkpoint(folder: Path, tokenizer, seed: int = 3) -> Transformers
     model.hf_model.save_pretrained(folder)
     chat_tokenizer.save_pretrained(folder)
     return model
-
-
-@pytest.fixture(scope="module")
-def chat_checkpoint(tmp_path_factory, tokenizer) -> Path:
-    """A tiny float32 checkpoint whose tokenizer has a chat template (the chat route needs one)."""
-    path = tmp_path_factory.mktemp("chat-checkpoint")
-    save_chat_checkpoint(path, tokenizer)
-    return path

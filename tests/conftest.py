@@ -1,4 +1,18 @@
-"""Shared fixtures: a tiny tokenizer and tiny random-initialised causal LMs (no weights needed)."""
+"""Shared fixtures: a tiny tokenizer and tiny random-initialised causal LMs (no weights needed).
+
+Layout: ``tests/`` mirrors the packages (pyproject's package-dir): ``tests/core/...`` tests
+``specdraft`` (``core/``) and its subpackages (``tests/core/backends/llama_cpp`` tests
+``specdraft.backends.llama_cpp``), ``tests/apps/...``, ``tests/retrieval/...``, ``tests/copydraft``
+and ``tests/edge`` the other packages; ``tests/benchmarks``, ``tests/scripts``, ``tests/demos`` and
+``tests/docs`` the repository's folders of those names. Tests of the whole tree (the import graph)
+sit here at the top.
+
+Helpers shared across folders are plain modules, importable by name from any test (their folders
+are put on ``sys.path`` below): ``tiny_models`` (the factories behind these fixtures), ``oracle``,
+``chat_checkpoint``, ``hash_embedder``; ``live_server``, ``tiny_service``, ``browser_support``
+(tests/apps/service); ``edge_support`` (tests/edge); ``engine_server``, ``vllm_dialect``
+(tests/core/backends/engine). Fixtures shared by several modules live in the conftest.py of the
+folder above them, never imported from another module."""
 
 from __future__ import annotations
 
@@ -9,13 +23,19 @@ from pathlib import Path
 import pytest
 import torch
 
-from specdraft import TransformersModel
+TESTS = Path(__file__).resolve().parent
+HELPER_FOLDERS = ("", "apps/service", "edge", "backends/engine")
+sys.path[:0] = [str(TESTS / folder) for folder in HELPER_FOLDERS]
+
+from tiny_models import make_tiny_model, make_tokenizer  # noqa: E402
+
+from specdraft import TransformersModel  # noqa: E402
 
 
 def _register_benchmarks() -> None:
     """The measurement scripts of benchmarks/ (not installed) import as ``benchmarks.<name>``, without
     the repository root on ``sys.path`` (tests/scripts/test_gpu_run.py keeps it off)."""
-    folder = Path(__file__).resolve().parents[1] / "benchmarks"
+    folder = TESTS.parent / "benchmarks"
     spec = importlib.util.spec_from_file_location(
         "benchmarks", folder / "__init__.py", submodule_search_locations=[str(folder)]
     )
@@ -25,57 +45,6 @@ def _register_benchmarks() -> None:
 
 
 _register_benchmarks()
-
-CORPUS = [
-    "The quick brown fox jumps over the lazy dog. The dog sleeps.",
-    "Speculative decoding drafts tokens and the target verifies them in one pass.",
-    "Grammar correction returns mostly the text it was given, with a few edits.",
-    "def add(a, b):\n    return a + b\n\nprint(add(2, 3))",
-    "Retrieval augmented generation quotes the documents it retrieved: ünïcödé, 日本語, emoji 🙂.",
-]
-
-
-def make_tokenizer(vocab_size: int = 400):
-    """A byte-level BPE tokenizer trained in memory on CORPUS (works on any text)."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import PreTrainedTokenizerFast
-
-    tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(
-        vocab_size=vocab_size,
-        special_tokens=["<eos>"],
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-        show_progress=False,
-    )
-    tok.train_from_iterator(CORPUS * 3, trainer)
-    return PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<eos>")
-
-
-def make_tiny_model(tokenizer, seed: int, dtype=torch.float64, layers: int = 2, hidden: int = 64) -> TransformersModel:
-    """A random-initialised Llama on CPU. float64 so argmax ties cannot flip between pass shapes."""
-    from transformers import LlamaConfig, LlamaForCausalLM
-
-    torch.manual_seed(seed)
-    config = LlamaConfig(
-        vocab_size=len(tokenizer),
-        hidden_size=hidden,
-        intermediate_size=hidden * 2,
-        num_hidden_layers=layers,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        max_position_embeddings=512,
-        eos_token_id=None,
-        bos_token_id=None,
-        pad_token_id=None,
-    )
-    hf_model = LlamaForCausalLM(config).to(dtype)
-    hf_model.generation_config.eos_token_id = None
-    hf_model.generation_config.pad_token_id = None
-    tokenizer_copy = tokenizer  # shared; tokenizers are read-only here
-    model = TransformersModel(hf_model, tokenizer_copy, name=f"tiny-{seed}")
-    return model
 
 
 @pytest.fixture(scope="session")
@@ -102,8 +71,3 @@ def tiny_checkpoint(tmp_path_factory, tokenizer):
 @pytest.fixture(scope="session")
 def tiny_draft_model(tokenizer) -> TransformersModel:
     return make_tiny_model(tokenizer, seed=1, layers=1, hidden=32)
-
-
-import os
-
-sys.path.insert(0, os.path.dirname(__file__))  # test helpers (oracle.py) importable from sub-folders

@@ -5,8 +5,8 @@ every drafter with the same text."""
 import copy
 
 import pytest
-from conftest import make_tiny_model
 from hash_embedder import HashEmbedder
+from tiny_models import make_tiny_model
 
 from benchmarks import http_rag
 from benchmarks.http_rag import DRAFTERS, HttpMeasurement, Server, langchain_messages, measure, rag_cases, rotated

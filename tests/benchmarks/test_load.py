@@ -4,7 +4,6 @@ real ``specdraft serve`` (a subprocess on loopback) serving a tiny checkpoint.""
 import json
 
 import pytest
-from chat_checkpoint import chat_checkpoint  # noqa: F401 (a fixture)
 
 from benchmarks.load import LoadConfig, main
 from benchmarks.load_client import Outcome, check_loopback

@@ -3,8 +3,6 @@ with ``--batch-verify``) on a tiny checkpoint, every point run on both; and the 
 
 import json
 
-from chat_checkpoint import chat_checkpoint  # noqa: F401 (a fixture)
-
 from benchmarks.load import main
 from benchmarks.load_concurrency import ConcurrencyConfig, markdown
 

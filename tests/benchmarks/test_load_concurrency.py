@@ -5,7 +5,6 @@ subprocess on loopback) serving a tiny checkpoint, and the probe on that checkpo
 import json
 
 import pytest
-from chat_checkpoint import chat_checkpoint  # noqa: F401 (a fixture)
 
 from benchmarks.load import main
 from benchmarks.load_batch_probe import ProbeConfig

@@ -7,7 +7,7 @@ import json
 
 import numpy as np
 import torch
-from conftest import make_tiny_model
+from tiny_models import make_tiny_model
 
 from benchmarks.prefix_bench import Request, markdown, plot, run_request, summarize
 from specdraft.prefix_cache import configure_prefix_cache

@@ -10,8 +10,8 @@ import threading
 import numpy as np
 import pytest
 import torch
-from conftest import make_tiny_model
 from oracle import OracleDrafter
+from tiny_models import make_tiny_model
 
 from specdraft import GenerationConfig, SpeculationConfig, SpeculativeGenerator
 from specdraft.drafters import PromptLookupDrafter

@@ -10,10 +10,8 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "apps" / "service"))  # the service tests' helpers
-from live_server import LiveServer  # noqa: E402
-from tiny_service import GRAMMAR_TEXT, make_app, make_chat_model  # noqa: E402
+from live_server import LiveServer
+from tiny_service import GRAMMAR_TEXT, make_app, make_chat_model
 
 DEMOS = Path(__file__).resolve().parents[2] / "demos"
 KEY = "demo-test-key-0123456789abcdef"

@@ -9,11 +9,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from chat_checkpoint import save_chat_checkpoint
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "apps" / "service"))  # the service tests' helpers
-from chat_checkpoint import save_chat_checkpoint  # noqa: E402
-
-from specdraft import GenerationConfig, SpeculativeGenerator  # noqa: E402
+from specdraft import GenerationConfig, SpeculativeGenerator
 
 DEMO = Path(__file__).resolve().parents[2] / "demos" / "edge_laptop.py"
 

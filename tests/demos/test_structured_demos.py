@@ -10,9 +10,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "apps" / "service"))  # the service tests' helpers
-from live_server import LiveServer  # noqa: E402
+from live_server import LiveServer
 
 DEMOS = Path(__file__).resolve().parents[2] / "demos"
 MODEL = "qwen2.5-coder-0.5b"

@@ -3,16 +3,12 @@
 from __future__ import annotations
 
 import contextlib
-import os
-import sys
 from typing import Iterator
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "apps", "service"))
+from live_server import LiveServer
+from tiny_service import make_app
 
-from live_server import LiveServer  # noqa: E402
-from tiny_service import make_app  # noqa: E402
-
-from specdraft.apps.service.edge_sessions import EdgeConfig  # noqa: E402
+from specdraft.apps.service.edge_sessions import EdgeConfig
 
 KEY = "edge-test-key-0123456789abcdef"
 

@@ -9,7 +9,7 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:0] = [os.path.dirname(HERE), os.path.join(os.path.dirname(HERE), "apps", "service")]
 
-from conftest import make_tokenizer  # noqa: E402
+from tiny_models import make_tokenizer  # noqa: E402
 from tiny_service import make_app, make_chat_model  # noqa: E402
 from waitress import serve  # noqa: E402
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import copy
 
 import pytest
-from conftest import CORPUS, make_tiny_model
+from tiny_models import CORPUS, make_tiny_model
 
 from specdraft import Draft, GenerationConfig, SpeculationConfig, SpeculativeGenerator
 from specdraft.retrieval.prompt_passages import documents_drafter, prompt_passages, prompt_texts, split_passages

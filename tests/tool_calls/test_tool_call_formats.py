@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 from chat_checkpoint import CHAT_TEMPLATE
-from conftest import make_tiny_model
+from tiny_models import make_tiny_model
 
 from specdraft.chat_template import render_chat
 from specdraft.tool_calls import (

@@ -7,8 +7,8 @@ import json
 import zipfile
 
 import pytest
-from conftest import make_tokenizer
 from hash_embedder import HashEmbedder
+from tiny_models import make_tokenizer
 
 from specdraft import TransformersModel
 from specdraft.apps.bench import datasets

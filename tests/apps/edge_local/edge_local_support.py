@@ -18,10 +18,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 TESTS = os.path.dirname(os.path.dirname(HERE))
 sys.path[:0] = [os.path.join(TESTS, "edge"), os.path.join(TESTS, "apps", "service")]
 
-from conftest import make_tiny_model  # noqa: E402
 from edge_support import KEY  # noqa: E402
 from live_server import LiveServer  # noqa: E402
 from server_process import start_server_process  # noqa: E402
+from tiny_models import make_tiny_model  # noqa: E402
 from tiny_service import CHAT_TEMPLATE, make_chat_model  # noqa: E402
 
 from specdraft import GenerationConfig, SpeculativeGenerator  # noqa: E402

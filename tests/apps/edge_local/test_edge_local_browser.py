@@ -7,15 +7,11 @@ shown updates while the answer streams; with the server gone the text is the loc
 in the unverified style, and the summary counts it. Needs Debian's ``chromium`` and
 ``chromium-driver`` and ``selenium`` (see ``tests/apps/service/browser_support.py``)."""
 
-import os
 import re
-import sys
 
 import pytest
+from browser_support import By, WebDriverWait, texts
 from edge_local_support import draft_model, free_port, greedy_text, laptop_endpoint, make_chat_model, verify_server
-
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "service"))
-from browser_support import By, WebDriverWait, browser, texts  # noqa: E402,F401 (fixture)
 
 QUESTION = "The quick brown fox"
 MAX_TOKENS = 48

@@ -6,8 +6,7 @@ import http.server
 import threading
 import time
 
-import pytest
-from browser_support import WAIT_S, WebDriverWait, browser  # noqa: F401 (fixture)
+from browser_support import WAIT_S, WebDriverWait
 from hash_embedder import HashEmbedder
 from live_server import LiveServer
 from tiny_service import make_app, make_chat_model

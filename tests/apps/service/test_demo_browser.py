@@ -14,7 +14,7 @@ says how to install them.
 import re
 
 import pytest
-from browser_support import RECORD_ANSWERS, WAIT_S, By, WebDriverWait, browser, server, texts  # noqa: F401 (fixtures)
+from browser_support import RECORD_ANSWERS, WAIT_S, By, WebDriverWait, texts
 from tiny_service import GRAMMAR_TEXT, make_app, make_chat_model
 
 TEXT = GRAMMAR_TEXT  # the tiny model accepts part of its copy, so the page has drafted spans to shade

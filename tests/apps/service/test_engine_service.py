@@ -7,25 +7,20 @@ The engine is the loopback server speaking vLLM's dialect on the tiny model
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 from live_server import LiveServer
 from tiny_service import SERVED, make_app
+from vllm_dialect import make_vllm_dialect_app
 
 from specdraft import GenerationConfig, SpeculativeGenerator
 from specdraft.backends.engine import EngineConfig, EngineModel
-
-sys.path.insert(0, str(Path(__file__).parents[2] / "backends" / "engine"))
-from vllm_dialect import make_vllm_dialect_app  # noqa: E402
 
 PROMPT = "the cat sat on the mat and the cat sat"
 
 
 @pytest.fixture()
 def engine(tokenizer):
-    from conftest import make_tiny_model
+    from tiny_models import make_tiny_model
 
     model = make_tiny_model(tokenizer, seed=0)
     server = LiveServer(make_vllm_dialect_app(model)).__enter__()

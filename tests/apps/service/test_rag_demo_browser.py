@@ -6,7 +6,7 @@ page is checked against them.
 """
 
 import pytest
-from browser_support import RECORD_ANSWERS, WAIT_S, By, WebDriverWait, browser, server, texts  # noqa: F401 (fixtures)
+from browser_support import RECORD_ANSWERS, WAIT_S, By, WebDriverWait, texts
 from hash_embedder import HashEmbedder
 from tiny_service import make_app, make_chat_model
 

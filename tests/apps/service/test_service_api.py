@@ -3,9 +3,7 @@
 Answers must be the target's own: greedy text equals ``SpeculativeGenerator.generate`` without a
 drafter, whatever the request's drafter, streamed or not, alone or concurrently.
 
-The apps are built by ``tiny_service`` (shared with the grammar API's tests); the fixtures live
-here rather than in a conftest.py: a second conftest.py would replace the top-level one as the
-module ``conftest``, which test helpers are imported from.
+The apps are built by ``tiny_service`` (shared with the grammar API's tests).
 """
 
 import json

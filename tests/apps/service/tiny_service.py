@@ -1,8 +1,7 @@
 """Building the service on tiny random-initialised models, for the service's tests.
 
 The served model is named ``SERVED`` and has a chat template; ``DRAFT`` is a second, smaller model
-requests may name; "no-such-model" is allowed by the config but cannot be loaded. Fixtures stay in
-the test modules (a second conftest.py would replace the top-level one as the module ``conftest``).
+requests may name; "no-such-model" is allowed by the config but cannot be loaded.
 """
 
 from __future__ import annotations
@@ -10,7 +9,7 @@ from __future__ import annotations
 import copy
 
 from chat_checkpoint import CHAT_TEMPLATE  # noqa: F401 (re-exported for the service tests)
-from conftest import make_tiny_model
+from tiny_models import make_tiny_model
 
 from specdraft import SpeculationConfig, TransformersModel
 from specdraft.apps.model_pool import ModelPool

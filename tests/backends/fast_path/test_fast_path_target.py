@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from conftest import make_tiny_model
+from tiny_models import make_tiny_model
 
 from specdraft import ROOT, Draft, GenerationConfig, SpeculativeGenerator, TokenChooser
 from specdraft.backends.fast_path import FastPathConfig, FastPathModel, StaticKV, supports_static_cache

@@ -8,8 +8,8 @@ import time
 
 import pytest
 import torch
-from conftest import make_tiny_model
 from oracle import OracleDrafter, greedy_continuations
+from tiny_models import make_tiny_model
 
 from specdraft import ROOT, Draft, GenerationConfig, SpeculativeGenerator
 from specdraft.backends.transformers.kv_cache import KVCache

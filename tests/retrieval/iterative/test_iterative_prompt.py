@@ -8,8 +8,8 @@ import copy
 
 import pytest
 from chat_checkpoint import CHAT_TEMPLATE
-from conftest import make_tiny_model
 from iterative_fixtures import QUESTION, retrievers, salad_collection
+from tiny_models import make_tiny_model
 
 from specdraft import GenerationConfig
 from specdraft.retrieval.iterative import INSTRUCTION, IterativeRAG, IterativeRAGConfig, SpeculativeRetrievalConfig
