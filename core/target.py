@@ -11,7 +11,7 @@ the first row.) A target chooses its own tokens with the ``TokenChooser`` it was
 Backends: transformers on CPU/CUDA (``specdraft.backends.transformers``), llama.cpp
 (``specdraft.backends.llama_cpp``), both on ``specdraft.backends.target_base.SessionTarget``; engine
 and remote targets implement the same calls. The conformance suite
-(``tests/test_target_conformance.py``) runs every implementation through the same checks.
+(``tests/core/test_target_conformance.py``) runs every implementation through the same checks.
 """
 
 from __future__ import annotations

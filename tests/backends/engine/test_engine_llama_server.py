@@ -4,7 +4,7 @@
 - greedy speculative output through the engine (prompt lookup, copydraft) == the engine's own
   greedy completion of the same prompt (text), and == plain greedy decoding of the same GGUF file
   by specdraft's llama.cpp backend (token ids);
-- the Target protocol's greedy checks of the conformance suite (tests/test_target_conformance.py)
+- the Target protocol's greedy checks of the conformance suite (tests/core/test_target_conformance.py)
   on text-representable tokens: commit continues like a fresh prefill; a tree's rows equal each
   branch verified as a chain;
 - the engine down / a wrong url / a different model's tokenizer: clear errors.

@@ -1,6 +1,6 @@
 """The fast path on the CPU (eager: the code a GPU captures as CUDA graphs): padding, rollback,
 capacity growth, the cache pool, the prefix cache, configuration. Losslessness against the plain
-transformers target is the conformance suite's (``tests/test_target_conformance.py``, "fast-path")."""
+transformers target is the conformance suite's (``tests/core/test_target_conformance.py``, "fast-path")."""
 
 from __future__ import annotations
 

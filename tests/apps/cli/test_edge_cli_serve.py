@@ -3,7 +3,6 @@ against a live verify server on loopback serving the same tiny checkpoint (fast)
 ``specdraft serve --edge`` process serving smollm2-135m in float32 with the model's own GGUF drafting
 on llama.cpp (slow). Answers equal the served model's own greedy answers."""
 
-import os
 import signal
 import socket
 import subprocess
@@ -13,17 +12,11 @@ import urllib.request
 
 import openai
 import pytest
+from chat_checkpoint import save_chat_checkpoint
+from edge_support import KEY, edge_server
 
-sys.path[:0] = [
-    os.path.join(os.path.dirname(__file__), "..", "edge"),
-    os.path.join(os.path.dirname(__file__), "service"),
-]
-
-from chat_checkpoint import save_chat_checkpoint  # noqa: E402
-from edge_support import KEY, edge_server  # noqa: E402
-
-from specdraft import GenerationConfig, SpeculativeGenerator  # noqa: E402
-from specdraft.apps.cli.entry_point import main  # noqa: E402
+from specdraft import GenerationConfig, SpeculativeGenerator
+from specdraft.apps.cli.entry_point import main
 
 QUESTION = [{"role": "user", "content": "The quick brown fox"}]
 

@@ -2,15 +2,11 @@
 the command line's real loading path); ``serve --edge`` refuses to start without keys."""
 
 import json
-import os
-import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "edge"))
+from edge_support import KEY, edge_server
 
-from edge_support import KEY, edge_server  # noqa: E402
-
-from specdraft import GenerationConfig, SpeculativeGenerator  # noqa: E402
-from specdraft.apps.cli.entry_point import main  # noqa: E402
+from specdraft import GenerationConfig, SpeculativeGenerator
+from specdraft.apps.cli.entry_point import main
 
 
 def test_edge_prints_the_servers_greedy_output_as_json(tiny_checkpoint, tmp_path, capsys):

@@ -80,12 +80,12 @@ class ChoicesOnlyModel:
 def backend(request, tokenizer, tmp_path_factory):
     """(model, logits tolerance)."""
     if request.param in ("transformers", "choices-only"):
-        from conftest import make_tiny_model
+        from tiny_models import make_tiny_model
 
         model = make_tiny_model(tokenizer, seed=0)
         yield (model if request.param == "transformers" else ChoicesOnlyModel(model)), 1e-9
     elif request.param == "fast-path":
-        from conftest import make_tiny_model
+        from tiny_models import make_tiny_model
 
         from specdraft.backends.fast_path import FastPathConfig, FastPathModel
 
@@ -104,12 +104,9 @@ def backend(request, tokenizer, tmp_path_factory):
 def remote_backend(tokenizer, tmp_path_factory):
     """The tiny model served by the service with ``edge`` on a real loopback server, seen through a
     ``RemoteModel`` (the same tiny model encodes text locally)."""
-    import sys
-    from pathlib import Path
 
-    sys.path.insert(0, str(Path(__file__).parent / "apps" / "service"))
-    from conftest import make_tiny_model
     from live_server import LiveServer
+    from tiny_models import make_tiny_model
     from tiny_service import make_app
 
     from specdraft.apps.service.edge_sessions import EdgeConfig
@@ -129,13 +126,9 @@ def remote_backend(tokenizer, tmp_path_factory):
 def engine_backend(tokenizer):
     """The tiny model behind a loopback server speaking vLLM's dialect, seen through an ``EngineModel``
     (the same tiny model encodes text locally)."""
-    import sys
-    from pathlib import Path
 
-    sys.path.insert(0, str(Path(__file__).parent / "apps" / "service"))
-    sys.path.insert(0, str(Path(__file__).parent / "backends" / "engine"))
-    from conftest import make_tiny_model
     from live_server import LiveServer
+    from tiny_models import make_tiny_model
     from vllm_dialect import make_vllm_dialect_app
 
     from specdraft.backends.engine import EngineConfig, EngineModel

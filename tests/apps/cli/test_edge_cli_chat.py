@@ -3,23 +3,16 @@ against a live verify server on loopback serving the same tiny checkpoint: each 
 server model's greedy answer to the whole conversation so far; unverified text (the server gone) is
 set between the plain markers ``[?`` and ``?]`` when standard output is not a terminal."""
 
-import os
 import socket
 import subprocess
 import sys
 
 import pytest
+from chat_checkpoint import save_chat_checkpoint
+from edge_support import KEY, edge_server
 
-sys.path[:0] = [
-    os.path.join(os.path.dirname(__file__), "..", "edge"),
-    os.path.join(os.path.dirname(__file__), "service"),
-]
-
-from chat_checkpoint import save_chat_checkpoint  # noqa: E402
-from edge_support import KEY, edge_server  # noqa: E402
-
-from specdraft import GenerationConfig, SpeculativeGenerator  # noqa: E402
-from specdraft.apps.cli.edge_chat import UNVERIFIED_CLOSE, UNVERIFIED_OPEN, StyledWriter  # noqa: E402
+from specdraft import GenerationConfig, SpeculativeGenerator
+from specdraft.apps.cli.edge_chat import UNVERIFIED_CLOSE, UNVERIFIED_OPEN, StyledWriter
 
 
 @pytest.fixture(scope="module")
