@@ -18,13 +18,16 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any, Literal, Mapping
+from typing import TYPE_CHECKING, Any, Literal, Mapping
+
+if TYPE_CHECKING:
+    from llguidance._lib import JsonCompileOptions  # declared in llguidance's stubs only
 
 Kind = Literal["json_schema", "json_object", "regex", "lark"]
 KINDS: tuple[str, ...] = ("json_schema", "json_object", "regex", "lark")
 
 # llguidance's JSON options: one compact style (module docstring)
-JSON_STYLE: dict[str, Any] = {"whitespace_flexible": False, "item_separator": ", ", "key_separator": ": "}
+JSON_STYLE: JsonCompileOptions = {"whitespace_flexible": False, "item_separator": ", ", "key_separator": ": "}
 
 
 class ConstraintError(ValueError):

@@ -24,7 +24,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import OrderedDict
-from typing import Any, Callable, Protocol, Sequence
+from typing import Any, Callable, Iterable, Protocol, Sequence
 
 import numpy as np
 
@@ -197,7 +197,7 @@ class CompilerOnce:
             return self._compiler
 
 
-def hf_grammar_tokenizer(hf_tokenizer: Any, vocab_size: int, eos_ids: Sequence[int]) -> Any:
+def hf_grammar_tokenizer(hf_tokenizer: Any, vocab_size: int, eos_ids: Iterable[int]) -> Any:
     """An llguidance tokenizer for a Hugging Face fast tokenizer: ``vocab_size`` rows of logits (padded
     embeddings included, never allowed) and ``eos_ids`` as the grammar's end of generation. Its added
     tokens are special."""
@@ -206,7 +206,7 @@ def hf_grammar_tokenizer(hf_tokenizer: Any, vocab_size: int, eos_ids: Sequence[i
     return llguidance.hf.from_tokenizer(hf_tokenizer, n_vocab=vocab_size, eos_token=sorted(eos_ids))
 
 
-def gguf_grammar_tokenizer(vocab: Any, vocab_size: int, eos_ids: Sequence[int]) -> Any:
+def gguf_grammar_tokenizer(vocab: Any, vocab_size: int, eos_ids: Iterable[int]) -> Any:
     """An llguidance tokenizer for a llama.cpp vocabulary (``llama_vocab_p``): control tokens, and
     user-defined tokens written ``<...>`` (Qwen's ``<tool_call>``), are special."""
     import llguidance.llamacpp
