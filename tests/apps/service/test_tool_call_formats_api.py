@@ -1,5 +1,5 @@
 """The service writes and reads tool calls in the served model's format, chosen from its chat template:
-a tiny model whose template is Mistral's or Llama 3.2's (``tests/tool_calls/templates``, the tags
+a tiny model whose template is Mistral's or Llama 3.2's (``tests/core/tool_calls/templates``, the tags
 special tokens of its vocabulary) answers tool_choice required or a named function with calls in that
 family's grammar, read back by that family's parser, streamed and not.
 
@@ -21,7 +21,7 @@ from tiny_service import SERVED, make_app
 
 from specdraft.tool_calls import LLAMA3, MISTRAL, ToolChoice, format_for_model, tools_from_openai
 
-TEMPLATES = Path(__file__).parents[2] / "tool_calls" / "templates"
+TEMPLATES = Path(__file__).parents[2] / "core" / "tool_calls" / "templates"
 WEATHER = {
     "type": "function",
     "function": {
