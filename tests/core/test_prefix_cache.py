@@ -242,9 +242,8 @@ def test_concurrent_requests_through_one_cache(fresh):
 
 
 def test_the_memory_bound_holds_with_real_entries(model32):
-    per_token = sum(
-        l.self_attn.k_proj.out_features * 2 * 4 for l in model32.hf_model.model.layers
-    )  # float32 keys+values
+    layers = model32.hf_model.model.layers
+    per_token = sum(layer.self_attn.k_proj.out_features * 2 * 4 for layer in layers)  # float32 keys+values
     bound = per_token * 150
     cache = configure_prefix_cache(model32, PrefixCacheConfig(max_bytes=bound))
     for i in range(6):

@@ -35,7 +35,10 @@ from specdraft.retrieval.pipeline import RAGConfig, RAGPipeline
 RESERVED = [f"r{i}" for i in range(500) if is_reserved_conversation(f"r{i}")][:2]
 OTHERS = [f"o{i}" for i in range(50) if not is_reserved_conversation(f"o{i}")][:2]
 SHARED_ANSWER = "The same answer appears in two conversations of the file, word for word, as ShareGPT repeats some."
-CHAT_TEMPLATE = "{% for m in messages %}<{{ m['role'] }}>{{ m['content'] }}\n{% endfor %}{% if add_generation_prompt %}<assistant>{% endif %}"
+CHAT_TEMPLATE = (
+    "{% for m in messages %}<{{ m['role'] }}>{{ m['content'] }}\n{% endfor %}"
+    "{% if add_generation_prompt %}<assistant>{% endif %}"
+)
 
 PASSAGES = [
     {
@@ -64,11 +67,13 @@ def _turns(topic: str) -> list[dict]:
     return [
         {
             "from": "human",
-            "value": f"Can you explain to me how the {topic} works and what it is for? I would like a short answer that I can read quickly.",
+            "value": f"Can you explain to me how the {topic} works and what it is for? I would like a short answer "
+            "that I can read quickly.",
         },
         {
             "from": "gpt",
-            "value": f"The {topic} is a tool that you can use every day. It takes what you give it and it returns the result to you.",
+            "value": f"The {topic} is a tool that you can use every day. It takes what you give it and it returns the "
+            "result to you.",
         },
         {
             "from": "human",

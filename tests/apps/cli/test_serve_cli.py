@@ -8,8 +8,6 @@ import time
 import urllib.error
 import urllib.request
 
-import pytest
-
 KEY = "cli-test-key-0123456789abcdef"
 
 
