@@ -20,7 +20,7 @@ Contracts:
   positions, at most the model's ``max_length``; a sequence that outgrows it moves to a larger cache
   (one copy, and that cache's graphs are captured anew). Closed targets return their cache, graphs
   included, to a per-model pool of ``pool_size`` caches, so the next request replays them.
-- **Opt-in.** ``--fast-path`` on the command line, ``ModelPool(fast_path=True)``; float32 stays the
+- **Opt-in.** ``--backend fast-path`` (alias ``--fast-path``), ``ModelConfig(backend="fast-path")``; float32 stays the
   default dtype. Architectures with sliding-window layers are refused (``ValueError``).
 """
 
