@@ -21,8 +21,9 @@ Both leave the output distribution exactly ``p``.
 Sample-and-compare and greedy are one walk, ``follow_choices``: given the target's **own choice**
 at each row (its argmax, or its draw keyed by position, see ``TokenChooser``), follow the child
 holding that token. A backend that returns only those choices (a remote or engine target) serves
-both; rejection sampling needs the target's probabilities, so it runs where logits are at hand.
-Only ``speculative_accept`` needs torch.
+both; under a constraint the choices are taken from masked logits, in the same walk
+(``specdraft.constrained.selection``). Rejection sampling needs the target's probabilities, so it runs
+where logits are at hand. Only ``speculative_accept`` needs torch.
 """
 
 from __future__ import annotations
@@ -47,12 +48,13 @@ class Acceptance:
         return len(self.path)
 
 
-def follow_choices(draft: Draft, choice: Callable[[int], int]) -> Acceptance:
+def follow_choices(draft: Draft, choice: Callable[[int], int], keep: Callable[[int], None] | None = None) -> Acceptance:
     """Longest draft path whose every token is the target's own choice, plus its next choice.
 
     ``choice(row)`` is the target's token at row ``row`` (0: after the context, ``1 + i``: after
     node ``i``); it is asked only for the rows on the walked path. Where siblings repeat a token
-    the first is followed.
+    the first is followed. ``keep(token)``, if given, is told each token the walk follows, before the
+    next row's choice is asked (a constraint's grammar advances over it: ``specdraft.constrained``).
     """
     path: list[int] = []
     node = ROOT
@@ -61,6 +63,8 @@ def follow_choices(draft: Draft, choice: Callable[[int], int]) -> Acceptance:
         child = next((c for c in draft.children(node) if draft.tokens[c] == wanted), None)
         if child is None:
             return Acceptance(tuple(path), wanted)
+        if keep is not None:
+            keep(wanted)
         path.append(child)
         node = child
 

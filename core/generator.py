@@ -2,8 +2,8 @@
 
 The engine knows the model only through the ``Model`` and ``Target`` protocols (any backend) and
 drafts only through the ``Drafter`` protocol; nothing here needs torch unless a draft carrying
-distributions is verified by rejection sampling; with no drafter it is plain autoregressive decoding (one token per target
-pass), the baseline every speed-up is measured against. Output is the target's own: greedy
+distributions is verified by rejection sampling; with no drafter it is plain autoregressive decoding
+(one token per target pass), the baseline every speed-up is measured against. Output is the target's own: greedy
 decoding gives its greedy tokens exactly, sampling gives its distribution exactly.
 
 Every generator uses the model's prefix cache (``specdraft.prefix_cache``) unless built with
@@ -11,9 +11,12 @@ Every generator uses the model's prefix cache (``specdraft.prefix_cache``) unles
 prefix an earlier request left there, and the request leaves its own sequence for later ones
 (``Stats.cached_prompt_tokens``). The output is unchanged.
 
-With ``GenerationConfig.constraint`` (``specdraft.constrained``) every choice the target makes is taken
-from its logits masked by the constraint's grammar, at every draft position, so the output is token for
-token plain constrained decoding's; the bytes the grammar forces are drafted too
+The constraint is a seam of its own (``specdraft.constrained.selection``): a ``Selection`` says how the
+target's choice is taken at each row and wraps the request's drafter; with no constraint it is
+``Unconstrained`` (the target's own choices, the drafter as it is), so the loop below is the same
+either way. With ``GenerationConfig.constraint`` every choice the target makes is taken from its logits
+masked by the constraint's grammar, at every draft position, so the output is token for token plain
+constrained decoding's; the bytes the grammar forces are drafted too
 (``SpeculationConfig.grammar_drafts``). A target that returns no logits cannot be constrained
 (``GrammarUnavailableError``).
 """
@@ -25,8 +28,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Iterator, Literal, Sequence
 
-from .acceptance import Acceptance, follow_choices, speculative_accept
-from .constrained import Constraint, Grammar, GrammarDrafter, GrammarUnavailableError, follow_constrained
+from .acceptance import Acceptance, speculative_accept
+from .constrained import Constraint
+from .constrained.selection import selection_for
 from .cost import PassCostProfile
 from .draft import Draft
 from .drafter import Drafter, NoDrafter
@@ -36,7 +40,8 @@ from .policy import SpeculationConfig, SpeculationPolicy
 from .prefix_cache import prefix_cache_for
 from .sampling import PositionalRandom, SamplingParams, TokenChooser, warp
 from .stats import Stats
-from .text_stream import TextAssembler, TextPiece
+from .target import Target
+from .text_stream import Source, TextAssembler, TextPiece
 from .verification import Verification
 
 FinishReason = Literal["stop", "length"]
@@ -75,6 +80,11 @@ class GenerationConfig:
     @property
     def sampling(self) -> SamplingParams:
         return SamplingParams(self.temperature, self.top_p, self.top_k)
+
+    @property
+    def stops_at_eos(self) -> bool:
+        """EOS ends the text unless ``ignore_eos``, and always under a constraint (it ends with EOS)."""
+        return not self.ignore_eos or self.constraint is not None
 
 
 @dataclass
@@ -147,14 +157,21 @@ class SpeculativeGenerator:
         return self.stream(prompt_ids, drafter, config).consume()
 
     def stream(
-        self, prompt_ids: Sequence[int], drafter: Drafter | None = None, config: GenerationConfig = GenerationConfig()
+        self,
+        prompt_ids: Sequence[int],
+        drafter: Drafter | None = None,
+        config: GenerationConfig = GenerationConfig(),
+        target: Target | None = None,
     ) -> GenerationStream:
+        """The generation, step by step. ``target``: a target the caller made for this request (the edge
+        client's, whose drafter shares its link to the server; it must choose tokens as ``config``
+        says); by default ``model.new_target``. The stream closes it."""
         prompt_ids = [int(t) for t in prompt_ids]
         if not prompt_ids:
             raise ValueError("the prompt must hold at least one token")
         if len(prompt_ids) >= self.model.max_length:
             raise ValueError(f"prompt of {len(prompt_ids)} tokens exceeds the model's {self.model.max_length}")
-        run = _Run(self.model, self.speculation, prompt_ids, drafter or NoDrafter(), config, self.prefix_cache)
+        run = _Run(self.model, self.speculation, prompt_ids, drafter or NoDrafter(), config, self.prefix_cache, target)
         return GenerationStream(run.steps(), run.result, run.logprobs, run.stats)
 
 
@@ -169,10 +186,10 @@ class _Run:
         drafter: Drafter,
         config: GenerationConfig,
         prefix_cache: bool = True,
+        target: Target | None = None,
     ) -> None:
         self.model = model
         self.use_prefix_cache = prefix_cache
-        self.drafter = drafter
         self.config = config
         self.sampling = config.sampling
         self.timed = config.seed is None  # seeded requests decide from nothing that is timed
@@ -182,39 +199,25 @@ class _Run:
         seed = secrets.randbits(62) if config.seed is None else config.seed
         self.rng = PositionalRandom(seed)
         self.chooser = TokenChooser(self.sampling, seed)
-        self.target = model.new_target(self.chooser)
+        self.target = model.new_target(self.chooser) if target is None else target
         if config.logprobs is not None and not self.target.returns_logits:
             self.target.close()
             raise LogprobsUnavailableError(f"logprobs need a target that returns logits; {model.backend}'s does not")
-        self.grammar: Grammar | None = None
-        self.grammar_drafter: GrammarDrafter | None = None
-        if config.constraint is not None:
-            self._constrain(config.constraint, speculation.grammar_drafts)
+        try:
+            self.selection = selection_for(config.constraint, model, self.target, self.chooser, speculation)
+        except BaseException:
+            self.target.close()
+            raise
+        self.drafter = self.selection.drafter(drafter)
         self.logprobs: list[TokenLogprob] | None = None if config.logprobs is None else []
         self.prompt_ids = prompt_ids
         self.generated: list[int] = []
         self.assembler = TextAssembler(model.tokenizer, config.stop)
         self.pieces: list[TextPiece] = []
         self.stats = Stats(prompt_tokens=len(prompt_ids), exact=model.exact)
-        self.eos = frozenset() if config.ignore_eos and self.grammar is None else model.eos_token_ids
+        self.eos = model.eos_token_ids if config.stops_at_eos else frozenset()
         self.finish_reason: FinishReason = "length"
         self._started = 0.0
-
-    def _constrain(self, constraint: Constraint, grammar_drafts: bool) -> None:
-        """Compile the constraint for this model; the grammar drafts ahead of the drafter unless told not to."""
-        if not self.target.returns_logits:
-            self.target.close()
-            raise GrammarUnavailableError(
-                f"a constraint needs a target that returns logits; {self.model.backend}'s does not"
-            )
-        try:
-            compiler = self.model.grammar_compiler()
-            self.grammar = compiler.grammar(constraint)
-        except BaseException:
-            self.target.close()
-            raise
-        if grammar_drafts:
-            self.drafter = self.grammar_drafter = GrammarDrafter(self.grammar, compiler.tokenize, self.drafter)
 
     def steps(self) -> Iterator[TextPiece]:
         try:
@@ -233,32 +236,25 @@ class _Run:
         while not done:
             # 1. draft
             budget, limit = self._budget()
-            draft, draft_seconds = self._draft(budget, limit)
+            draft, draft_seconds = self._draft(limit)
             # 2. verify: one target forward pass over the pending token and the whole draft
             start = time.perf_counter()
             verification = self.target.verify(draft)
             self.stats.verify_s += time.perf_counter() - start
             # 3. accept (under a constraint the grammar follows the accepted tokens, the bonus too)
             accepted = self._accept(draft, verification)
-            if self.grammar is not None and accepted.next_token not in self.eos:
-                self.grammar.advance([accepted.next_token])
             # 4. commit (and tell the drafter and the policy)
             self.stats.fallback_steps += int(budget == 0 and self.policy.falling_back)
             self.target.commit(accepted.path, accepted.next_token)
             self.drafter.observe(accepted.accepted_len)
-            drafted, kept = (
-                (len(draft), accepted.accepted_len)
-                if self.grammar_drafter is None
-                else self.grammar_drafter.inner_counts(accepted.accepted_len)
-            )  # the policy sizes the drafter's part only
+            drafted, kept = self.selection.counted(len(draft), accepted.accepted_len)  # what the policy sized
             self.policy.observe(budget, drafted, kept, draft_seconds if self.timed else 0.0)
-            drafted, chosen = ("draft", "target") if verification.verified else ("unverified", "unverified")
-            if verification.verified:  # a stand-in's step (``Verification.decided``) verified nothing
-                self.stats.record_step(len(draft), accepted.accepted_len, draft.depths)
-            new = [(draft.tokens[i], drafted) for i in accepted.path] + [(accepted.next_token, chosen)]
+            self.stats.record_step(len(draft), accepted.accepted_len, draft.depths)
+            new: list[tuple[int, Source]] = [(draft.tokens[i], "draft") for i in accepted.path]
+            new.append((accepted.next_token, "target"))
             scores = self._logprobs(verification, accepted, [token for token, _ in new])
             for i, (token, source) in enumerate(new):
-                if scores is not None:
+                if self.logprobs is not None and scores is not None:
                     self.logprobs.append(scores[i])
                 pieces, done = self._append(token, source)
                 yield from pieces
@@ -276,8 +272,8 @@ class _Run:
             self.stats.cached_prompt_tokens = self.target.prefill_cached(self.prompt_ids, cache)
 
     def _budget(self) -> tuple[int, int]:
-        """(the drafter's budget from the policy, the most nodes a draft may have). They differ only
-        under a constraint, whose forced tokens the policy does not limit (``GrammarDrafter``)."""
+        """(the budget from the policy, the most nodes a draft may have: ``Selection.draft_size``). They
+        differ only under a constraint, whose forced tokens the policy does not limit (``GrammarDrafter``)."""
         if self._free_first_step:  # SpeculationConfig.plain_first_step
             self._free_first_step = False
             return 0, 0
@@ -285,11 +281,10 @@ class _Run:
         room = self.target.max_length - self.target.context_length - 1
         limit = max(0, min(remaining, room))
         budget = min(self.policy.budget(), limit)
-        return budget, (budget if self.grammar_drafter is None else min(limit, self.policy.config.max_draft_len))
+        return budget, self.selection.draft_size(budget, limit)
 
-    def _draft(self, budget: int, limit: int) -> tuple[Draft, float]:
-        """The drafter's proposal (at most ``budget`` of its nodes and ``limit`` in all, shaped for the
-        target) and the seconds it took.
+    def _draft(self, limit: int) -> tuple[Draft, float]:
+        """The drafter's proposal (at most ``limit`` nodes, shaped for the target) and the seconds it took.
 
         A target without logits verifies by comparing tokens, so it gets the draft without its
         distributions (sample-and-compare keeps the target's distribution for any draft)."""
@@ -297,11 +292,8 @@ class _Run:
             return Draft.empty(), 0.0
         start = time.perf_counter()
         context = self.prompt_ids + self.generated
-        if self.grammar_drafter is not None:
-            draft = self.grammar_drafter.propose_within(context, budget, limit)
-        else:
-            draft = self.drafter.propose(context, budget).truncated(budget)
-        if not self.target.returns_logits or self.grammar is not None:  # compared with choices, not rejection-sampled
+        draft = self.drafter.propose(context, limit).truncated(limit)
+        if not self.target.returns_logits:  # compared with choices, not rejection-sampled
             draft = draft.deterministic()
         draft = draft.pruned(self.target.max_branches)
         seconds = time.perf_counter() - start
@@ -309,18 +301,15 @@ class _Run:
         return draft, seconds
 
     def _accept(self, draft: Draft, verification: Verification) -> Acceptance:
-        """Greedy and deterministic drafts: follow the target's own choices. Drafts carrying
-        distributions under sampling: rejection sampling over the target's warped logits. A target
-        that accepted itself (``Verification.decided``) is taken at its word."""
+        """Greedy and deterministic drafts: follow the target's choices (``Selection.follow``: its own,
+        or under a constraint the masked ones). Drafts carrying distributions under sampling: rejection
+        sampling over the target's warped logits. A target that accepted itself (``Verification.accepted``)
+        is taken at its word."""
         if verification.acceptance is not None:
             return verification.acceptance
-        if self.grammar is not None:
-            return follow_constrained(
-                draft, verification, self.grammar, self.chooser, len(self.prompt_ids) + len(self.generated)
-            )
-        if self.sampling.greedy or draft.probs is None or verification.logits is None:
-            return follow_choices(draft, verification.choice)
         position = len(self.prompt_ids) + len(self.generated)
+        if self.sampling.greedy or draft.probs is None or verification.logits is None:
+            return self.selection.follow(draft, verification, position)
         return speculative_accept(draft, warp(verification.logits, self.sampling).cpu(), self.rng, position)
 
     def _logprobs(
@@ -332,7 +321,7 @@ class _Run:
         assert self.config.logprobs is not None and verification.logits is not None
         return token_logprobs(verification.logits, predicting_rows(accepted.path), tokens, self.config.logprobs)
 
-    def _append(self, token: int, source: str) -> tuple[list[TextPiece], bool]:
+    def _append(self, token: int, source: Source) -> tuple[list[TextPiece], bool]:
         """Add one token; returns the text pieces it released and whether generation is over."""
         self.generated.append(token)
         if token in self.eos:
@@ -357,11 +346,7 @@ class _Run:
         self.stats.target_forward_passes = self.target.forward_passes
         self.stats.wall_s = time.perf_counter() - self._started
         self.stats.pass_cost_ms = {width: 1000 * seconds for width, seconds in self.policy.cost.snapshot().items()}
-        if self.grammar is not None:
-            self.stats.grammar_s = self.grammar.seconds
-        if self.grammar_drafter is not None:
-            self.stats.forced_drafted = self.grammar_drafter.forced_drafted
-            self.stats.forced_tokens = self.grammar_drafter.forced_accepted
+        self.selection.report(self.stats)
         return GenerationResult(
             text=self.assembler.text,
             token_ids=list(self.generated),

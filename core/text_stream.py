@@ -2,7 +2,9 @@
 
 ``TextAssembler.push(token, source)`` returns the pieces that became final: a piece is never
 emitted while it might still turn into part of a stop string or an incomplete UTF-8 character.
-Concatenating every emitted piece gives exactly the final text (stop string excluded).
+Concatenating every emitted piece gives exactly the final text (stop string excluded). Each piece
+holds the text of one token (``TextPiece.token``: its index among the pushed tokens), so a caller can
+join pieces with what it knows per token (log-probabilities, who confirmed it).
 """
 
 from __future__ import annotations
@@ -13,19 +15,20 @@ from typing import TYPE_CHECKING, Literal, Sequence
 if TYPE_CHECKING:
     from .model import Tokenizer
 
-Source = Literal["draft", "target", "unverified", "verified"]
+Source = Literal["draft", "target"]
 INCOMPLETE = "\ufffd"  # what a tokenizer decodes a partial UTF-8 sequence to
 
 
 @dataclass(frozen=True)
 class TextPiece:
-    """A piece of generated text. ``source`` is "draft" when the drafter proposed the token(s)
-    and the target accepted them, "target" when the target generated them itself, "unverified"
-    when a stand-in chose them without the target (``Verification.decided``). The edge client
-    labels what its server confirmed "verified" (``specdraft.edge``)."""
+    """A piece of generated text. ``source`` is "draft" when the drafter proposed the token and the
+    target accepted it, "target" when the target chose it itself. ``token``: the index, among the
+    generated tokens, of the token whose text this is (the last one where a character spans several;
+    None for a piece not cut from a generation)."""
 
     text: str
     source: Source
+    token: int | None = None
 
 
 class IncrementalDecoder:
@@ -79,14 +82,15 @@ class TextAssembler:
             raise RuntimeError("push() after a stop string")
         delta = self.decoder.push(token)
         if delta:
-            self._held.append(TextPiece(delta, source))
+            self._held.append(TextPiece(delta, source, len(self.decoder.ids) - 1))
         return self._release(final=False)
 
     def finish(self) -> list[TextPiece]:
         if not self.stopped:
             tail = self.decoder.flush()
             if tail:
-                self._held.append(TextPiece(tail, self._held[-1].source if self._held else "target"))
+                last = self._held[-1] if self._held else TextPiece("", "target", len(self.decoder.ids) - 1)
+                self._held.append(TextPiece(tail, last.source, last.token))
         return self._release(final=True)
 
     def _release(self, final: bool) -> list[TextPiece]:
@@ -109,13 +113,14 @@ class TextAssembler:
 
 
 def merge_pieces(pieces: list[TextPiece]) -> list[TextPiece]:
-    """``pieces`` with adjacent pieces of the same source joined (and empty ones dropped)."""
+    """``pieces`` with adjacent pieces of the same source joined (and empty ones dropped); a joined
+    piece's ``token`` is its first piece's."""
     merged: list[TextPiece] = []
     for piece in pieces:
         if not piece.text:
             continue
         if merged and merged[-1].source == piece.source:
-            merged[-1] = TextPiece(merged[-1].text + piece.text, piece.source)
+            merged[-1] = TextPiece(merged[-1].text + piece.text, piece.source, merged[-1].token)
         else:
             merged.append(piece)
     return merged
@@ -137,7 +142,7 @@ def _take(pieces: list[TextPiece], n_chars: int) -> list[TextPiece]:
     for piece in pieces:
         if n_chars <= 0:
             break
-        out.append(TextPiece(piece.text[:n_chars], piece.source))
+        out.append(TextPiece(piece.text[:n_chars], piece.source, piece.token))
         n_chars -= len(piece.text)
     return out
 
@@ -148,6 +153,6 @@ def _drop(pieces: list[TextPiece], n_chars: int) -> list[TextPiece]:
         if n_chars >= len(piece.text):
             n_chars -= len(piece.text)
             continue
-        out.append(TextPiece(piece.text[n_chars:], piece.source))
+        out.append(TextPiece(piece.text[n_chars:], piece.source, piece.token))
         n_chars = 0
     return out

@@ -9,10 +9,9 @@ and, from a backend that computes them, the raw ``logits`` ``[1 + num_nodes, voc
   asked for, only for the rows the acceptance walk visits.
 - ``Verification.from_choices``: a backend that returns only its chosen token per row (a remote
   verify server, a serving engine). Greedy decoding and sample-and-compare need nothing more.
-- ``Verification.decided``: a target that applied the acceptance rule itself (an edge verify server
-  accepting draft distributions by rejection sampling), or, with ``verified`` False, a stand-in that
-  chose without the target (an edge client whose server is lost: its local model's token). The
-  generator keeps that ``acceptance`` as it is, and labels the tokens of an unverified one so.
+- ``Verification.accepted``: a target that applied the acceptance rule itself (a verify server
+  accepting draft distributions by rejection sampling, on its side of the wire). The generator keeps
+  that ``acceptance`` as it is.
 """
 
 from __future__ import annotations
@@ -32,20 +31,17 @@ class Verification:
         chooser: TokenChooser | None = None,
         positions: Sequence[int] = (),
         acceptance: Acceptance | None = None,
-        verified: bool = True,
     ) -> None:
         self._choices = list(choices)
         self.logits = logits  # [1 + num_nodes, vocab] or None
         self._chooser = chooser
         self._positions = list(positions)
-        self.acceptance = acceptance  # set by a target that accepted itself (``decided``)
-        self.verified = verified  # False: a stand-in chose, the target never saw these tokens
+        self.acceptance = acceptance  # set by a target that accepted itself (``accepted``)
 
     @classmethod
-    def decided(cls, acceptance: Acceptance, verified: bool = True) -> "Verification":
-        """The target's own ``acceptance`` of the draft (module docstring); ``verified`` False: a
-        stand-in's choice where the target could not be reached."""
-        return cls([], acceptance=acceptance, verified=verified)
+    def accepted(cls, acceptance: Acceptance) -> "Verification":
+        """The target's own ``acceptance`` of the draft (module docstring)."""
+        return cls([], acceptance=acceptance)
 
     @classmethod
     def from_choices(cls, choices: Sequence[int]) -> "Verification":

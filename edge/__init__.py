@@ -7,10 +7,11 @@ The laptop runs the core's loop (``SpeculativeGenerator``) with:
   verification is in flight (the pipeline);
 - ``target``: ``EdgeModel``/``EdgeTarget``, the core ``Model``/``Target`` over the verify server of
   ``specdraft serve --edge`` (``specdraft.apps.service.edge``) through ``link`` (``EdgeLink``: the
-  session, losing and regaining it), the local model choosing, flagged unverified, while the server
-  is unreachable;
+  session, losing and regaining it), the local model choosing while the server is unreachable; the
+  model holds nothing of a generation, each target its own link, drafter and per-token flags;
 - ``stats``: ``EdgeStats``, the core ``Stats`` with the edge's own measures;
-- ``client``: ``EdgeClient``, which wires them for one generation (``EdgeClientConfig`` in ``config``);
+- ``client``: ``EdgeClient``, which wires them for one generation (``EdgeRun``; ``EdgeClientConfig`` in
+  ``config``), and labels the text "verified" or "unverified" (``EdgePiece``): the core never does;
 - ``transport``: JSON over one keep-alive HTTP connection (stdlib), failures split into
   ``EdgeRefused`` (4xx) and ``ServerUnavailable`` (no answer, 5xx);
 - ``remote_target``: ``RemoteModel``/``RemoteTarget``, the plain ``Model``/``Target`` protocols over
@@ -19,7 +20,7 @@ The laptop runs the core's loop (``SpeculativeGenerator``) with:
 Nothing here imports torch.
 """
 
-from .client import EdgeClient, EdgeResult, EdgeRun
+from .client import EdgeClient, EdgePiece, EdgeResult, EdgeRun
 from .config import EdgeClientConfig
 from .remote_target import RemoteModel, RemoteTarget
 from .stats import EdgeStats
@@ -29,6 +30,7 @@ __all__ = [
     "EdgeClient",
     "EdgeClientConfig",
     "EdgeConnection",
+    "EdgePiece",
     "EdgeRefused",
     "EdgeResult",
     "EdgeRun",

@@ -1,8 +1,10 @@
 """EdgeStats: the core ``Stats`` of an edge generation, and what only the edge measures.
 
-The core fields come from the generator's loop (``absorb``): ``verify_steps`` are the server's
-verifications (a token the local model chose while the server was lost is no verify step),
-``target_forward_passes`` the server's passes over every session of the generation. The edge's own:
+The core fields come from the generator's loop (``absorb``) but for the verify steps (``verify_steps``,
+``drafted_tokens``, ``accepted_tokens`` and their histograms): those are the verifications the server
+answered, which ``EdgeTarget`` records (a token the local model chose while the server was lost is no
+verify step). ``target_forward_passes`` are the server's passes over every session of the generation.
+The edge's own:
 
 - ``round_trips`` (opens, verifications, appends), ``reconnects``, ``server_losses``;
 - ``verified_tokens``/``unverified_tokens``: emitted tokens the server confirmed / the local model
@@ -27,6 +29,15 @@ from typing import Any, Iterator
 from specdraft.stats import Stats
 
 _CORE = tuple(f.name for f in fields(Stats))
+_STEPS = {  # what ``Stats.record_step`` counts: recorded by ``EdgeTarget``, not taken from the core loop
+    "verify_steps",
+    "drafted_tokens",
+    "accepted_tokens",
+    "accepted_length_histogram",
+    "draft_steps",
+    "drafted_by_position",
+    "accepted_by_position",
+}
 
 
 @dataclass
@@ -47,8 +58,11 @@ class EdgeStats(Stats):
     final_threshold: float = 0.0
 
     def absorb(self, core: Stats) -> "EdgeStats":
-        """Take the core loop's fields from ``core`` (the generator's ``Stats``)."""
+        """Take the core loop's fields from ``core`` (the generator's ``Stats``), the verify steps excepted
+        (module docstring)."""
         for name in _CORE:
+            if name in _STEPS:
+                continue
             setattr(self, name, getattr(core, name))
         return self
 

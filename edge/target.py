@@ -1,16 +1,24 @@
-"""EdgeModel and EdgeTarget: the verify server as the core's ``Model`` and ``Target`` for one edge
-generation, with the laptop's model standing in while the server is out of reach.
+"""EdgeModel and EdgeTarget: the verify server as the core's ``Model`` and ``Target``, with the laptop's
+model standing in while the server is out of reach.
 
-``EdgeTarget.verify(draft)``, the link online (``EdgeLink``): sends the draft (the drafter's tree
-with its draft distributions under sampling, ``EdgeDrafter.sending``) in one round trip, the
-drafter drafting ahead while it is in flight; the server accepts (its own choices, or rejection
-sampling over ``q``) and commits, and its acceptance comes back as ``Verification.decided``.
-Offline, or when the server is lost during the call: the local model chooses the next token
-(``EdgeDrafter.choose_local``), returned as an unverified decision, and the link starts
-reconnecting. Every token emitted online is the server's choice or accepted by the server's
-lossless rule, so greedy output equals the server model's greedy output and sampling keeps its
-distribution; nothing already emitted is taken back. ``verified`` holds, per committed token,
-whether the server confirmed it.
+``EdgeModel`` is the server seen from one ``EdgeClient``: text through the local model (which shares the
+server's tokenizer), and a target per generation (``open``). It holds nothing of a generation: each
+target has its own link to the server (``EdgeLink``: its session, losing and regaining it) and the local
+drafter that drafts for it (``EdgeTarget.drafter``, the ``EdgeDrafter`` the client gives the generator).
+
+``EdgeTarget.verify(draft)``, the link online: sends the draft (the drafter's tree with its draft
+distributions under sampling, ``EdgeDrafter.sending``) in one round trip, the drafter drafting ahead
+while it is in flight; the server accepts (its own choices, or rejection sampling over ``q``) and
+commits, and its acceptance comes back as ``Verification.accepted``. Offline, or when the server is
+lost during the call: the local model chooses the next token (``EdgeDrafter.choose_local``), which the
+core sees as the target's own choice over an empty path, and the link starts reconnecting. Every token
+emitted online is the server's choice or accepted by the server's lossless rule, so greedy output
+equals the server model's greedy output and sampling keeps its distribution; nothing already emitted is
+taken back.
+
+The edge's own bookkeeping stays here: ``verified`` holds, per committed token, whether the server
+confirmed it, and the verify steps in ``EdgeStats`` are the verifications the server answered (recorded
+here; a token the local model chose alone is no verify step).
 """
 
 from __future__ import annotations
@@ -20,35 +28,42 @@ from typing import Any, Sequence
 from specdraft.acceptance import Acceptance
 from specdraft.cost import PassCostProfile
 from specdraft.draft import Draft
+from specdraft.generator import GenerationConfig
 from specdraft.sampling import TokenChooser
 from specdraft.served_text import ServedText
 from specdraft.target import CacheElsewhere
 from specdraft.verification import Verification
 
+from .config import EdgeClientConfig
 from .drafter import EdgeDrafter
-from .link import EdgeLink
-from .transport import EdgeRefused, ServerUnavailable
+from .guesses import LocalGuesser
+from .link import EdgeLink, SessionLimits
+from .stats import EdgeStats
+from .transport import EdgeConnection, EdgeRefused, ServerUnavailable
+from .trees import Calibration
 
 
 class EdgeModel(ServedText):
-    """The served model seen from the laptop for one generation (``Model`` protocol): text through
-    the ``local`` model (sharing the server's tokenizer), sequences through ``link``."""
+    """The served model seen from the laptop (``Model`` protocol; module docstring): text through the
+    ``local`` model, generations over ``connection``, drafted as ``config`` says with the tree
+    ``calibration`` the client learns across its generations."""
 
     served_by = "is verified by a remote server"
 
     backend = "edge"
     exact = False  # tokens the local model writes while the server is lost are not the server's
 
-    def __init__(self, link: EdgeLink, local: Any, drafter: EdgeDrafter) -> None:
-        self.link, self.local, self.drafter = link, local, drafter
-        self.name = f"edge @ {link.connection.url}"
+    def __init__(
+        self, connection: EdgeConnection, local: Any, config: EdgeClientConfig, calibration: Calibration
+    ) -> None:
+        self.connection, self.local, self.config, self.calibration = connection, local, config, calibration
+        self.name = f"edge @ {connection.url}"
         self.tokenizer = local.tokenizer
         self.cost = PassCostProfile()
-        self.target: EdgeTarget | None = None  # the generation's, once created
 
     @property
     def max_length(self) -> int:
-        return self.link.limits.max_length  # the server's, learnt when a session opens
+        return SessionLimits().max_length  # the server's is learnt when a session opens (``EdgeTarget``)
 
     @property
     def vocab_size(self) -> int:
@@ -62,15 +77,37 @@ class EdgeModel(ServedText):
     def has_chat_template(self) -> bool:
         return bool(self.local.has_chat_template)
 
+    def open(self, generation: GenerationConfig, stats: EdgeStats) -> "EdgeTarget":
+        """The target of one generation with ``generation``'s settings (its ``seed`` set: the server's
+        draws and the local model's share it), measured in ``stats``."""
+        if generation.seed is None:
+            raise ValueError("an edge generation needs its seed")
+        config, seed = self.config, generation.seed
+        link = EdgeLink(
+            self.connection,
+            self.tokenizer.fingerprint(),
+            generation.sampling,
+            seed,
+            stats,
+            config.retry_initial_s,
+            config.retry_max_s,
+        )
+        guesser = LocalGuesser(self.local, seed, None, config.q_top_k)
+        return EdgeTarget(link, EdgeDrafter(guesser, link, config, generation, self.calibration, stats))
+
     def new_target(self, chooser: TokenChooser = TokenChooser()) -> "EdgeTarget":
-        """The generation's target (the server samples with the link's parameters and seed, which
-        the client gives the generator too)."""
-        self.target = EdgeTarget(self.link, self.drafter)
-        return self.target
+        """A target sampling as ``chooser`` does (its parameters and seed), the other settings
+        ``GenerationConfig``'s defaults; ``EdgeClient`` opens each with the request's own (``open``)."""
+        params = chooser.params
+        generation = GenerationConfig(
+            temperature=params.temperature, top_p=params.top_p, top_k=params.top_k, seed=chooser.seed
+        )
+        return self.open(generation, EdgeStats())
 
 
 class EdgeTarget(CacheElsewhere):  # the server keeps its own prefix cache
-    """One edge generation's sequence (``Target`` protocol; module docstring)."""
+    """One edge generation's sequence (``Target`` protocol; module docstring), and the ``drafter`` that
+    drafts for it."""
 
     returns_logits = False
     prefill_predicts_next = False  # every verification is a round trip, an empty draft's too
@@ -78,8 +115,8 @@ class EdgeTarget(CacheElsewhere):  # the server keeps its own prefix cache
     def __init__(self, link: EdgeLink, drafter: EdgeDrafter) -> None:
         self.link, self.drafter = link, drafter
         self.context: list[int] = []
-        self.verified: list[bool] = []  # per committed token after the prompt
-        self._draft: Draft | None = None  # decided, awaiting commit()
+        self.verified: list[bool] = []  # per committed token after the prompt: confirmed by the server
+        self._draft: Draft | None = None  # accepted, awaiting commit()
         self._from_server = True
 
     @property
@@ -107,13 +144,13 @@ class EdgeTarget(CacheElsewhere):  # the server keeps its own prefix cache
             raise RuntimeError("verify() twice without commit()")
         self._draft = draft
         if self.link.poll(self.context):
-            decided = self._verify_online(draft)
-            if decided is not None:
+            answered = self._verify_online(draft)
+            if answered is not None:
                 self._from_server = True
-                return decided
+                return answered
             self.link.poll(self.context)  # lost just now: start reconnecting at once
-        self._from_server = False
-        return Verification.decided(Acceptance((), self.drafter.choose_local(self.context)), verified=False)
+        self._from_server = False  # the local model stands in: its token, over an empty path
+        return Verification.accepted(Acceptance((), self.drafter.choose_local(self.context)))
 
     def _verify_online(self, draft: Draft) -> Verification | None:
         """The server's decision on ``draft``; None when the server was lost on the way."""
@@ -133,8 +170,9 @@ class EdgeTarget(CacheElsewhere):  # the server keeps its own prefix cache
         tokens = [int(t) for t in answer["accepted_tokens"]] + [int(answer["next_token"])]
         self.link.stats.sampled_verifications += bool(sent is not None and sent.qs)
         self.drafter.answered(sent, path, tokens)
+        self.link.stats.record_step(len(draft), len(path), draft.depths)  # a verify step: the server answered
         merged = sent.draft.merged_nodes if sent is not None else range(len(draft))  # the sent tree -> ``draft``
-        return Verification.decided(Acceptance(tuple(merged[i] for i in path), tokens[-1]))
+        return Verification.accepted(Acceptance(tuple(merged[i] for i in path), tokens[-1]))
 
     def commit(self, path: Sequence[int], next_token: int) -> None:
         if self._draft is None:

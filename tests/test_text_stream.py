@@ -43,3 +43,11 @@ def test_text_that_only_starts_like_a_stop_string_is_released_at_the_end(tokeniz
 def test_pieces_keep_their_source(tokenizer):
     _, pieces = run(tokenizer, "a b c d e f", sources=["draft", "target"])
     assert {p.source for p in pieces} == {"draft", "target"}
+
+
+def test_each_piece_names_the_token_it_is_cut_from(tokenizer):
+    sources = ["draft", "target"]
+    _, pieces = run(tokenizer, "a b 🙂 c d", sources=sources)
+    tokens = [p.token for p in pieces]
+    assert tokens == sorted(tokens) and 0 <= tokens[0] and tokens[-1] < len(tokenizer("a b 🙂 c d").input_ids)
+    assert all(p.source == sources[p.token % len(sources)] for p in pieces)

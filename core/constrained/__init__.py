@@ -3,18 +3,20 @@ Lark grammar, decoded speculatively and exactly.
 
 - ``Constraint`` (``constraint``): what the answer must match, with ``check`` and ``from_response_format``.
 - ``Grammar`` / ``GrammarCompiler`` (``grammar``): one answer's state on llguidance, per model vocabulary.
-- ``follow_constrained`` (``walk``): acceptance against the masked logits at every draft position.
 - ``GrammarDrafter`` (``drafter``): the bytes the grammar forces, proposed as drafts beside another
-  drafter's tokens.
+  drafter's tokens (a plain ``Drafter``).
+- ``Selection`` (``selection``): the constraint seam the generator runs through: how the target's
+  choice is taken at each row (masked under a constraint, its own without: ``Unconstrained``), and
+  the drafter wrapper; ``selection_for`` builds one per request.
 
-The generator wires them together when ``GenerationConfig.constraint`` is set
-(docs/structured-outputs.md). Importing this package does not import llguidance.
+The generator's loop is the same with or without a constraint (docs/structured-outputs.md).
+Importing this package does not import llguidance.
 """
 
 from .constraint import JSON_STYLE, Constraint, ConstraintError, ConstraintLimits, from_response_format
 from .drafter import GrammarDrafter
 from .grammar import Grammar, GrammarCompiler, GrammarUnavailableError, LLGuidanceGrammar
-from .walk import follow_constrained
+from .selection import GrammarSelection, Selection, Unconstrained, selection_for
 
 __all__ = [
     "JSON_STYLE",
@@ -24,8 +26,11 @@ __all__ = [
     "Grammar",
     "GrammarCompiler",
     "GrammarDrafter",
+    "GrammarSelection",
     "GrammarUnavailableError",
     "LLGuidanceGrammar",
-    "follow_constrained",
+    "Selection",
+    "Unconstrained",
     "from_response_format",
+    "selection_for",
 ]

@@ -11,15 +11,17 @@ up to the budget:
 
 repeated while either adds something (at most ``max_rounds`` times). Where the proposal completes the
 constraint, the end-of-generation tokens the grammar then allows are added as sibling leaves (the
-model's own choice among them ends the answer in the same pass instead of one more). ``propose_within`` takes two
+model's own choice among them ends the answer in the same pass instead of one more). A proposal has two
 limits: ``budget`` for the inner drafter's tokens (what the speculation policy asked for) and ``limit``
 for the whole draft. Forced tokens are kept nearly always, so they are not held to the policy's budget:
 on a backend where a wide pass costs almost as many one-token passes, a pass over f forced tokens still
-yields about f + 1 tokens. The grammar state is advanced
-over the proposal to find what comes next and rolled back before returning, so the caller's state is
-unchanged. Nothing is committed unverified: forced tokens are drafts like any other, since the model
-may spell the forced text with other tokens (``"`` and ``,`` as one token ``",``) and then the
-target's choice wins.
+yields about f + 1 tokens. As a ``Drafter``, ``propose(context, limit)`` holds the inner drafter to
+``inner_budget`` (set by the constraint seam each step, ``specdraft.constrained.selection``; None: the
+limit); ``propose_within`` takes both limits. The grammar state is advanced over the proposal to find
+what comes next and rolled back before returning, so the caller's state is unchanged. Nothing is
+committed before the target checks it: forced tokens are drafts like any other, since the model may
+spell the forced text with other tokens (``"`` and ``,`` as one token ``",``) and then the target's
+choice wins.
 
 ``forced_drafted`` counts the forced tokens proposed, ``forced_accepted`` those the target kept;
 ``inner_counts`` says how many of the inner drafter's tokens were proposed and kept in the last step
@@ -50,9 +52,12 @@ class GrammarDrafter:
         self.forced_accepted = 0
         self._forced: list[bool] = []  # per chain node of the last proposal: forced by the grammar
         self._ends_at: int | None = None  # depth of the end-of-generation leaves of the last proposal, if any
+        self.inner_budget: int | None = None  # the inner drafter's tokens per proposal (None: the limit)
 
     def propose(self, context_ids: Sequence[int], budget: int) -> Draft:
-        return self.propose_within(context_ids, budget, budget)
+        """At most ``budget`` nodes in all, ``inner_budget`` of them the inner drafter's."""
+        inner = budget if self.inner_budget is None else self.inner_budget
+        return self.propose_within(context_ids, inner, budget)
 
     def propose_within(self, context_ids: Sequence[int], budget: int, limit: int) -> Draft:
         """A chain holding at most ``budget`` of the inner drafter's tokens, then any end-of-generation

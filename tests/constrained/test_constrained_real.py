@@ -46,7 +46,10 @@ def prompt(model, document, schema):
         [
             {
                 "role": "user",
-                "content": f"Extract the record from the text as JSON matching this schema: {json.dumps(schema)}\n\nText: {document}",
+                "content": (
+                    f"Extract the record from the text as JSON matching this schema: {json.dumps(schema)}"
+                    f"\n\nText: {document}"
+                ),
             }
         ]
     )

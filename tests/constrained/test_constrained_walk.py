@@ -1,10 +1,11 @@
-"""follow_constrained with crafted logits: the target's choice is the masked one at every draft position."""
+"""The constraint seam's walk (``GrammarSelection.follow``) with crafted logits: the target's choice is the
+masked one at every draft position."""
 
 import numpy as np
 import pytest
 
 from specdraft import ROOT, Draft, TokenChooser, Verification
-from specdraft.constrained import Constraint, GrammarCompiler, GrammarUnavailableError, follow_constrained
+from specdraft.constrained import Constraint, GrammarCompiler, GrammarSelection, GrammarUnavailableError
 from specdraft.constrained.grammar import hf_grammar_tokenizer
 
 
@@ -33,11 +34,16 @@ def verify(draft, logits):
     return Verification.from_logits(logits, draft, 0, TokenChooser())
 
 
+def masked_walk(draft, verification, grammar, chooser, position, eos=None):
+    """The seam's walk under ``grammar``; ``eos`` (the tokenizer's) ends the answer unconsumed."""
+    return GrammarSelection(grammar, chooser, frozenset({eos})).follow(draft, verification, position)
+
+
 def test_a_draft_the_grammar_allows_is_accepted(compiler, tokenizer):
     a, b = single(tokenizer, "a"), single(tokenizer, "b")
     grammar = compiler.grammar(Constraint.regex("ab+"))
     draft = Draft.chain([a, b])
-    accepted = follow_constrained(
+    accepted = masked_walk(
         draft, verify(draft, logits_for(len(tokenizer), [(a, None), (b, None), (b, None)])), grammar, TokenChooser(), 0
     )
     assert accepted.path == (0, 1) and accepted.next_token == b
@@ -48,7 +54,7 @@ def test_the_unmasked_argmax_is_rejected_where_the_grammar_refuses_it(compiler, 
     grammar = compiler.grammar(Constraint.regex("ab+"))
     draft = Draft.chain([a, c])  # the model's favourite after "a" is "c", which the grammar refuses
     logits = logits_for(len(tokenizer), [(a, None), (c, b), (b, None)])
-    accepted = follow_constrained(draft, verify(draft, logits), grammar, TokenChooser(), 0)
+    accepted = masked_walk(draft, verify(draft, logits), grammar, TokenChooser(), 0)
     assert accepted.path == (0,) and accepted.next_token == b  # the masked argmax replaces the drafted "c"
 
 
@@ -58,7 +64,7 @@ def test_trees_follow_the_allowed_child_and_the_grammar_advances_on_the_path_onl
     #                   0  1  2  3
     draft = Draft((a, b, c, c), (ROOT, 0, 0, 2))  # a -> b | a -> c -> c
     logits = logits_for(len(tokenizer), [(a, None), (c, b), (c, None), (c, None), (c, None)])
-    accepted = follow_constrained(draft, verify(draft, logits), grammar, TokenChooser(), 0)
+    accepted = masked_walk(draft, verify(draft, logits), grammar, TokenChooser(), 0, tokenizer.eos_token_id)
     assert accepted.path == (0, 2, 3)
     assert grammar.finished  # advanced over a, c, c: the only place left is the end
 
@@ -66,4 +72,4 @@ def test_trees_follow_the_allowed_child_and_the_grammar_advances_on_the_path_onl
 def test_choices_only_are_refused(compiler, tokenizer):
     grammar = compiler.grammar(Constraint.regex("a"))
     with pytest.raises(GrammarUnavailableError, match="needs the target's logits"):
-        follow_constrained(Draft.empty(), Verification.from_choices([1]), grammar, TokenChooser(), 0)
+        masked_walk(Draft.empty(), Verification.from_choices([1]), grammar, TokenChooser(), 0)

@@ -83,6 +83,17 @@ def test_the_budget_limits_the_inner_tokens_and_the_limit_the_draft(compiler, to
     assert len(drafter.propose_within([1], budget=8, limit=2)) == 2
 
 
+def test_as_a_plain_drafter_its_budget_is_the_limit_and_the_seam_sets_the_inner_budget(compiler, tokenizer):
+    grammar = compiler.grammar(Constraint.json_schema(SCHEMA))
+    value = tokenizer("Annabelle Lee", add_special_tokens=False).input_ids
+    inner = Fixed(value)
+    drafter = GrammarDrafter(grammar, compiler.tokenize, inner)
+    assert drafter.propose([1], 64) == drafter.propose_within([1], budget=64, limit=64)  # no inner budget set
+    drafter.inner_budget = 1  # what GrammarSelection.draft_size does each step
+    assert drafter.propose([1], 64) == drafter.propose_within([1], budget=1, limit=64)
+    assert inner.budgets[-2:] == [1, 1]
+
+
 def test_a_zero_limit_drafts_nothing_but_tells_the_inner_drafter(compiler, tokenizer):
     inner = Fixed([5])
     drafter = GrammarDrafter(compiler.grammar(Constraint.json_schema(SCHEMA)), compiler.tokenize, inner)
