@@ -130,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
     meta = {
         "llama_cpp": f"llama-cpp-python {llama_cpp.__version__}",
         "threads": os.cpu_count(),
-        "tiled_mm": os.environ.get("GGML_CPU_TILED_MM", "0 (specdraft's default)"),
+        "tiled_mm": os.environ.get("GGML_CPU_TILED_MM", "1 (ggml's default; Q6_K only on specdraft's build)"),
         "cost_context": args.context,
         "python": sys.version.split()[0],
     }

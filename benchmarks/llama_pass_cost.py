@@ -2,18 +2,22 @@
 build it replaced and beside stock llama-cpp-python, each in its own process, in one run.
 
     python benchmarks/llama_pass_cost.py --out docs/bench/llama-pass-cost
-    python benchmarks/llama_pass_cost.py --models qwen2.5-coder-0.5b --baseline-lib ~/.cache/specdraft/wheels/<old>/lib
+    python benchmarks/llama_pass_cost.py --models qwen2.5-coder-0.5b --baseline-lib ~/.cache/specdraft/wheels/<old>/lib \
+        --stock-lib <an unpatched build's lib folder>
 
-Configurations (``--baseline-lib``: the ``llama_cpp/lib`` folder of another llama-cpp-python build;
-without it "before" is skipped and "stock" runs on the installed build):
+Configurations (``--baseline-lib``, ``--stock-lib``: the ``llama_cpp/lib`` folder of another build of
+the same llama-cpp-python; without ``--baseline-lib`` "before" is skipped; without ``--stock-lib``
+"stock" runs on the baseline build, or the installed one):
 
-- ``specdraft``: the installed (patched) build as specdraft loads it (weights repacked, no tiled
-  kernel, every row's logits in a verification pass); also reports the load-time probe's verdict
-  and the cost curve it measured.
-- ``before``: the baseline build as specdraft loaded it before (no repacking): today's numbers.
+- ``specdraft``: the installed (patched) build as specdraft loads it (weights repacked, ggml's tiled
+  kernel for Q6_K only, every row's logits in a verification pass); also reports the load-time
+  probe's verdict and the cost curve it measured.
+- ``before``: the baseline build as specdraft loaded it before (``GGML_CPU_TILED_MM=0``, as specdraft
+  set it until the tiled-q6k patch): the previous numbers.
 - ``stock``: llama-cpp-python's own ``Llama`` with its defaults (repacking on, ggml's tiled kernel
-  on, flash attention as it chooses), on the baseline build: what a CPU user has without specdraft.
-  Its passes are timed with ``logits_all=True`` (every row's logits, as a verification needs).
+  on for every K-quant, flash attention as it chooses), on the stock build: what a CPU user has
+  without specdraft. Its passes are timed with ``logits_all=True`` (every row's logits, as a
+  verification needs).
 
 For each: the median milliseconds of a pass over w tokens after ``--context`` tokens (then rolled
 back), its ratio to a one-token pass, the marginal cost of a token in the widest pass, and the
@@ -160,10 +164,13 @@ def worker(args: argparse.Namespace) -> int:
 def run_config(config: str, model: str, args: argparse.Namespace) -> dict | None:
     env = dict(os.environ)
     env.pop("GGML_CPU_TILED_MM", None)  # each configuration as it sets (or leaves) it itself
-    if config in ("before", "stock") and args.baseline_lib:
-        env["LLAMA_CPP_LIB_PATH"] = str(Path(args.baseline_lib).expanduser())
-    elif config == "before":
+    lib = {"specdraft": None, "before": args.baseline_lib, "stock": args.stock_lib or args.baseline_lib}[config]
+    if config == "before" and not lib:
         return None
+    if lib:
+        env["LLAMA_CPP_LIB_PATH"] = str(Path(lib).expanduser())
+    if config == "before":
+        env["GGML_CPU_TILED_MM"] = "0"  # what specdraft's llama.cpp backend set before the tiled-q6k patch
     command = [
         sys.executable,
         __file__,
@@ -217,6 +224,10 @@ def report(results: list[dict], meta: dict) -> str:
     lines = [
         f"# llama.cpp pass cost and prefill ({meta['threads']} threads, pass after {meta['context']} tokens, prefill of {meta['prefill']})\n"
     ]
+    lines.append(
+        f"Builds: specdraft = the installed one; before = {meta['baseline_lib'] or '-'} (GGML_CPU_TILED_MM=0); "
+        f"stock = {meta['stock_lib'] or 'the installed one'} (its defaults).\n"
+    )
     lines.append("Median ms of a pass over w tokens, every row's logits (x a one-token pass):\n")
     lines.append(
         markdown_table(
@@ -263,8 +274,9 @@ def main(argv: list[str] | None = None) -> int:
         default="qwen2.5-coder-0.5b,qwen2.5-coder-1.5b",
         help="comma-separated registry names (default: %(default)s)",
     )
+    parser.add_argument("--baseline-lib", help="llama_cpp/lib folder of specdraft's previous build ('before')")
     parser.add_argument(
-        "--baseline-lib", help="llama_cpp/lib folder of the build to compare with ('before' and 'stock')"
+        "--stock-lib", help="llama_cpp/lib folder of an unpatched build ('stock'; default: --baseline-lib)"
     )
     parser.add_argument(
         "--widths", default=",".join(map(str, WIDTHS)), help="pass widths to time (default: %(default)s)"
@@ -298,6 +310,7 @@ def main(argv: list[str] | None = None) -> int:
         "prefill": args.prefill,
         "reps": args.reps,
         "baseline_lib": args.baseline_lib,
+        "stock_lib": args.stock_lib or args.baseline_lib,
         "python": sys.version.split()[0],
     }
 

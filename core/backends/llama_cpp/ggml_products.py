@@ -35,8 +35,8 @@ class _InitParams(ctypes.Structure):
 
 def _libraries() -> tuple[ctypes.CDLL, ctypes.CDLL]:
     """libggml (backends, which pulls in libggml-base) and libggml-cpu, from where llama_cpp loaded
-    its own (``LLAMA_CPP_LIB_PATH`` overrides the package's folder, as for llama_cpp), set up as
-    every llama.cpp model of specdraft's is (``library()``: ``EXACT_ENVIRONMENT``)."""
+    its own (``LLAMA_CPP_LIB_PATH`` overrides the package's folder, as for llama_cpp), after
+    ``library()`` has initialised llama.cpp as for every model of specdraft's."""
     library()
     folder = os.environ.get("LLAMA_CPP_LIB_PATH") or str(Path(llama_cpp_folder()) / "lib")
     ggml = ctypes.CDLL(str(Path(folder) / "libggml.so"), mode=ctypes.RTLD_GLOBAL)

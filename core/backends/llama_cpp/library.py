@@ -22,27 +22,22 @@ _init_lock = threading.Lock()
 _initialised = False
 
 
-# ggml's CPU backend takes a "tiled" kernel for quantized matrix products over 8 or more rows and the
-# plain dot products below that; the two round differently, so a verification pass over 8+ tokens
-# gave logits up to 0.4 away from one-token passes (qwen2.5-coder-0.5b Q4_K_M) and could flip a
-# near-tie. Without it every row is computed the same way in any pass (docs/llama-exactness.md).
-# ggml reads this once, at its first matrix product in the process. A value the user set is kept:
-# the probe at load (``exactness``) then says whether verification is still exact.
-EXACT_ENVIRONMENT = {"GGML_CPU_TILED_MM": "0"}
+# ggml's CPU backend takes a "tiled" kernel for K-quant products over 8 or more rows and dot products
+# below that; stock, the two round differently, so a verification pass over 8+ tokens gave logits up to
+# 0.4 away from one-token passes (qwen2.5-coder-0.5b Q4_K_M) and could flip a near-tie. The patched
+# build (scripts/patches/llama-cpp-tiled-q6k.patch) gives the tiled kernel only Q6_K, from 16 rows, and
+# computes Q6_K's smaller products in the tiled kernel's order, so the kernel stays on, as in stock
+# llama.cpp, and every row is computed the same way in any pass (docs/llama-exactness.md). Nothing in the
+# environment needs setting; whatever it says, the probe at load (``exactness``) checks the result.
 
 
 def library():
-    """The ``llama_cpp`` module, initialised once, its log quiet except for errors, and ggml set up
-    for exact verification (``EXACT_ENVIRONMENT``, where the environment does not already say)."""
+    """The ``llama_cpp`` module, initialised once, its log quiet except for errors."""
     global _initialised
-    import os
-
     import llama_cpp
 
     with _init_lock:
         if not _initialised:
-            for key, value in EXACT_ENVIRONMENT.items():
-                os.environ.setdefault(key, value)
             logging.getLogger("llama-cpp-python").setLevel(logging.ERROR)
             llama_cpp.llama_backend_init()
             _initialised = True

@@ -120,7 +120,7 @@ class LlamaCppModel:
                 "llama.cpp on this machine computes a %d-token pass differently from one-token passes "
                 "(%d rows differ, by up to %.3g): speculative output may differ from plain decoding "
                 "(stats.exact is false). Exact verification needs llama-cpp-python as scripts/setup.sh builds it "
-                "and GGML_CPU_TILED_MM unset or 0 (docs/llama-exactness.md).",
+                "(docs/llama-exactness.md).",
                 self.exactness.width,
                 self.exactness.rows_differing,
                 self.exactness.max_abs_diff,
@@ -154,7 +154,7 @@ class LlamaCppModel:
         """Whether a pass over k tokens computes each row bit for bit as k one-token passes do, as
         the probe at load measured it (``exactness``). It does with the patched build that
         ``scripts/setup.sh`` makes (tinyBLAS for one-row float products, the Q4_K gemv rounding as
-        its gemm, multi-column K-quant dot products), no tiled kernel (``library.EXACT_ENVIRONMENT``)
+        its gemm, multi-column K-quant dot products, the tiled kernel for Q6_K only and in the same order)
         and flash attention off (every context), with or without repacking (checked on every
         embedded model by tests/backends/llama_cpp)."""
         return self.exactness.exact

@@ -20,8 +20,8 @@ def free_port() -> int:
 
 
 class LlamaServer:
-    """``with LlamaServer(gguf) as server: server.url``. ``GGML_CPU_TILED_MM=0`` as specdraft's own
-    llama.cpp backend sets it (``specdraft.backends.llama_cpp.library.EXACT_ENVIRONMENT``)."""
+    """``with LlamaServer(gguf) as server: server.url``, llama-cpp-python's own server on the installed
+    (patched) build, in the environment specdraft's llama.cpp backend runs in."""
 
     def __init__(self, gguf: str | Path, context: int = 1024, startup_s: float = 180.0) -> None:
         self.gguf = str(gguf)
@@ -32,7 +32,7 @@ class LlamaServer:
         self.process: subprocess.Popen | None = None
 
     def __enter__(self) -> "LlamaServer":
-        env = dict(os.environ, GGML_CPU_TILED_MM="0")
+        env = dict(os.environ)
         command = [
             sys.executable,
             "-m",

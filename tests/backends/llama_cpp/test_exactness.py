@@ -4,8 +4,9 @@ For every embedded GGUF: a pass over w tokens gives, row for row, bit for bit th
 one-token passes, for widths 1-48, at contexts whose passes cross 256, 512 and 768 KV cells.
 This is what the patched tinyBLAS (``scripts/patches``) buys; ``LlamaCppModel.exact`` reports the
 same check on a short probe at load. A negative control shows the check can fail: the same build
-with ggml's tiled kernel on (``GGML_CPU_TILED_MM=1``, read once per process, so in a subprocess)
-computes wide passes differently on the K-quant model.
+with ggml's tiled kernel on every type stock ggml gives it (``GGML_CPU_TILED_MM_ALL_TYPES=1``, read once
+per process, so in a subprocess) and repacking off computes the Q4_K products of passes over 16 or
+more tokens differently, and the probe at load sees it.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from specdraft.models import REGISTRY
 
 pytestmark = pytest.mark.slow
 
-# Every width on each side of the kernels' switches (tinyBLAS from 2 rows, the tiled kernel from 8,
+# Every width on each side of the kernels' switches (tinyBLAS from 2 rows, the tiled kernel from 16,
 # tiles of 4/8/16 columns) up to 48; benchmarks/llama_batch_invariance.py checks every width 1-48.
 WIDTHS = [1, 2, 3, 4, 5, 6, 7, 8, 9, 12, 15, 16, 17, 24, 31, 32, 33, 48]
 # Prefix lengths: the wide passes after them cross the 256-, 512- and 768-cell marks of the KV cache
@@ -44,16 +45,17 @@ NEGATIVE_CONTROL = """
 import json, sys
 from specdraft import LlamaCppModel
 from specdraft.backends.llama_cpp.exactness import compare, varied_ids
-model = LlamaCppModel.load(sys.argv[1])
+from specdraft.backends.llama_cpp.model import LlamaCppConfig
+model = LlamaCppModel.load(sys.argv[1], LlamaCppConfig(repack=False))
 ids = model.tokenizer.encode("The quick brown fox jumps over the lazy dog. " * 40)
 print(json.dumps({"exact": model.exact, "differing": sum(not c.exact for c in compare(model, ids, 100, [8, 16, 32]))}))
 """
 
 
-def test_negative_control_the_tiled_kernel_breaks_it_and_the_probe_sees_it():
-    env = dict(os.environ, GGML_CPU_TILED_MM="1")  # tiled from 8 rows, dot products below
+def test_negative_control_the_tiled_kernel_on_every_type_breaks_it_and_the_probe_sees_it():
+    env = dict(os.environ, GGML_CPU_TILED_MM_ALL_TYPES="1")  # Q4_K too, from 16 rows; dot products below
     out = subprocess.run(
-        [sys.executable, "-c", NEGATIVE_CONTROL, "qwen2.5-coder-0.5b"],
+        [sys.executable, "-c", NEGATIVE_CONTROL, "qwen2.5-coder-1.5b"],
         env=env,
         capture_output=True,
         text=True,

@@ -3,11 +3,13 @@ column, byte for byte, what the same column gets alone (``ggml_products.width_in
 
 The weights are random, quantized by ggml; the products run through ``ggml_mul_mat`` on the CPU
 backend of the installed build, so each width takes the kernel a model's pass of that many tokens
-takes: the repacked Q4_K gemm (4 and 16 rows at a time) and gemv (the rest), and the multi-column
-Q6_K, Q5_K, Q4_K and Q4_1 dot products (vec_dot itself for a lone column). ``k`` spans several
-super-blocks and the rows several threads' chunks.
-A negative control shows the comparison can fail: ggml's tiled K-quant kernel (``GGML_CPU_TILED_MM=1``,
-read once per process, so in a subprocess) computes a product over 8 or more columns differently.
+takes: the repacked Q4_K gemm (4 and 16 rows at a time) and gemv (the rest), the multi-column
+Q6_K, Q5_K, Q4_K and Q4_1 dot products (vec_dot itself for a lone column, but for Q6_K), and ggml's
+tiled kernel, which takes Q6_K products over 16 or more columns. ``k`` spans several super-blocks
+and the rows several threads' chunks.
+A negative control shows the comparison can fail: with ``GGML_CPU_TILED_MM_ALL_TYPES=1`` (read once per
+process, so in a subprocess) the tiled kernel also takes the types stock ggml gives it, whose dot
+products round differently, and a Q5_K product over 16 or more columns changes.
 """
 
 from __future__ import annotations
@@ -39,6 +41,16 @@ def test_every_width_gives_each_column_the_bytes_it_gets_alone(shape):
         assert width_invariance(product, WIDTHS) == {m: 0 for m in WIDTHS}
 
 
+@pytest.mark.parametrize("k", [1536, 8960])
+def test_q6_k_products_through_the_tiled_kernel_give_each_column_its_bytes_alone(k):
+    """From 16 columns ggml's tiled kernel takes Q6_K (its tiles of 8 and 16 columns and ragged ends);
+    below, the multi-column dot products in the tiled kernel's order: every width agrees with one column.
+    ``k``: qwen2.5-coder-1.5b's output head and its ``ffn_down``."""
+    with GgmlProduct(ProductShape("q6_K", k=k, rows=48)) as product:
+        widths = [1, 2, 15, 16, 17, 23, 24, 31, 32, 33, 48, 64, 100]
+        assert width_invariance(product, widths) == {m: 0 for m in widths}
+
+
 def test_the_product_is_the_product():
     """The kernels compute W @ x, so the bytes compared above mean something: against numpy on the
     float weights before quantization (loosely: quantization error, not the kernel, sets the bound)."""
@@ -57,17 +69,17 @@ def test_the_product_is_the_product():
 NEGATIVE_CONTROL = """
 import json
 from specdraft.backends.llama_cpp.ggml_products import GgmlProduct, ProductShape, width_invariance
-with GgmlProduct(ProductShape("q6_K", k=2048, rows=64)) as product:
-    print(json.dumps(width_invariance(product, [1, 4, 8, 16])))
+with GgmlProduct(ProductShape("q5_K", k=2048, rows=64)) as product:
+    print(json.dumps(width_invariance(product, [1, 8, 15, 16, 20])))
 """
 
 
-def test_negative_control_the_tiled_kernel_differs_from_eight_columns():
-    env = dict(os.environ, GGML_CPU_TILED_MM="1")
+def test_negative_control_the_tiled_kernel_on_every_type_differs_from_sixteen_columns():
+    env = dict(os.environ, GGML_CPU_TILED_MM_ALL_TYPES="1")
     run = subprocess.run(
         [sys.executable, "-c", NEGATIVE_CONTROL], env=env, capture_output=True, text=True, timeout=300, check=True
     )
     out = run.stdout
     differing = {int(k): v for k, v in json.loads(out.strip().splitlines()[-1]).items()}
-    assert differing[1] == differing[4] == 0
-    assert differing[8] > 0 and differing[16] > 0
+    assert differing[1] == differing[8] == differing[15] == 0
+    assert differing[16] > 0 and differing[20] > 0
