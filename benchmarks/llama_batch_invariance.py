@@ -69,7 +69,8 @@ def measure(
 def report(results: list[dict], meta: dict) -> str:
     widths = sorted(results[0]["pass_ms"])
     lines = [
-        f"# llama.cpp batch invariance and pass cost ({meta['llama_cpp']}, {meta['threads']} threads, GGML_CPU_TILED_MM={meta['tiled_mm']})\n"
+        f"# llama.cpp batch invariance and pass cost ({meta['llama_cpp']}, {meta['threads']} threads, "
+        f"GGML_CPU_TILED_MM={meta['tiled_mm']})\n"
     ]
     lines.append(
         markdown_table(

@@ -2,8 +2,8 @@
 build it replaced and beside stock llama-cpp-python, each in its own process, in one run.
 
     python benchmarks/llama_pass_cost.py --out docs/bench/llama-pass-cost
-    python benchmarks/llama_pass_cost.py --models qwen2.5-coder-0.5b --baseline-lib ~/.cache/specdraft/wheels/<old>/lib \
-        --stock-lib <an unpatched build's lib folder>
+    python benchmarks/llama_pass_cost.py --models qwen2.5-coder-0.5b \
+        --baseline-lib ~/.cache/specdraft/wheels/<old>/lib --stock-lib <an unpatched build's lib folder>
 
 Configurations (``--baseline-lib``, ``--stock-lib``: the ``llama_cpp/lib`` folder of another build of
 the same llama-cpp-python; without ``--baseline-lib`` "before" is skipped; without ``--stock-lib``
@@ -222,7 +222,8 @@ def report(results: list[dict], meta: dict) -> str:
 
     widths = sorted(results[0]["pass_ms"])
     lines = [
-        f"# llama.cpp pass cost and prefill ({meta['threads']} threads, pass after {meta['context']} tokens, prefill of {meta['prefill']})\n"
+        f"# llama.cpp pass cost and prefill ({meta['threads']} threads, pass after {meta['context']} tokens, "
+        f"prefill of {meta['prefill']})\n"
     ]
     lines.append(
         f"Builds: specdraft = the installed one; before = {meta['baseline_lib'] or '-'} (GGML_CPU_TILED_MM=0); "
@@ -239,7 +240,8 @@ def report(results: list[dict], meta: dict) -> str:
         )
     )
     lines.append(
-        f"\nPrefill of a {meta['prefill']}-token prompt (its last row's logits only), and the cost of one more token in the widest pass:\n"
+        f"\nPrefill of a {meta['prefill']}-token prompt (its last row's logits only), "
+        "and the cost of one more token in the widest pass:\n"
     )
     lines.append(
         markdown_table(
