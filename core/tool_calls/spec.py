@@ -111,7 +111,7 @@ class ToolChoice:
 
     @property
     def constrained(self) -> bool:
-        """Whether the reply is constrained to tool calls (``tool_call_constraint``)."""
+        """Whether the reply is constrained to tool calls (``ToolCallFormat.constraint``)."""
         return self.mode in ("required", "function")
 
     @classmethod
