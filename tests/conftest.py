@@ -71,3 +71,50 @@ def tiny_checkpoint(tmp_path_factory, tokenizer):
 @pytest.fixture(scope="session")
 def tiny_draft_model(tokenizer) -> TransformersModel:
     return make_tiny_model(tokenizer, seed=1, layers=1, hidden=32)
+
+
+@pytest.fixture(scope="session")
+def real_model():
+    """``real_model(name, backend="transformers")``: the registry model ``name`` on the CPU (transformers
+    float32, or llama.cpp's GGUF), loaded the first time a test asks for it and shared by every test of
+    the session (a model holds no per-generation state). For the tests about exactness or quality on
+    real weights; plumbing is tested on the tiny models above."""
+    from specdraft import ModelConfig, load_model
+
+    loaded: dict[tuple[str, str], object] = {}
+
+    def get(name: str, backend: str = "transformers"):
+        if (name, backend) not in loaded:
+            loaded[name, backend] = load_model(ModelConfig(name, device="cpu", backend=backend))
+        return loaded[name, backend]
+
+    return get
+
+
+@pytest.fixture(scope="session")
+def llama_server(tmp_path_factory):
+    """``llama_server(name)``: the service (``create_app``) serving the registry model ``name`` on
+    llama.cpp, live on loopback (waitress, ``live_server.LiveServer``), started the first time a test
+    asks for it and shared by the session's tests that drive a real model as clients do (LangChain's
+    standard suite, the openai SDK's tool calls, the structured-output demos). Answers are greedy
+    and lossless, so a shared server answers each request as a fresh one would."""
+    from contextlib import ExitStack
+
+    from live_server import LiveServer
+
+    from specdraft import ModelConfig
+    from specdraft.apps.service import ServiceConfig, create_app
+
+    servers: dict[str, LiveServer] = {}
+    with ExitStack() as running:
+
+        def get(name: str) -> LiveServer:
+            if name not in servers:
+                config = ServiceConfig(
+                    model=ModelConfig(name, device="cpu", backend="llama-cpp"),
+                    index_root=str(tmp_path_factory.mktemp("indexes")),
+                )
+                servers[name] = running.enter_context(LiveServer(create_app(config)))
+            return servers[name]
+
+        yield get

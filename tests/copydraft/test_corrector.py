@@ -2,7 +2,6 @@
 
 import pytest
 
-from specdraft import ModelConfig, TransformersModel
 from specdraft.copydraft import CorrectorConfig, Editor, GrammarCorrector
 from specdraft.copydraft.edits import apply
 
@@ -44,13 +43,13 @@ def test_empty_and_oversized_text_are_rejected(tiny_model):
 
 
 @pytest.fixture(scope="module", params=["smollm2-135m", "qwen2.5-coder-0.5b"])
-def real_model(request):
-    return TransformersModel.load(ModelConfig(request.param, device="cpu"))
+def model(request, real_model):
+    return real_model(request.param)
 
 
 @pytest.mark.slow
-def test_real_models_correct_losslessly_and_draft_from_the_input(real_model):
-    corrector = GrammarCorrector(real_model)
+def test_real_models_correct_losslessly_and_draft_from_the_input(model):
+    corrector = GrammarCorrector(model)
     accepted = 0
     for text in SENTENCES + PARAGRAPHS:
         fast, plain = assert_lossless(corrector, text)
@@ -60,9 +59,9 @@ def test_real_models_correct_losslessly_and_draft_from_the_input(real_model):
 
 
 @pytest.mark.slow
-def test_edit_drafts_from_the_source(real_model):
+def test_edit_drafts_from_the_source(model):
     source = "def add(a, b):\n    return a - b\n"
-    editor = Editor(real_model)
+    editor = Editor(model)
     fast = editor.edit("Fix the bug in this function. Reply with the code only.", source)
     plain = editor.edit("Fix the bug in this function. Reply with the code only.", source, speculate=False)
     assert fast.token_ids == plain.token_ids

@@ -168,12 +168,10 @@ def test_negative_logprobs_are_rejected():
 
 @pytest.mark.slow
 @pytest.mark.parametrize("backend", ["transformers", "llama-cpp"])
-def test_real_model_logprobs_change_no_token(backend):
+def test_real_model_logprobs_change_no_token(backend, real_model):
     """smollm2-135m on both backends (llama.cpp hands numpy logits over): prompt lookup with and
     without logprobs gives the same tokens; under greedy decoding each token is its row's likeliest."""
-    from specdraft import ModelConfig, load_model
-
-    model = load_model(ModelConfig("smollm2-135m", device="cpu", backend=backend))
+    model = real_model("smollm2-135m", backend)
     prompt_ids = model.encode_chat(
         [{"role": "user", "content": "Correct the grammar: She go to school every days and she like it."}]
     )

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from specdraft import GenerationConfig, ModelConfig, SpeculativeGenerator, TransformersModel
+from specdraft import GenerationConfig, SpeculativeGenerator
 from specdraft.drafters import PromptLookupDrafter
 from specdraft.prefix_cache import configure_prefix_cache
 
@@ -22,13 +22,8 @@ TURN1 = [
 
 
 @pytest.fixture(scope="module", params=["transformers", "llama-cpp"])
-def model(request):
-    if request.param == "transformers":
-        loaded = TransformersModel.load(ModelConfig("smollm2-135m", device="cpu"))
-    else:
-        from specdraft.backends.llama_cpp import LlamaCppModel
-
-        loaded = LlamaCppModel.load("smollm2-135m")
+def model(request, real_model):
+    loaded = real_model("smollm2-135m", request.param)
     configure_prefix_cache(loaded)
     return loaded
 

@@ -4,7 +4,7 @@ import pytest
 import torch
 from oracle import OracleDrafter
 
-from specdraft import GenerationConfig, ModelConfig, SpeculationConfig, SpeculativeGenerator, TransformersModel
+from specdraft import GenerationConfig, SpeculationConfig, SpeculativeGenerator
 from specdraft.drafters import PromptLookupDrafter
 
 pytestmark = pytest.mark.slow
@@ -18,8 +18,8 @@ N_NEW = 48
 
 
 @pytest.fixture(scope="module")
-def smollm2():
-    return TransformersModel.load(ModelConfig("smollm2-135m", device="cpu"))
+def smollm2(real_model):
+    return real_model("smollm2-135m")
 
 
 @pytest.fixture(scope="module")

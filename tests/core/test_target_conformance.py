@@ -4,10 +4,11 @@ Backends: transformers (a tiny random float64 model: no weights needed), llama.c
 smollm2-135m GGUF: marked slow), a choice-only target (``ChoicesOnlyModel``: the tiny model
 behind a target that returns only its chosen token per row, as a serving engine does), and the
 remote target (``specdraft.edge.RemoteModel``: the tiny model served by ``serve --edge`` on a real
-loopback server), the fast path (``specdraft.backends.fast_path.FastPathModel``: static caches and width-bucketed
-passes on the tiny model, eager on the CPU), and the engine target (``specdraft.backends.engine.EngineModel`` over a loopback
-server speaking vLLM's request dialect on the tiny model, ``tests/backends/engine/vllm_dialect.py``;
-greedy only, so the sampling checks skip it). Another target joins by adding a fixture param.
+loopback server), the fast path (``specdraft.backends.fast_path.FastPathModel``: static caches and
+width-bucketed passes on the tiny model, eager on the CPU), and the engine target
+(``specdraft.backends.engine.EngineModel`` over a loopback server speaking vLLM's request dialect on
+the tiny model, ``tests/backends/engine/vllm_dialect.py``; greedy only, so the sampling checks skip
+it). Another target joins by adding a fixture param.
 
 - losslessness: speculative greedy output == the same backend's plain greedy output, token for
   token, with drafters that are always right, always wrong, partly right and trees; seeded
@@ -96,9 +97,7 @@ def backend(request, tokenizer, tmp_path_factory):
     elif request.param == "engine":
         yield from engine_backend(tokenizer)
     else:
-        from specdraft import LlamaCppModel
-
-        yield LlamaCppModel.load("smollm2-135m"), 0.0  # exact: see LlamaCppModel.exact
+        yield request.getfixturevalue("real_model")("smollm2-135m", "llama-cpp"), 0.0  # exact: see LlamaCppModel.exact
 
 
 def remote_backend(tokenizer, tmp_path_factory):
@@ -284,7 +283,6 @@ def test_sampled_drafts_with_distributions_stay_lossless_on_every_target(backend
     """A draft model's sampled drafts carry distributions: rejection sampling where the target
     returns logits, sample-and-compare where it returns only choices. Greedy output is exact
     either way; seeded sampling repeats."""
-    from specdraft import SamplingParams
     from specdraft.drafters import DraftModelConfig, DraftModelDrafter
     from specdraft.sampling import PositionalRandom
 

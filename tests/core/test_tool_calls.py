@@ -421,12 +421,8 @@ def test_the_grammars_check():
 
 # --- the grammar on the real vocabulary (both backends) ----------------------------------------------
 @pytest.fixture(scope="module", params=["transformers", "llama-cpp"])
-def qwen(request):
-    from specdraft import LlamaCppModel, ModelConfig, TransformersModel
-
-    if request.param == "transformers":
-        return TransformersModel.load(ModelConfig("qwen2.5-coder-0.5b", device="cpu"))
-    return LlamaCppModel.load("qwen2.5-coder-0.5b")
+def qwen(request, real_model):
+    return real_model("qwen2.5-coder-0.5b", request.param)
 
 
 def accepted(model, constraint, text):

@@ -10,7 +10,6 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from live_server import LiveServer
 
 DEMOS = Path(__file__).resolve().parents[2] / "demos"
 MODEL = "qwen2.5-coder-0.5b"
@@ -32,15 +31,8 @@ def test_the_demo_says_how_to_run_it_against_start_sh(name):
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    from specdraft import ModelConfig
-    from specdraft.apps.service import ServiceConfig, create_app
-
-    config = ServiceConfig(
-        model=ModelConfig(MODEL, device="cpu", backend="llama-cpp"), index_root=str(tmp_path_factory.mktemp("indexes"))
-    )
-    with LiveServer(create_app(config)) as live:
-        yield live
+def server(llama_server):
+    return llama_server(MODEL)
 
 
 def post(server, body):

@@ -6,7 +6,7 @@ import pytest
 import torch
 from oracle import Recording
 
-from specdraft import GenerationConfig, ModelConfig, SpeculationConfig, SpeculativeGenerator, TransformersModel
+from specdraft import GenerationConfig, SpeculationConfig, SpeculativeGenerator, TransformersModel
 from specdraft.apps.service.demo import EXAMPLE_DOCUMENTS
 from specdraft.retrieval import DocumentIndex
 from specdraft.retrieval.datastore import Datastore, DatastoreDraftConfig
@@ -49,8 +49,8 @@ def passages_datastore(model: TransformersModel) -> Datastore:
 
 
 @pytest.fixture(scope="module", params=["smollm2-135m", "qwen2.5-coder-0.5b"])
-def model(request):
-    return TransformersModel.load(ModelConfig(request.param, device="cpu"))
+def model(request, real_model):
+    return real_model(request.param)
 
 
 @pytest.fixture(scope="module")
@@ -59,9 +59,9 @@ def datastore(model):
 
 
 @pytest.fixture(scope="module")
-def smollm2():
+def smollm2(real_model):
     """The small model alone, for the tests that run many generations."""
-    return TransformersModel.load(ModelConfig("smollm2-135m", device="cpu"))
+    return real_model("smollm2-135m")
 
 
 @pytest.fixture(scope="module")

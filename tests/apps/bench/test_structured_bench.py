@@ -235,10 +235,8 @@ def test_cli_runs_the_structured_bench_with_its_arguments(monkeypatch, tmp_path)
 @pytest.mark.parametrize(
     "backend", ["llama-cpp"]
 )  # transformers exactness under constraints: tests/constrained/test_constrained_real.py (suite time)
-def test_real_suite_is_identical_to_plain_constrained_decoding(backend, tmp_path):
-    from specdraft import ModelConfig, load_model
-
-    target = load_model(ModelConfig("qwen2.5-coder-0.5b", device="cpu", backend=backend))
+def test_real_suite_is_identical_to_plain_constrained_decoding(backend, tmp_path, real_model):
+    target = real_model("qwen2.5-coder-0.5b", backend)
     result = run_structured_bench(target, StructuredBenchConfig(limit=1, max_new_tokens=40), progress=lambda _: None)
     methods = list(METHODS) + ([PEER] if backend == "llama-cpp" else [])
     assert [row["method"] for row in result.summaries if row["task"] == ALL] == methods

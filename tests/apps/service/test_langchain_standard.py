@@ -21,10 +21,6 @@ import os
 import pytest
 from langchain_openai import ChatOpenAI
 from langchain_tests.integration_tests import ChatModelIntegrationTests
-from live_server import LiveServer
-
-from specdraft import ModelConfig
-from specdraft.apps.service import ServiceConfig, create_app
 
 pytestmark = [
     pytest.mark.slow,
@@ -77,14 +73,10 @@ class TestSpecdraftChatOpenAI(ChatModelIntegrationTests):
     base_url: str = ""  # set by ``server`` for the class
 
     @pytest.fixture(scope="class", autouse=True)
-    def server(self, request, tmp_path_factory):
-        config = ServiceConfig(
-            model=ModelConfig(MODEL, device="cpu", backend="llama-cpp"),
-            index_root=str(tmp_path_factory.mktemp("indexes")),
-        )
-        with LiveServer(create_app(config)) as live:
-            request.cls.base_url = live.url + "/v1"
-            yield live
+    def server(self, request, llama_server):
+        live = llama_server(MODEL)  # the session's server of MODEL (shared with the other clients' tests)
+        request.cls.base_url = live.url + "/v1"
+        return live
 
     @property
     def chat_model_class(self) -> type[ChatOpenAI]:

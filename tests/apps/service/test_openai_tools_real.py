@@ -1,7 +1,7 @@
 """Tool calls and structured outputs on a real model (qwen2.5-coder-0.5b on llama.cpp, greedy),
 through the ``openai`` SDK against a live server: the chat template's tools section and ``<tool_call>``
 blocks, read back in auto mode and constrained in required mode, streamed and not; a pydantic model's
-schema through ``client.chat.completions.parse``. Slow (the model loads once for the module); the
+schema through ``client.chat.completions.parse``. Slow (the server is the session's ``llama_server``); the
 answers are short."""
 
 from __future__ import annotations
@@ -9,12 +9,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from live_server import LiveServer
 from openai import OpenAI
 from pydantic import BaseModel
-
-from specdraft import ModelConfig
-from specdraft.apps.service import ServiceConfig, create_app
 
 pytestmark = pytest.mark.slow
 
@@ -48,16 +44,13 @@ class Person(BaseModel):
 
 
 @pytest.fixture(scope="module")
-def app(tmp_path_factory):
-    return create_app(
-        ServiceConfig(model=ModelConfig(MODEL, backend="llama-cpp"), index_root=str(tmp_path_factory.mktemp("indexes")))
-    )
+def app(llama_server):
+    return llama_server(MODEL).app  # the session's live server of MODEL
 
 
 @pytest.fixture(scope="module")
-def client(app):
-    with LiveServer(app) as live:
-        yield OpenAI(base_url=live.url + "/v1", api_key="x", max_retries=0, timeout=300)
+def client(llama_server):
+    return OpenAI(base_url=llama_server(MODEL).url + "/v1", api_key="x", max_retries=0, timeout=300)
 
 
 def streamed(chunks) -> tuple[str, list[tuple[str, str]], list[str]]:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import pytest
 
-from specdraft import LlamaCppModel, ModelConfig, TransformersModel
 from specdraft.retrieval.iterative import INSTRUCTION, Collection
 from specdraft.retrieval.iterative.prompt import _MARK, build_layout
 
@@ -28,8 +27,8 @@ COLLECTION = Collection.from_texts(
 
 
 @pytest.fixture(scope="module", params=["qwen2.5-coder-0.5b", "smollm2-135m"])
-def backends(request):
-    return TransformersModel.load(ModelConfig(request.param, device="cpu")), LlamaCppModel.load(request.param)
+def backends(request, real_model):
+    return real_model(request.param), real_model(request.param, "llama-cpp")
 
 
 def test_the_prompt_is_the_same_on_transformers_and_llama_cpp(backends):

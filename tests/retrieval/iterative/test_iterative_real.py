@@ -8,7 +8,7 @@ import re
 import pytest
 from iterative_fixtures import Disagreeing
 
-from specdraft import GenerationConfig, ModelConfig, load_model
+from specdraft import GenerationConfig
 from specdraft.apps.service.demo import EXAMPLE_DOCUMENTS
 from specdraft.retrieval import Embedder
 from specdraft.retrieval.iterative import (
@@ -30,9 +30,9 @@ SYNC = SpeculativeRetrievalConfig(async_verify=False, max_strides=3)
 
 
 @pytest.fixture(scope="module", params=["transformers", "llama-cpp"])
-def smollm2(request):
+def smollm2(request, real_model):
     """The decoder's exact rollback (same passes, same shapes) must hold on both backends' sessions."""
-    return load_model(ModelConfig("smollm2-135m", device="cpu", backend=request.param))
+    return real_model("smollm2-135m", request.param)
 
 
 @pytest.fixture(scope="module")
