@@ -4,5 +4,5 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 bash scripts/setup.sh
-bash scripts/setup_vllm.sh  # vLLM's CPU build in its own virtualenv, for tests/backends/engine/test_engine_vllm.py (not start.sh's)
+bash scripts/setup_vllm.sh  # vLLM's CPU build in its own virtualenv, for tests/core/backends/engine/test_engine_vllm.py (not start.sh's)
 exec .venv/bin/python -m pytest "$@"

@@ -24,7 +24,7 @@ import pytest
 import torch
 
 TESTS = Path(__file__).resolve().parent
-HELPER_FOLDERS = ("", "apps/service", "edge", "backends/engine")
+HELPER_FOLDERS = ("", "apps/service", "edge", "core/backends/engine")
 sys.path[:0] = [str(TESTS / folder) for folder in HELPER_FOLDERS]
 
 from tiny_models import make_tiny_model, make_tokenizer  # noqa: E402

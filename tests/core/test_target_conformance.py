@@ -7,7 +7,7 @@ remote target (``specdraft.edge.RemoteModel``: the tiny model served by ``serve 
 loopback server), the fast path (``specdraft.backends.fast_path.FastPathModel``: static caches and
 width-bucketed passes on the tiny model, eager on the CPU), and the engine target
 (``specdraft.backends.engine.EngineModel`` over a loopback server speaking vLLM's request dialect on
-the tiny model, ``tests/backends/engine/vllm_dialect.py``; greedy only, so the sampling checks skip
+the tiny model, ``tests/core/backends/engine/vllm_dialect.py``; greedy only, so the sampling checks skip
 it). Another target joins by adding a fixture param.
 
 - losslessness: speculative greedy output == the same backend's plain greedy output, token for

@@ -1,7 +1,7 @@
 """The llama.cpp patches of ``scripts/patches`` apply, in ``scripts/setup.sh``'s order, to the pinned
 source distribution (the one setup.sh keeps in specdraft's cache, downloaded there if missing),
 each cleanly: no fuzz, no offset, no rejected hunk. The behaviour they buy is tested on the
-installed build (tests/backends/llama_cpp: test_kernels.py, test_exactness.py)."""
+installed build (tests/core/backends/llama_cpp: test_kernels.py, test_exactness.py)."""
 
 from __future__ import annotations
 

@@ -234,7 +234,7 @@ def test_cli_runs_the_structured_bench_with_its_arguments(monkeypatch, tmp_path)
 @pytest.mark.slow
 @pytest.mark.parametrize(
     "backend", ["llama-cpp"]
-)  # transformers exactness under constraints: tests/constrained/test_constrained_real.py (suite time)
+)  # transformers exactness under constraints: tests/core/constrained/test_constrained_real.py (suite time)
 def test_real_suite_is_identical_to_plain_constrained_decoding(backend, tmp_path, real_model):
     target = real_model("qwen2.5-coder-0.5b", backend)
     result = run_structured_bench(target, StructuredBenchConfig(limit=1, max_new_tokens=40), progress=lambda _: None)

@@ -2,7 +2,7 @@
 the served model's own, sampling is a 400 naming temperature, an engine that stops answering is a 502.
 
 The engine is the loopback server speaking vLLM's dialect on the tiny model
-(``tests/backends/engine/vllm_dialect.py``); the real-engine tests are in ``tests/backends/engine``.
+(``tests/core/backends/engine/vllm_dialect.py``); the real-engine tests are in ``tests/core/backends/engine``.
 """
 
 from __future__ import annotations
