@@ -102,6 +102,12 @@ class Model(Protocol):
     @property
     def has_chat_template(self) -> bool: ...
 
+    @property
+    def chat_template(self) -> str | None:
+        """The model's Jinja chat template (None without one): what ``specdraft.tool_calls`` reads the
+        model's tool-call format from."""
+        ...
+
     def encode(self, text: str) -> list[int]:
         """``text`` as a prompt: token ids with the model's special tokens (BOS where it has one)."""
         ...

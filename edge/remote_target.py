@@ -80,6 +80,10 @@ class RemoteModel(ServedText):
     def has_chat_template(self) -> bool:
         return bool(self.info["has_chat_template"]) and bool(self.local.has_chat_template)
 
+    @property
+    def chat_template(self) -> str | None:
+        return self.local.chat_template if self.has_chat_template else None
+
     def new_target(self, chooser: TokenChooser = TokenChooser()) -> "RemoteTarget":
         return RemoteTarget(self.connection, chooser, self.info, self.tokenizer.fingerprint(), self.cost)
 

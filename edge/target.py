@@ -77,6 +77,10 @@ class EdgeModel(ServedText):
     def has_chat_template(self) -> bool:
         return bool(self.local.has_chat_template)
 
+    @property
+    def chat_template(self) -> str | None:
+        return self.local.chat_template
+
     def open(self, generation: GenerationConfig, stats: EdgeStats) -> "EdgeTarget":
         """The target of one generation with ``generation``'s settings (its ``seed`` set: the server's
         draws and the local model's share it), measured in ``stats``."""

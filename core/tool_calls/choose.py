@@ -11,12 +11,15 @@ build their call grammar and read their replies with it.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from .format import ToolCallFormat
 from .hermes import HERMES
 from .llama3 import LLAMA3
 from .mistral import MISTRAL
+
+if TYPE_CHECKING:
+    from ..model import Model
 
 FORMATS: tuple[ToolCallFormat, ...] = (HERMES, LLAMA3, MISTRAL)
 DEFAULT = HERMES
@@ -39,9 +42,6 @@ def format_by_name(name: str) -> ToolCallFormat:
     raise ValueError(f"no tool-call format {name!r}; the formats are {', '.join(f.name for f in FORMATS)}")
 
 
-def format_for_model(model: Any) -> ToolCallFormat:
-    """The format of ``model``'s chat template (``format_for_template``). A model that exposes no
-    ``chat_template`` text gets the default."""
-    # LlamaCppModel (core/backends/llama_cpp, not edited here) does not expose chat_template yet; once
-    # every backend does, it belongs on the Model protocol and this becomes model.chat_template.
-    return format_for_template(getattr(model, "chat_template", None))
+def format_for_model(model: "Model") -> ToolCallFormat:
+    """The format of ``model``'s chat template (``format_for_template``); without one, the default."""
+    return format_for_template(model.chat_template)

@@ -120,6 +120,10 @@ class EngineModel(ServedText):
     def has_chat_template(self) -> bool:
         return self.local.has_chat_template
 
+    @property
+    def chat_template(self) -> str | None:
+        return self.local.chat_template  # the same checkpoint's template, read locally
+
     def new_target(self, chooser: TokenChooser = TokenChooser()) -> "EngineTarget":
         if not chooser.params.greedy:
             raise SamplingUnavailableError(

@@ -175,6 +175,11 @@ class LlamaCppModel:
     def has_chat_template(self) -> bool:
         return self._chat_template is not None
 
+    @property
+    def chat_template(self) -> str | None:
+        """The GGUF file's chat template (``tokenizer.chat_template``; None without one)."""
+        return self._chat_template
+
     # --- text ---------------------------------------------------------------------------------
     def encode(self, text: str) -> list[int]:
         return self.tokenizer.encode(text, add_special_tokens=True)

@@ -17,6 +17,7 @@ import copy
 import json
 import re
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from chat_checkpoint import CHAT_TEMPLATE
@@ -131,7 +132,7 @@ def test_the_registry_names_each_family_once():
 def test_a_model_gives_its_template_s_format(vocabulary_model):
     model = vocabulary_model
     assert model.chat_template == MISTRAL_TEMPLATE and format_for_model(model) is MISTRAL
-    assert format_for_model(object()) is HERMES  # a model that exposes no template: the default
+    assert format_for_model(SimpleNamespace(chat_template=None)) is HERMES  # a model without a template: the default
 
 
 # --- each family's reader, on the text its template renders -------------------------------------------
