@@ -9,7 +9,7 @@ it: ``probe`` runs a short sequence both ways on the loaded model and compares w
 ``np.array_equal``, and ``LlamaCppModel.exact`` reports the answer (``Stats.exact`` in every result).
 
 ``compare`` is the same check at any context length and pass widths; the tests run it over widths
-1-48 at contexts crossing 256/512/768 KV cells on every embedded GGUF (``tests/backends/llama_cpp``).
+1-48 at contexts crossing 256/512/768 KV cells on every embedded GGUF (``tests/core/backends/llama_cpp``).
 """
 
 from __future__ import annotations

@@ -156,7 +156,7 @@ class LlamaCppModel:
         ``scripts/setup.sh`` makes (tinyBLAS for one-row float products, the Q4_K gemv rounding as
         its gemm, multi-column K-quant dot products, the tiled kernel for Q6_K only and in the same order)
         and flash attention off (every context), with or without repacking (checked on every
-        embedded model by tests/backends/llama_cpp)."""
+        embedded model by tests/core/backends/llama_cpp)."""
         return self.exactness.exact
 
     @property
