@@ -3,7 +3,8 @@
 ``create_app(config, pool)`` builds the app; the target model is loaded from ``pool`` on the first
 request that needs it, once, and shared by every request; KV caches and drafters never are.
 Areas: ``health`` (``GET /healthz``, ``GET /v1/models``), ``completions`` (OpenAI-compatible
-``POST /v1/completions`` and ``POST /v1/chat/completions``), ``grammar`` (``POST
+``POST /v1/completions`` and ``POST /v1/chat/completions``), ``responses_api`` (OpenAI's Responses API,
+``POST /v1/responses``), ``grammar`` (``POST
 /v1/grammar/correct``), ``rag`` (``POST /v1/rag/documents``, ``POST /v1/rag/query``, ``GET
 /v1/rag/indexes``), ``metrics`` (``GET /metrics``, Prometheus), ``openapi``
 (``GET /openapi.json``, the OpenAPI 3.1 document of every route) and ``demo`` (``GET /demo/grammar`` and ``GET
@@ -17,7 +18,7 @@ from flask import Flask
 from specdraft.apps.model_pool import ModelPool
 from specdraft.retrieval.embedder import TextEmbedder
 
-from . import completions, demo, grammar, health, metrics, openapi, rag
+from . import completions, demo, grammar, health, metrics, openapi, rag, responses_api
 from .access import AccessPolicy, install_access_control
 from .api_keys import KeyRing
 from .config import ServiceConfig
@@ -54,6 +55,7 @@ def create_app(
     service_metrics.set_load_readers(queued=lambda: gate.waiting, in_flight=lambda: gate.running)
     app.register_blueprint(health.bp)
     app.register_blueprint(completions.bp)
+    app.register_blueprint(responses_api.bp)
     app.register_blueprint(grammar.bp)
     app.register_blueprint(rag.bp)
     app.register_blueprint(demo.bp)

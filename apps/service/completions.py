@@ -81,6 +81,26 @@ def _complete(fmt: Format) -> Response:
     """The shared path: everything that can be rejected is checked before generation starts."""
     state = current_state()
     req = parse_completion_request(parse_json_body(request.get_data()), fmt.chat, state.config)
+    run = start(state, req, fmt)
+    guard = current_guard()
+    if req.stream:
+        return sse.response(run.reply.chunks(run.streams, guard), guard)
+    return jsonify(run.reply.whole(results(run.streams, guard), guard))
+
+
+@dataclass(frozen=True)
+class Run:
+    """A request under way: its answer's writer (``reply.whole``, ``reply.chunks``) and its choices'
+    streams, the first one built (``start``)."""
+
+    reply: _Reply
+    streams: Iterator[tuple[int, GenerationStream]]
+
+
+def start(state: ServiceState, req: CompletionRequest, fmt: Format) -> Run:
+    """Start ``req`` as ``fmt`` spells it: its prompts encoded and checked against the context, its
+    output planned, its first choice's stream built (so what the server cannot do is a
+    ``RequestError`` now, before any answer). Also the Responses API's way in (``responses_api``)."""
     model = state.target()
     plan = plan_output(req.response_format, req.tools, model.tokenizer, tool_format=format_for_model(model))
     prompts = _prompts(model, req, state.config.model_name, fmt.prompt_param, plan)
@@ -102,11 +122,7 @@ def _complete(fmt: Format) -> Response:
     )
     streams = (_start(state, model, req, choice, prediction_ids, reply.drafter) for choice in choices)
     first = next(streams)  # now: a drafter or logprobs the server cannot give is a 400 before the answer starts
-    all_streams = chain([first], streams)  # the others are built in turn, as each choice's turn comes
-    guard = current_guard()
-    if req.stream:
-        return sse.response(reply.chunks(all_streams, guard), guard)
-    return jsonify(reply.whole(_results(all_streams, guard), guard))
+    return Run(reply, chain([first], streams))  # the others are built in turn, as each choice's turn comes
 
 
 @dataclass(frozen=True)
@@ -153,9 +169,7 @@ def _constrained_by(req: CompletionRequest) -> str:
     )
 
 
-def _results(
-    streams: Iterable[tuple[int, GenerationStream]], guard: RequestGuard
-) -> list[tuple[int, GenerationResult]]:
+def results(streams: Iterable[tuple[int, GenerationStream]], guard: RequestGuard) -> list[tuple[int, GenerationResult]]:
     """Each choice's result, in turn (the one place a non-streamed answer is drained). A time limit
     or a client gone ends the choice under way and starts no other."""
     results = []

@@ -96,6 +96,8 @@ class ServiceConfig:
     edge: bool = False
     edge_config: EdgeConfig = EdgeConfig()
     batch_verify: VerifyBatchConfig | None = None
+    # responses kept for a later request's previous_response_id (POST /v1/responses; the least recently used go)
+    max_stored_responses: int = 1000
 
     def __post_init__(self) -> None:
         if isinstance(self.model, str):  # a name alone: the default config for it
@@ -112,6 +114,8 @@ class ServiceConfig:
             )
         if self.max_request_bytes < 1:
             raise ValueError(f"max_request_bytes must be >= 1, got {self.max_request_bytes}")
+        if self.max_stored_responses < 0:
+            raise ValueError(f"max_stored_responses must be >= 0, got {self.max_stored_responses}")
         if self.max_grammar_chars < 1:
             raise ValueError(f"max_grammar_chars must be >= 1, got {self.max_grammar_chars}")
         try:

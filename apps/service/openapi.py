@@ -22,9 +22,10 @@ from flask import Blueprint, Response, current_app, jsonify
 from pydantic import BaseModel
 
 from .config import ServiceConfig
-from .protocol import responses
+from .protocol import openai_responses, responses
 from .protocol.completions import ChatCompletionBody, TextCompletionBody
 from .protocol.grammar import GrammarBody
+from .protocol.openai_responses_request import ResponsesBody
 from .protocol.rag import DocumentsBody, QueryBody
 from .protocol.schema import Schema, json_schema
 from .state import current_state
@@ -66,6 +67,7 @@ CONVENTIONS = (
 REQUESTS: dict[str, type[BaseModel]] = {
     "CompletionRequest": TextCompletionBody,
     "ChatCompletionRequest": ChatCompletionBody,
+    "ResponsesRequest": ResponsesBody,
     "GrammarRequest": GrammarBody,
     "DocumentsRequest": DocumentsBody,
     "QueryRequest": QueryBody,
@@ -73,6 +75,7 @@ REQUESTS: dict[str, type[BaseModel]] = {
 ANSWERS: dict[str, type[BaseModel]] = {
     "Completion": responses.Completion,
     "ChatCompletion": responses.ChatCompletion,
+    "Response": openai_responses.ResponseObject,
     "Grammar": responses.Grammar,
     "DocumentsAdded": responses.DocumentsAdded,
     "Answer": responses.QueryAnswer,
@@ -84,6 +87,7 @@ ANSWERS: dict[str, type[BaseModel]] = {
 EVENTS: dict[str, type[BaseModel]] = {  # the payload of each event of a stream
     "CompletionEvent": responses.CompletionEvent,
     "ChatCompletionEvent": responses.ChatCompletionEvent,
+    "ResponseEvent": openai_responses.StreamEvent,
     "AnswerEvent": responses.AnswerEvent,
 }
 
@@ -114,6 +118,15 @@ def document(config: ServiceConfig) -> dict[str, Any]:
                 "OpenAI-compatible chat completion",
                 "ChatCompletionRequest",
                 _json("ChatCompletion", stream=True),
+                GENERATING,
+            )
+        },
+        "/v1/responses": {
+            "post": _post(
+                "responses",
+                "OpenAI's Responses API (run as a chat completion)",
+                "ResponsesRequest",
+                _json("Response", stream=True),
                 GENERATING,
             )
         },

@@ -22,18 +22,20 @@ DONE_EVENT = "data: [DONE]\n\n"
 HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}  # no proxy holds the events back
 
 
-def event(payload: dict[str, Any]) -> str:
-    """One ``data:`` event carrying ``payload`` as JSON."""
-    return f"data: {json.dumps(payload)}\n\n"
+def event(payload: dict[str, Any], named: bool = False) -> str:
+    """One ``data:`` event carrying ``payload`` as JSON (``named``: after an ``event:`` line naming the
+    payload's ``type``, as the Responses API's events are sent)."""
+    name = f"event: {payload['type']}\n" if named and "type" in payload else ""
+    return f"{name}data: {json.dumps(payload)}\n\n"
 
 
-def response(payloads: Iterable[dict[str, Any]], guard: RequestGuard | None = None) -> Response:
-    """``payloads`` as a ``text/event-stream`` response (module docstring)."""
+def response(payloads: Iterable[dict[str, Any]], guard: RequestGuard | None = None, named: bool = False) -> Response:
+    """``payloads`` as a ``text/event-stream`` response (module docstring; ``named``: see ``event``)."""
 
     def events() -> Iterator[str]:
         try:
             for payload in payloads:
-                yield event(payload)
+                yield event(payload, named)
         except Exception as error:  # the app's answer to it, as the stream's last event
             yield event(current_app.make_response(current_app.handle_user_exception(error)).get_json())
             return

@@ -26,8 +26,10 @@ from specdraft.apps.service import ServiceConfig, openapi
 from specdraft.apps.service.protocol.completions import MAX_CHOICES, MAX_SEED, MAX_STOP_STRINGS, MAX_TEMPERATURE
 from specdraft.apps.service.protocol.errors import RequestError
 from specdraft.apps.service.protocol.grammar import parse_grammar_request
+from specdraft.apps.service.protocol.openai_responses_request import ResponsesBody, to_chat
 from specdraft.apps.service.protocol.rag import MAX_QUESTION_CHARS, parse_documents_request, parse_query_request
 from specdraft.apps.service.protocol.types import NOT_BLANK
+from specdraft.apps.service.responses_api import parse_responses_request
 from specdraft.apps.service.validation import parse_completion_request
 from specdraft.retrieval.chunker import validate_documents
 
@@ -48,6 +50,7 @@ VALIDATORS: dict[str, tuple[str, Callable[[Any, ServiceConfig], Any]]] = {
         "ChatCompletionRequest",
         lambda body, config: parse_completion_request(body, True, config),
     ),
+    "/v1/responses": ("ResponsesRequest", parse_responses_request),
     "/v1/grammar/correct": ("GrammarRequest", parse_grammar_request),
     "/v1/rag/documents": ("DocumentsRequest", _documents),
     "/v1/rag/query": ("QueryRequest", parse_query_request),
@@ -248,6 +251,30 @@ FULL_BODIES = {  # fields set so that every branch of a validator reads its fiel
             "json_schema": {"name": "answer", "description": "d", "strict": True, "schema": {"type": "object"}},
         },
     },
+    "/v1/responses": {
+        "model": SERVED,
+        "input": [
+            {"role": "developer", "content": "Be brief."},
+            {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "hi"}]},
+            {"type": "function_call", "call_id": "c1", "name": "get_weather", "arguments": "{}"},
+            {"type": "function_call_output", "call_id": "c1", "output": "sunny"},
+        ],
+        "instructions": "Be brief.",
+        "tools": [{"type": "function", **TOOL["function"]}],
+        "tool_choice": "none",
+        "parallel_tool_calls": False,
+        "text": {"format": {"type": "json_schema", "name": "answer", "schema": {"type": "object"}, "strict": True}},
+        "max_output_tokens": 2,
+        "temperature": 0.5,
+        "top_p": 0.9,
+        "top_k": 5,
+        "seed": 1,
+        "stream": True,
+        "store": False,
+        "drafter": "none",
+        "background": False,
+        "conversation": None,
+    },
     "/v1/grammar/correct": {"text": "a text", "model": SERVED, "speculate": False, "compare": True},
     "/v1/rag/documents": {"index": "notes", "documents": [{"id": "a", "text": "b", "metadata": {"k": {"nested": 1}}}]},
     "/v1/rag/query": {
@@ -370,6 +397,11 @@ def follows_the_rules_across_fields(path: str, body: dict) -> bool:
         return not (given & (NOT_ITERATIVE if iterative else ITERATIVE_ONLY))
     if path == "/v1/chat/completions" and not follows_the_tool_rules(body):
         return False
+    if path == "/v1/responses":  # the tool rules of the chat request it becomes
+        try:
+            return follows_the_tool_rules(to_chat(ResponsesBody.parse(body, CONFIG)).body)
+        except RequestError:
+            return True  # refused for its shape: the check that follows fails, as it should
     if path in ("/v1/completions", "/v1/chat/completions"):
         limits = {body.get("max_tokens"), body.get("max_completion_tokens")} - {None}
         prompt = body.get("prompt")

@@ -1,0 +1,121 @@
+"""``POST /v1/responses``: OpenAI's Responses API, on the chat completion's request and answer code.
+
+A request is validated as a ``ResponsesBody`` and translated into the chat completion body it
+means (``protocol.openai_responses_request.to_chat``, after the conversation of its
+``previous_response_id``), which runs as every chat request runs: ``validation``'s checks, then
+``completions.start`` (the chat template, the output plan for tools and ``text.format``, the drafter,
+the generation stream). A 400 of that path names the Responses API's field
+(``ChatTranslation.rename``). The answer is the chat answer rewritten (``responses_answer``): one
+response object, or with ``"stream": true`` the Responses API's events (``data: {json}`` events,
+each also named by an ``event:`` line, ending with ``data: [DONE]``). So a response's text is,
+token for token, the chat completion's for the same conversation, and both are the target's own.
+
+Stored responses (``ResponseStore``): every response whose request did not send ``store: false``
+is kept in this process, its conversation (input and output, without ``instructions``) under its
+id, so that a later request's ``previous_response_id`` continues it. The store keeps the
+``ServiceConfig.max_stored_responses`` most recently used; an id that is not (or no longer) kept is
+a 400 naming ``previous_response_id`` (code ``previous_response_not_found``). A response is stored
+once it is complete (a streamed one, with its last event).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from typing import Any
+
+from flask import Blueprint, Response, current_app, jsonify, request
+
+from . import completions, sse
+from .answer_format import CHAT
+from .config import ServiceConfig
+from .limits import current_guard, generating
+from .protocol.errors import RequestError, parse_json_body
+from .protocol.openai_responses_request import ChatTranslation, ResponsesBody, to_chat
+from .responses_answer import ResponseWriter, assistant_message
+from .state import current_state
+from .validation import CompletionRequest, parse_completion_request
+
+bp = Blueprint("responses", __name__, url_prefix="/v1")
+STORE = "specdraft.responses"
+Conversation = tuple[dict[str, Any], ...]
+
+
+class ResponseStore:
+    """The conversations of stored responses by id, the ``capacity`` most recently used (thread-safe)."""
+
+    def __init__(self, capacity: int) -> None:
+        self.capacity = capacity
+        self._kept: OrderedDict[str, Conversation] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._kept)
+
+    def keep(self, response_id: str, conversation: Conversation) -> None:
+        with self._lock:
+            self._kept[response_id] = conversation
+            self._kept.move_to_end(response_id)
+            while len(self._kept) > self.capacity:
+                self._kept.popitem(last=False)
+
+    def conversation(self, response_id: str) -> Conversation:
+        """The stored conversation of ``response_id`` (``RequestError`` naming previous_response_id if none)."""
+        with self._lock:
+            if response_id not in self._kept:
+                raise RequestError(
+                    f"previous_response_id {response_id!r} is not a stored response of this server (responses "
+                    f"sent with store: false are not kept, and only the last {self.capacity} are)",
+                    "previous_response_id",
+                    code="previous_response_not_found",
+                )
+            self._kept.move_to_end(response_id)
+            return self._kept[response_id]
+
+
+def current_store() -> ResponseStore:
+    """The app's store (made on first use, sized by ``ServiceConfig.max_stored_responses``)."""
+    store = current_app.extensions.get(STORE)
+    if store is None:
+        store = current_app.extensions.setdefault(STORE, ResponseStore(current_state().config.max_stored_responses))
+    return store
+
+
+def parse_responses_request(
+    data: dict[str, Any], config: ServiceConfig, store: ResponseStore | None = None
+) -> tuple[ResponsesBody, ChatTranslation, CompletionRequest]:
+    """A Responses request validated: its body, its chat translation (after the stored conversation
+    of its ``previous_response_id``, looked up in ``store``) and the chat request that runs it; a
+    ``RequestError`` in the Responses API's names."""
+    body = ResponsesBody.parse(data, config)
+    history = (
+        () if body.previous_response_id is None else (store or ResponseStore(0)).conversation(body.previous_response_id)
+    )
+    chat = to_chat(body, history)
+    try:
+        return body, chat, parse_completion_request(chat.body, True, config)
+    except RequestError as error:
+        raise chat.rename(error) from None
+
+
+@bp.post("/responses")
+@generating
+def create_response() -> Response:
+    """A response (module docstring): one JSON object, or with ``stream`` the Responses API's events."""
+    state, store = current_state(), current_store()
+    body, chat, req = parse_responses_request(parse_json_body(request.get_data()), state.config, store)
+    try:
+        run = completions.start(state, req, CHAT)
+    except RequestError as error:
+        raise chat.rename(error) from None
+    writer, guard = ResponseWriter(body, state.config.model_name), current_guard()
+
+    def done(response: dict[str, Any]) -> None:
+        if body.stored:
+            store.keep(response["id"], (*chat.conversation, assistant_message(response["output"])))
+
+    if body.stream:
+        return sse.response(writer.events(run.reply.chunks(run.streams, guard), done), guard, named=True)
+    response = writer.whole(run.reply.whole(completions.results(run.streams, guard), guard))
+    done(response)
+    return jsonify(response)
