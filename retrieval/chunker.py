@@ -21,7 +21,7 @@ from collections.abc import Container, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Chunk", "InvalidDocumentError", "split_into_chunks", "validate_documents"]
+__all__ = ["Chunk", "InvalidDocumentError", "chunk_documents", "split_into_chunks", "validate_documents"]
 
 _WORD = re.compile(r"\S+")
 # A word that closes a sentence: ends in . ! ? or an ellipsis, possibly followed by closing quotes or brackets.
@@ -132,3 +132,13 @@ def validate_documents(documents: Sequence[Any], existing_ids: Container[str]) -
         seen[doc_id] = position
         valid.append((doc_id, text, metadata))
     return valid
+
+
+def chunk_documents(valid: Sequence[tuple[str, str, dict]], chunk_words: int, chunk_overlap: int) -> list[Chunk]:
+    """The chunks of ``validate_documents``'s answer, in order: document by document, each one's
+    windows (``split_into_chunks``) with ids ``"<document id>#<n>"`` and the document's metadata."""
+    return [
+        Chunk(f"{doc_id}#{n}", doc_id, piece, metadata)
+        for doc_id, text, metadata in valid
+        for n, piece in enumerate(split_into_chunks(text, chunk_words, chunk_overlap))
+    ]

@@ -42,6 +42,7 @@ __all__ = [
     "Embedder",
     "EmbedderNotInstalledError",
     "TextEmbedder",
+    "embed_each",
     "packaged_model_dir",
 ]
 
@@ -80,6 +81,19 @@ class TextEmbedder(Protocol):
     def encode(self, texts: Sequence[str], progress: bool = False) -> np.ndarray:
         """`float32` array `(len(texts), dim)`, each row of L2 norm 1."""
         ...
+
+
+def embed_each(embedder: TextEmbedder, texts: Sequence[str], dim: int) -> np.ndarray:
+    """``[len(texts), dim]`` float32 vectors, each text embedded alone, so a query's vector does not
+    depend on the texts embedded beside it (a padded batch would round differently). ValueError when
+    the embedder gives another number of dimensions than ``dim`` (the documents' vectors')."""
+    if not texts:
+        return np.zeros((0, dim), dtype=np.float32)
+    rows = [np.asarray(embedder.encode([text]), dtype=np.float32).reshape(-1) for text in texts]
+    out = np.ascontiguousarray(np.stack(rows), dtype=np.float32)
+    if out.shape[1] != dim:
+        raise ValueError(f"the embedder gives {out.shape[1]} dimensions, the document vectors have {dim}")
+    return out
 
 
 class EmbedderNotInstalledError(RuntimeError):

@@ -55,7 +55,7 @@ from typing import Any, overload
 
 import numpy as np
 
-from .chunker import Chunk, InvalidDocumentError, split_into_chunks, validate_documents
+from .chunker import Chunk, InvalidDocumentError, chunk_documents, split_into_chunks, validate_documents
 from .embedder import Embedder, EmbedderConfig, TextEmbedder
 from .faiss_index import (
     IVF_MIN_POINTS_PER_LIST,
@@ -182,11 +182,7 @@ class DocumentIndex:
         bad, or embedding fails, the index is unchanged. progress: show a bar while embedding.
         """
         valid = validate_documents(list(documents), self._doc_ids)
-        chunks = [
-            Chunk(f"{doc_id}#{n}", doc_id, piece, metadata)
-            for doc_id, text, metadata in valid
-            for n, piece in enumerate(split_into_chunks(text, self.config.chunk_words, self.config.chunk_overlap))
-        ]
+        chunks = chunk_documents(valid, self.config.chunk_words, self.config.chunk_overlap)
         if not chunks:
             return 0
         vectors = self._embed([chunk.text for chunk in chunks], progress)  # [n_chunks, dim]

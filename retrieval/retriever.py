@@ -29,8 +29,8 @@ Protocols (all ``runtime_checkable``; a capability is declared, never probed wit
   answer prepares each query once (``iterative.query_memo.QueryMemo`` checks for it with
   ``isinstance``).
 
-``rank`` implements the canonical order; ``check_search`` / ``check_docs`` the argument checks;
-``RetrieverError`` names a retriever that failed.
+``rank`` implements the canonical order, ``dot64`` the dense retrievers' scores; ``check_search`` /
+``check_docs`` the argument checks; ``RetrieverError`` names a retriever that failed.
 """
 
 from __future__ import annotations
@@ -50,6 +50,7 @@ __all__ = [
     "PreparedRetriever",
     "RetrieverError",
     "rank",
+    "dot64",
     "check_search",
     "check_docs",
 ]
@@ -165,6 +166,13 @@ def rank(docs: np.ndarray, scores: np.ndarray, k: int) -> list[tuple[int, float]
     scores = np.asarray(scores, dtype=np.float64)
     order = np.lexsort((docs, -scores))[:k]
     return [(int(docs[i]), float(scores[i])) for i in order]
+
+
+def dot64(rows: np.ndarray, query: np.ndarray) -> np.ndarray:
+    """float64 inner products of each of ``rows`` (``[n, dim]``) with ``query`` (``[dim]``), row by
+    row: a row's value does not depend on the other rows scored with it (the dense retrievers' and
+    the vector stores' ``score``)."""
+    return (np.asarray(rows).astype(np.float64) * np.asarray(query).astype(np.float64)).sum(axis=1)
 
 
 def check_search(queries: Sequence[str], k: int) -> list[str]:

@@ -27,10 +27,10 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..embedder import TextEmbedder
+from ..embedder import TextEmbedder, embed_each
 from ..faiss_index import import_faiss, new_hnsw, unit_rows
 from ..index_config import HNSWConfig
-from ..retriever import Collection, Hit, check_docs, check_search, rank
+from ..retriever import Collection, Hit, check_docs, check_search, dot64, rank
 
 __all__ = ["DenseConfig", "DenseHNSWConfig", "DenseFlatRetriever", "DenseHNSWRetriever"]
 
@@ -61,12 +61,6 @@ class DenseHNSWConfig:
     dense: DenseConfig = DenseConfig()
 
 
-def _dot64(rows: np.ndarray, query: np.ndarray) -> np.ndarray:
-    """float64 inner products of each row with ``query``, row by row (the same value whatever
-    other rows are scored with it)."""
-    return (rows.astype(np.float64) * query.astype(np.float64)).sum(axis=1)
-
-
 class _DenseRetriever:
     """What both dense retrievers share: the vectors, query embedding, ``score`` and rescoring."""
 
@@ -90,14 +84,7 @@ class _DenseRetriever:
 
     def embed(self, queries: Sequence[str]) -> np.ndarray:
         """``[len(queries), dim]`` float32 unit vectors, each query embedded alone (batch invariant)."""
-        dim = self.vectors.shape[1]
-        if not queries:
-            return np.zeros((0, dim), dtype=np.float32)
-        rows = [np.asarray(self.embedder.encode([query]), dtype=np.float32).reshape(-1) for query in queries]
-        out = np.ascontiguousarray(np.stack(rows), dtype=np.float32)
-        if out.shape[1] != dim:
-            raise ValueError(f"the embedder gives {out.shape[1]} dimensions, the document vectors have {dim}")
-        return out
+        return embed_each(self.embedder, queries, self.vectors.shape[1])
 
     def prepare(self, queries: Sequence[str]) -> list[np.ndarray]:
         """Each query's float32 unit vector (``embed``, one query at a time)."""
@@ -109,7 +96,7 @@ class _DenseRetriever:
     def score_prepared(self, vector: np.ndarray, docs: Sequence[int]) -> np.ndarray:
         """``score`` for a query given by its ``prepare``d vector."""
         rows = check_docs(docs, len(self.collection))
-        return _dot64(self.vectors[rows], vector)
+        return dot64(self.vectors[rows], vector)
 
     def search(self, queries: Sequence[str], k: int) -> list[list[Hit]]:
         queries = check_search(queries, k)
@@ -132,7 +119,7 @@ class _DenseRetriever:
 
     def _ranked(self, candidates: np.ndarray, query: np.ndarray, k: int) -> list[Hit]:
         candidates = np.unique(candidates)
-        scores = _dot64(self.vectors[candidates], query)
+        scores = dot64(self.vectors[candidates], query)
         best = self.collection.hits(rank(candidates, scores, k))
         if self.exact and self._at_boundary(best, scores, k):
             return self.collection.hits(rank(np.arange(len(self.collection)), self._all_scores(query), k))
@@ -148,7 +135,7 @@ class _DenseRetriever:
     def _all_scores(self, query: np.ndarray) -> np.ndarray:
         n = len(self.collection)
         return np.concatenate(
-            [_dot64(self.vectors[i : i + _EXHAUSTIVE_BLOCK], query) for i in range(0, n, _EXHAUSTIVE_BLOCK)]
+            [dot64(self.vectors[i : i + _EXHAUSTIVE_BLOCK], query) for i in range(0, n, _EXHAUSTIVE_BLOCK)]
         )
 
 

@@ -1,0 +1,91 @@
+"""The store registry: a store's name -> its module, and the two ways to get a ``StoreRetriever``.
+
+- ``open_store(config, embedder=None)``: an existing collection (``CollectionNotFoundError``, a
+  ``StoreError``, when there is none; nothing is written).
+- ``build_store(config, documents, embedder=None, chunking=IndexConfig(), overwrite=False)``:
+  documents (``{"id", "text", "metadata"?}``, as ``DocumentIndex.add`` takes them) chunked as a
+  document index chunks them, embedded, and written into a new collection; then opened. Every
+  document is checked and every chunk embedded before the store is touched (a bad document is an
+  ``InvalidDocumentError`` and nothing is written); an existing collection is a
+  ``CollectionExistsError`` unless ``overwrite`` (then it is deleted first). A write that fails
+  deletes the collection it was writing, so no half-built collection is left behind.
+
+Each store module (``STORE_MODULES``) defines ``open_backend(config)`` and ``create_backend(config,
+dim, overwrite)`` and imports its client library only when called (``base.import_client``:
+``StoreNotInstalledError`` naming the extra when it is missing). ``embedder`` None: the packaged
+all-MiniLM-L6-v2 (``retrieval.embedder.Embedder``).
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Iterable, Mapping
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+
+from ..chunker import chunk_documents, validate_documents
+from ..embedder import Embedder, TextEmbedder
+from ..faiss_index import unit_rows
+from ..index_config import IndexConfig
+from .base import StoreRetriever
+from .config import STORES, StoreConfig
+
+__all__ = ["STORE_MODULES", "store_module", "open_store", "build_store"]
+
+STORE_MODULES = {store: f"{__package__}.{store}_store" for store in STORES}
+
+
+def store_module(store: str) -> ModuleType:
+    """The module of ``store`` (one of ``STORES``; ValueError otherwise)."""
+    if store not in STORE_MODULES:
+        raise ValueError(f"unknown store {store!r}: choose one of {', '.join(STORES)}")
+    return importlib.import_module(STORE_MODULES[store])
+
+
+def open_store(config: StoreConfig, embedder: TextEmbedder | None = None) -> StoreRetriever:
+    """The collection ``config`` names, as a retriever (module docstring)."""
+    embedder = embedder if embedder is not None else Embedder()
+    return open_store_backend(store_module(config.store).open_backend(config), embedder, config)
+
+
+def build_store(
+    config: StoreConfig,
+    documents: Iterable[Mapping[str, Any]],
+    embedder: TextEmbedder | None = None,
+    chunking: IndexConfig = IndexConfig(),
+    *,
+    overwrite: bool = False,
+    progress: bool = False,
+) -> StoreRetriever:
+    """Write ``documents`` into a new collection and open it (module docstring). ``chunking``: the
+    chunk size and overlap (``IndexConfig.chunk_words`` / ``chunk_overlap``; its FAISS fields do
+    not apply). Rows, chunk ids and vectors are a ``DocumentIndex``'s for the same documents."""
+    embedder = embedder if embedder is not None else Embedder()
+    chunks = chunk_documents(validate_documents(list(documents), ()), chunking.chunk_words, chunking.chunk_overlap)
+    if not chunks:
+        raise ValueError("no documents to write")
+    vectors = unit_rows(np.asarray(embedder.encode([chunk.text for chunk in chunks], progress=progress)))
+    if vectors.ndim != 2 or vectors.shape[0] != len(chunks):
+        raise ValueError(f"embedder {embedder.name!r} returned shape {vectors.shape} for {len(chunks)} texts")
+    module = store_module(config.store)
+    backend = module.create_backend(config, int(vectors.shape[1]), overwrite)
+    try:
+        backend.write(list(range(len(chunks))), chunks, vectors)
+    except BaseException:
+        try:
+            backend.drop()
+        finally:
+            backend.close()
+        raise
+    return open_store_backend(backend, embedder, config)  # the same client: an in-memory store lives in it
+
+
+def open_store_backend(backend: Any, embedder: TextEmbedder, config: StoreConfig) -> StoreRetriever:
+    """A retriever over an opened backend (closing it when the collection cannot be used)."""
+    try:
+        return StoreRetriever(backend, embedder, config)
+    except BaseException:
+        backend.close()
+        raise
