@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, NoReturn, Sequence
 
-from .constrained.grammar import GrammarUnavailableError
+from .constrained.grammar import GrammarCompiler, GrammarUnavailableError
 from .session import SessionsUnavailableError
 
 
@@ -28,7 +28,8 @@ class ServedText:
     def decode(self, ids: Sequence[int]) -> str:
         return self.local.decode(ids)
 
-    def grammar_compiler(self) -> NoReturn:
+    def grammar_compiler(self) -> GrammarCompiler:
+        """``GrammarUnavailableError``: nothing here to mask (a model whose engine ranks candidates overrides it)."""
         raise GrammarUnavailableError(f"{self.name} {self.served_by}, which returns no logits to constrain")
 
     def new_session(self) -> NoReturn:

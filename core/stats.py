@@ -36,6 +36,7 @@ class Stats:
     forced_drafted: int = 0  # draft tokens a constraint's grammar forced (specdraft.constrained.drafter)
     forced_tokens: int = 0  # of those, the ones the target kept
     grammar_s: float = 0.0  # seconds in a constraint's grammar (masks, advancing, forced bytes)
+    grammar_resolved: int = 0  # rows a ranking target was asked again: no ranked candidate was allowed
     exact: bool = True  # the backend guarantees speculative == plain decoding (``Model.exact``)
     # The pass cost curve the policy drafted to: tokens in a pass (a power of two) -> median ms, as
     # measured on this model (``Model.cost``, from its load-time probe on) when the generation ended
@@ -122,6 +123,7 @@ class Stats:
             "forced_drafted": self.forced_drafted,
             "forced_tokens": self.forced_tokens,
             "grammar_s": round(self.grammar_s, 4),
+            "grammar_resolved": self.grammar_resolved,
             "exact": self.exact,
             "pass_cost_ms": {str(width): round(ms, 2) for width, ms in sorted(self.pass_cost_ms.items())},
         }

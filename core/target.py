@@ -47,6 +47,13 @@ class Target(Protocol):
         rejection sampling; without them such drafts are verified by sample-and-compare)."""
         ...
 
+    def rank_candidates(self) -> bool:
+        """Ask every later ``verify`` for ``Verification.from_ranked`` rows (each row's likeliest tokens
+        in rank order, and the target's own choice among given tokens on request): what constrained
+        decoding needs from a target that returns no logits. False where the target cannot (one that
+        returns logits needs nothing more; a choice-only one then refuses constraints)."""
+        ...
+
     @property
     def prefill_predicts_next(self) -> bool:
         """Whether the first ``verify`` after ``prefill`` of an empty draft is free (no pass, no
@@ -95,3 +102,6 @@ class CacheElsewhere:
     def prefill_cached(self, context_ids: Sequence[int], cache: "PrefixCache", store: bool = True) -> int:
         self.prefill(context_ids)
         return 0
+
+    def rank_candidates(self) -> bool:
+        return False  # only choices (a target that can rank overrides this)

@@ -47,6 +47,9 @@ class SessionTarget(ABC):
         self._dirty = False  # a pass failed half-way: the cache may be inconsistent
         self._prefix_cache: PrefixCache | None = None  # offered the sequence on close
 
+    def rank_candidates(self) -> bool:
+        return False  # it returns logits: a constraint masks them (``Target.rank_candidates``)
+
     # --- what a backend implements ----------------------------------------------------------------
     @abstractmethod
     def _cache_length(self) -> int:

@@ -12,6 +12,12 @@ and what the generator's drafter is, so that the decode loop is the same with or
   drafted token the grammar refuses is never the target's choice, so it is rejected like any other
   mismatch. Drafts are verified by sample-and-compare (never rejection-sampled), which keeps the
   masked distribution exactly; the output is token for token plain constrained decoding's.
+  A target that returns no logits but ranks its candidates (``Target.rank_candidates``: a serving
+  engine's top-k log-probabilities, ``Verification.from_ranked``) is followed the same way, greedy
+  only: a row's masked argmax is its first token in rank order that the grammar allows (every token
+  ranked above it is refused, every token not ranked is no likelier), and where none of the ranked
+  ones is allowed, the target's own choice among the allowed ones (``Verification.resolve``: one
+  more request to the engine, which masks its own logits with them).
 
 The drafter the generator drafts with is ``drafter(inner)``: under a constraint, ``GrammarDrafter``
 (the bytes the grammar forces, drafted beside ``inner``'s tokens; ``SpeculationConfig.grammar_drafts``)
@@ -21,7 +27,7 @@ part of a draft: forced tokens are kept nearly always, so they ride free up to `
 (``draft_size``, ``counted``).
 
 ``selection_for`` builds the one a request asks for (and refuses a constraint on a target that returns
-no logits: ``GrammarUnavailableError``).
+neither logits nor ranked candidates: ``GrammarUnavailableError``).
 """
 
 from __future__ import annotations
@@ -123,6 +129,7 @@ class GrammarSelection:
         self.tokenize = tokenize
         self.max_draft_len = max_draft_len
         self.forced: GrammarDrafter | None = None  # the drafter, when it drafts forced bytes
+        self.resolved = 0  # rows of ranked candidates none of which the grammar allowed (asked again)
 
     def drafter(self, inner: Drafter) -> Drafter:
         if self.tokenize is None:
@@ -138,15 +145,23 @@ class GrammarSelection:
         return min(room, self.max_draft_len)
 
     def follow(self, draft: Draft, verification: Verification, position: int) -> Acceptance:
-        logits = verification.logits  # [1 + len(draft), vocab]
-        if logits is None:
-            raise GrammarUnavailableError(
-                "constrained decoding needs the target's logits; this target returns only its choices"
-            )
         kept: list[int] = []
+        logits = verification.logits  # [1 + len(draft), vocab]
+        if logits is not None:
 
-        def choice(row: int) -> int:
-            return self.grammar.choose(logits[row], self.chooser, position + len(kept))
+            def choice(row: int) -> int:
+                return self.grammar.choose(logits[row], self.chooser, position + len(kept))
+
+        elif verification.ranked is not None and self.chooser.params.greedy:
+
+            def choice(row: int) -> int:
+                return self._ranked_choice(verification, row)
+
+        else:
+            raise GrammarUnavailableError(
+                "constrained decoding needs the target's logits or its ranked candidates (greedy); "
+                "this target returns only its choices"
+            )
 
         def keep(token: int) -> None:
             self.grammar.advance([token])
@@ -157,11 +172,21 @@ class GrammarSelection:
             self.grammar.advance([accepted.next_token])
         return accepted
 
+    def _ranked_choice(self, verification: Verification, row: int) -> int:
+        """The masked argmax at ``row`` from ranked candidates (module docstring)."""
+        assert verification.ranked is not None
+        for token in verification.ranked[row]:
+            if self.grammar.allows(token):
+                return token
+        self.resolved += 1
+        return verification.resolve(row, [int(t) for t in self.grammar.mask().nonzero()[0]])
+
     def counted(self, drafted: int, accepted: int) -> tuple[int, int]:
         return (drafted, accepted) if self.forced is None else self.forced.inner_counts(accepted)
 
     def report(self, stats: Stats) -> None:
         stats.grammar_s = self.grammar.seconds
+        stats.grammar_resolved = self.resolved
         if self.forced is not None:
             stats.forced_drafted = self.forced.forced_drafted
             stats.forced_tokens = self.forced.forced_accepted
@@ -173,11 +198,15 @@ def selection_for(
     """The selection for one request on ``target`` (``Unconstrained`` without a constraint): the
     constraint compiled for ``model``'s vocabulary, its forced bytes drafted unless
     ``speculation.grammar_drafts`` is off. Raises ``GrammarUnavailableError`` for a target
-    that returns no logits, and ``ConstraintError`` for a constraint that does not compile."""
+    that returns no logits and cannot rank its candidates (or is asked to sample), and
+    ``ConstraintError`` for a constraint that does not compile."""
     if constraint is None:
         return Unconstrained()
-    if not target.returns_logits:
-        raise GrammarUnavailableError(f"a constraint needs a target that returns logits; {model.backend}'s does not")
+    if not target.returns_logits and not (chooser.params.greedy and target.rank_candidates()):
+        raise GrammarUnavailableError(
+            f"a constraint needs a target that returns logits, or ranks its candidates for greedy decoding; "
+            f"{model.backend}'s does not"
+        )
     compiler = model.grammar_compiler()
     tokenize = compiler.tokenize if speculation.grammar_drafts else None
     grammar = compiler.grammar(constraint)

@@ -17,7 +17,10 @@ class EngineConfig:
     root-to-leaf branches verified per step (each is one request; 1 = the drafter's best branch
     only). ``exact``: whether the engine computes a row the same whatever the request's width
     (true for llama.cpp on a CPU without weight repacking; not promised by GPU engines that batch
-    requests together), reported as ``Model.exact``. ``api_key``: sent as a bearer token if set."""
+    requests together), reported as ``Model.exact``. ``api_key``: sent as a bearer token if set.
+    ``candidates``: under a constraint, how many likeliest tokens of every row a verification asks
+    for (vLLM's ``prompt_logprobs``/``logprobs``; at most its ``--max-logprobs``, 20 by default): a
+    row none of whose candidates the grammar allows costs one more request."""
 
     url: str
     api: str = "vllm"
@@ -27,14 +30,15 @@ class EngineConfig:
     branches: int = 1
     exact: bool = False
     api_key: str = ""
+    candidates: int = 5
 
     def __post_init__(self) -> None:
         if self.api not in ENGINE_APIS:
             raise ValueError(f"engine api must be one of {', '.join(ENGINE_APIS)}, got {self.api!r}")
         if not self.url.startswith(("http://", "https://")):
             raise ValueError(f"the engine url must start with http:// or https://, got {self.url!r}")
-        if self.max_length < 0 or self.timeout <= 0 or not 1 <= self.branches <= 64:
-            raise ValueError("need max_length >= 0, timeout > 0 and 1 <= branches <= 64")
+        if self.max_length < 0 or self.timeout <= 0 or not 1 <= self.branches <= 64 or self.candidates < 1:
+            raise ValueError("need max_length >= 0, timeout > 0, 1 <= branches <= 64 and candidates >= 1")
 
     @property
     def base(self) -> str:

@@ -40,6 +40,8 @@ BIAS = 100.0
 
 
 class LlamaServerApi:
+    ranks = False  # text prompts: the rows of a constrained answer could not always be sent back
+
     def __init__(self, client: EngineClient, model: str, local: Any) -> None:
         from ..llama_cpp.library import library
         from ..llama_cpp.model import LlamaCppModel

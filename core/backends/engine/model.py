@@ -21,6 +21,13 @@ returns only the target's choices (``returns_logits`` False) and is **greedy onl
   the engine's own seeded sampler draws by request order, not by position).
 - trees: each root-to-leaf branch is one request (context + branch); ``EngineConfig.branches``
   (default 1) is what the target asks for, so the generator sends the drafter's best branch only.
+- constraints (``response_format``, tools) on an engine whose API ranks (vLLM): the grammar runs
+  here, on ``local``'s vocabulary (``grammar_compiler``: the same tokenizer as the engine's), and the
+  target ranks its candidates (``rank_candidates``): each verification asks for the top
+  ``EngineConfig.candidates`` of every row (``Verification.from_ranked``), and a row none of whose
+  ranked tokens the grammar allows is resolved by one more request, the engine's own greedy token
+  among the allowed ones (``resolve``). The output is greedy decoding of the engine's rows under the
+  mask, exactly as far as unconstrained verification is (``exact``; docs/engine-vllm.md).
 
 Calls map onto requests as follows: ``prefill`` sends nothing (the first ``verify`` carries the
 context), ``verify`` sends one request per branch (each counted in ``forward_passes`` and timed into
@@ -36,6 +43,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any, Sequence
 
+from ...constrained.grammar import GrammarCompiler
 from ...cost import PassCostProfile
 from ...draft import Draft
 from ...sampling import SamplingUnavailableError, TokenChooser
@@ -104,6 +112,14 @@ class EngineModel(ServedText):
     def exact(self) -> bool:
         return self.config.exact
 
+    def grammar_compiler(self) -> GrammarCompiler:
+        """``local``'s compiler where the engine's API ranks candidates (vLLM); else
+        ``GrammarUnavailableError`` (``ServedText``)."""
+        if not self.api.ranks:
+            return super().grammar_compiler()
+        compiler: GrammarCompiler = self.local.grammar_compiler()
+        return compiler
+
     @property
     def max_length(self) -> int:
         return self._max_length
@@ -143,7 +159,12 @@ class EngineTarget(CacheElsewhere):  # the engine keeps its own prefix cache
         self.model = model
         self._context: list[int] | None = None
         self._verified: Draft | None = None
+        self._ranked = False  # rank_candidates() was asked for
         self.forward_passes = 0
+
+    def rank_candidates(self) -> bool:
+        self._ranked = bool(self.model.api.ranks)
+        return self._ranked
 
     @property
     def context_length(self) -> int:
@@ -176,25 +197,37 @@ class EngineTarget(CacheElsewhere):  # the engine keeps its own prefix cache
                 f"{self.max_length}"
             )
         first = len(context)
-        choices: list[int] = [-1] * (1 + len(draft))  # -1: a row the acceptance walk cannot reach
+        ranked: list[list[int]] = [[] for _ in range(1 + len(draft))]  # []: a row the walk cannot reach
         branches = [draft.path_to(leaf) for leaf in draft.leaves] or [[]]
         for path in branches:
             tokens = [draft.tokens[node] for node in path]
             start = time.perf_counter()
-            rows = self.model.api.choices(context + tokens, first)
+            if self._ranked:
+                rows = self.model.api.ranked(context + tokens, first, self.model.config.candidates)
+            else:
+                rows = [[token] for token in self.model.api.choices(context + tokens, first)]
             self.model.cost.record(1 + len(tokens), time.perf_counter() - start)
             self.forward_passes += 1
-            choices[0] = rows[0]
+            ranked[0] = rows[0]
             for depth, node in enumerate(path, start=1):
                 if depth < len(rows):
-                    choices[1 + node] = rows[depth]
-                elif rows[:depth] == tokens[:depth]:  # the walk reaches this row and the engine did not answer it
+                    ranked[1 + node] = rows[depth]
+                elif [row[0] for row in rows[:depth]] == tokens[:depth]:  # the walk reaches an unanswered row
                     raise EngineError(
                         "the engine's own next tokens cannot be sent back to it as text "
                         "(llama-cpp-python server); use an engine that takes token ids"
                     )
         self._verified = draft
-        return Verification.from_choices(choices)
+        if not self._ranked:
+            return Verification.from_choices([row[0] if row else -1 for row in ranked])
+        return Verification.from_ranked(ranked, lambda row, allowed: self._resolve(draft, row, allowed))
+
+    def _resolve(self, draft: Draft, row: int, allowed: Sequence[int]) -> int:
+        """The engine's own greedy token at ``row`` of ``draft`` among ``allowed`` (one request)."""
+        assert self._context is not None
+        prefix = [] if row == 0 else [draft.tokens[node] for node in draft.path_to(row - 1)]
+        self.forward_passes += 1
+        return int(self.model.api.choose_among(self._context + prefix, allowed))
 
     def commit(self, path: Sequence[int], next_token: int) -> None:
         if self._verified is None:

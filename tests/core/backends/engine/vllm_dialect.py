@@ -1,9 +1,10 @@
 """A loopback server that speaks the vLLM request dialect the engine target uses, over a local model.
 
 Written for the tests (it is not vLLM): ``/v1/models`` (with ``max_model_len``), ``/tokenize`` and
-``/v1/completions`` with token-id prompts, ``prompt_logprobs`` (each position's top-1 as
-``{id: {"logprob", "rank": 1}}``, the first entry null) and one greedy token returned as
-``"token_id:N"`` (``return_tokens_as_token_ids``), computed by ``model``'s own target in one pass.
+``/v1/completions`` with token-id prompts, ``prompt_logprobs: k`` (each position's top k and its
+prompt token as ``{id: {"logprob", "rank"}}``, the first entry null), ``logprobs: k`` and one greedy
+token returned as ``"token_id:N"`` (``return_tokens_as_token_ids``), optionally among
+``allowed_token_ids``, computed by ``model``'s own target in one pass.
 It lets the conformance suite run ``EngineTarget`` + ``VllmApi`` over real HTTP on the tiny
 float64 model in seconds; the real engine test is ``test_engine_llama_server.py``.
 """
@@ -18,10 +19,21 @@ from flask import Flask, jsonify, request
 from specdraft import Draft, TokenChooser
 
 
-def _log_softmax_at(row, token: int) -> float:
-    row = np.asarray(row.detach().cpu().double().numpy() if hasattr(row, "detach") else row, dtype=np.float64)
+def _numpy(row) -> np.ndarray:
+    return np.asarray(row.detach().cpu().double().numpy() if hasattr(row, "detach") else row, dtype=np.float64)
+
+
+def _top(row, k: int, also: int | None = None) -> dict[str, dict]:
+    """vLLM's entry for one row: its ``k`` likeliest tokens with ``rank`` 1..k (ties: the lower id
+    first, as a greedy argmax), plus ``also`` with its own rank."""
+    row = _numpy(row)
     top = row.max()
-    return float(row[token] - top - np.log(np.exp(row - top).sum()))
+    logprobs = row - top - np.log(np.exp(row - top).sum())
+    order = np.lexsort((np.arange(len(row)), -row))
+    entry = {str(int(t)): {"logprob": float(logprobs[t]), "rank": rank} for rank, t in enumerate(order[:k], 1)}
+    if also is not None and str(also) not in entry:
+        entry[str(also)] = {"logprob": float(logprobs[also]), "rank": int((row > row[also]).sum()) + 1}
+    return entry
 
 
 def make_vllm_dialect_app(model, name: str = "tiny") -> Flask:
@@ -49,20 +61,27 @@ def make_vllm_dialect_app(model, name: str = "tiny") -> Flask:
     def completions():
         body = request.get_json()
         ids = [int(t) for t in body["prompt"]]
-        if not (
-            body.get("prompt_logprobs") and body.get("return_tokens_as_token_ids") and body.get("temperature") == 0.0
-        ):
+        if not (body.get("return_tokens_as_token_ids") and body.get("temperature") == 0.0 and body.get("logprobs")):
             return jsonify({"error": "this test server answers only the engine target's request"}), 400
+        k = int(body["logprobs"])
         with lock:
             target = model.new_target(TokenChooser())
             target.prefill(ids[:1])
             verification = target.verify(Draft.chain(ids[1:]))  # row r: after ids[:1 + r]
             target.close()
-        prompt_logprobs: list = [None]
-        for j in range(1, len(ids)):
-            top = verification.choice(j - 1)
-            prompt_logprobs.append({str(top): {"logprob": _log_softmax_at(verification.logits[j - 1], top), "rank": 1}})
-        generated = verification.choice(len(ids) - 1)
+        prompt_logprobs: list | None = None
+        if body.get("prompt_logprobs"):
+            prompt_logprobs = [None]
+            for j in range(1, len(ids)):
+                prompt_logprobs.append(_top(verification.logits[j - 1], int(body["prompt_logprobs"]), ids[j]))
+        last = verification.logits[len(ids) - 1]
+        allowed = body.get("allowed_token_ids")
+        if allowed:  # as vLLM's sampler: every other token masked to -inf
+            row = np.full(len(_numpy(last)), -np.inf)
+            row[allowed] = _numpy(last)[allowed]
+            last = row
+        top = _top(last, k)
+        generated = min(top, key=lambda t: top[t]["rank"])
         choice = {
             "index": 0,
             "text": "",
@@ -70,8 +89,8 @@ def make_vllm_dialect_app(model, name: str = "tiny") -> Flask:
             "prompt_logprobs": prompt_logprobs,
             "logprobs": {
                 "tokens": [f"token_id:{generated}"],
-                "token_logprobs": [0.0],
-                "top_logprobs": None,
+                "token_logprobs": [top[generated]["logprob"]],
+                "top_logprobs": [{f"token_id:{t}": v["logprob"] for t, v in top.items()}],
                 "text_offset": [0],
             },
         }
