@@ -8,6 +8,10 @@
   documents, as a token tree when they disagree (``specdraft.retrieval.reference_drafter``).
 - ``Datastore`` / ``DatastoreDrafter``: a persistent suffix index over a token corpus whose
   continuations are merged into a token tree (``specdraft.retrieval.datastore``).
+- ``StoreConfig`` / ``open_store`` / ``build_store`` / ``StoreRetriever``: the user's own vector
+  store (Chroma, LanceDB, Qdrant's local mode, Milvus Lite) as a retriever, and
+  ``LangChainRetriever`` for any LangChain retriever (``specdraft.retrieval.stores``; each store's
+  client is an optional extra, imported when a store is opened).
 
 Heavy dependencies (faiss, sentence-transformers) are imported only when an index is used.
 """
@@ -18,6 +22,7 @@ from .index import Chunk, DocumentIndex, IndexConfig
 from .index_config import HNSWConfig
 from .reference_drafter import ReferenceDraftConfig, ReferenceDrafter
 from .retriever import Collection, Hit, PreparedRetriever, Retriever, RetrieverError, ScoringRetriever
+from .stores import LangChainRetriever, StoreConfig, StoreError, StoreRetriever, build_store, open_store
 
 __all__ = [
     "Chunk",
@@ -31,10 +36,16 @@ __all__ = [
     "HNSWConfig",
     "Hit",
     "IndexConfig",
+    "LangChainRetriever",
     "PreparedRetriever",
     "ReferenceDraftConfig",
     "ReferenceDrafter",
     "Retriever",
     "RetrieverError",
     "ScoringRetriever",
+    "StoreConfig",
+    "StoreError",
+    "StoreRetriever",
+    "build_store",
+    "open_store",
 ]

@@ -16,6 +16,13 @@ when retrieval is slow. Text output: the answer, then one line per retrieval (st
 from the cache or the retriever, exact/confirmed/rolled back); with ``--json``
 ``IterativeAnswer.to_dict()`` plus ``model``, ``retriever``, ``speculative_retrieval`` (its ``stats``
 in the core's names, ``wall_s`` like the other commands).
+
+``--store STORE`` reads a collection of the user's vector store instead of an index
+(``specdraft.retrieval.stores.open_store``; ``--index`` is then the store's folder or Milvus Lite file,
+``--collection`` the collection, ``--embedding-model`` the model that embedded it): the same answer
+and drafters, and with ``--iterative`` the store is the retriever (``--retriever`` does not apply).
+The JSON answer then names ``store`` and ``collection``. A missing collection or extra is a
+``ValueError`` (exit 2) naming it.
 """
 
 from __future__ import annotations
@@ -26,6 +33,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
+
+from .store_args import add_store_args, store_config
 
 STDIN = "-"
 
@@ -49,7 +58,9 @@ def add_ask_parser(sub: Any) -> None:
         "answer is exactly what plain decoding (--drafter none) gives, only faster. Cited passages follow the answer.",
     )
     ask.add_argument("question", metavar="QUESTION", help="the question, or - to read it from standard input")
-    ask.add_argument("--index", required=True, type=Path, metavar="DIR", help="the document index folder")
+    ask.add_argument(
+        "--index", required=True, type=Path, metavar="DIR", help="the document index folder (--store: the store's)"
+    )
     add_model_args(ask, DEFAULT_MODEL)
     ask.add_argument(
         "--top-k",
@@ -102,6 +113,7 @@ def add_ask_parser(sub: Any) -> None:
         help="--iterative: answer retrievals from a per-request cache, verify them in batches on a worker thread "
         "(same answer)",
     )
+    add_store_args(ask, "--index", embedding_model=True)
 
 
 @dataclass(frozen=True)
@@ -116,6 +128,8 @@ class AskRequest:
     iterative: bool = False
     retriever: str = "dense"
     speculative_retrieval: bool = False
+    store: Any = None  # a StoreConfig: read this collection instead of the index folder
+    embedding_model: str | None = None  # the store's embedding model (None: the packaged default)
 
 
 def request_from_args(args: argparse.Namespace, stdin: TextIO) -> AskRequest:
@@ -129,6 +143,9 @@ def request_from_args(args: argparse.Namespace, stdin: TextIO) -> AskRequest:
     speculative = getattr(args, "speculative_retrieval", False)
     if not iterative and (retriever is not None or speculative):
         raise ValueError("--retriever and --speculative-retrieval need --iterative")
+    store = store_config(args, args.index)
+    if store is not None and retriever is not None:
+        raise ValueError("--retriever does not apply with --store: the store is the retriever")
     return AskRequest(
         question.strip(),
         args.index,
@@ -140,6 +157,8 @@ def request_from_args(args: argparse.Namespace, stdin: TextIO) -> AskRequest:
         iterative,
         retriever or "dense",
         speculative,
+        store,
+        getattr(args, "embedding_model", None),
     )
 
 
@@ -153,6 +172,25 @@ def load_index(folder: Path):
         raise ValueError(f"{error} (build one with `specdraft index build --docs FILE.jsonl --out {folder}`)") from None
 
 
+def open_retriever(request: AskRequest) -> Any:
+    """The store's collection (``--store``) or the index folder, as a retriever; ValueError when it
+    cannot be used."""
+    if request.store is None:
+        return load_index(request.index)
+    from specdraft.retrieval.embedder import Embedder, EmbedderConfig
+    from specdraft.retrieval.stores import open_store
+
+    embedder = Embedder(EmbedderConfig(model=request.embedding_model)) if request.embedding_model else None
+    return open_store(request.store, embedder)
+
+
+def _source(request: AskRequest) -> dict[str, str]:
+    """What the JSON answer says the passages came from (``--store`` only)."""
+    if request.store is None:
+        return {}
+    return {"store": request.store.store, "collection": request.store.collection}
+
+
 def run_ask(
     request: AskRequest, pool: Any, as_json: bool, out: TextIO | None = None, err: TextIO | None = None
 ) -> dict:
@@ -163,7 +201,7 @@ def run_ask(
     out, err = out or sys.stdout, err or sys.stderr
     if request.iterative:
         return run_iterative(request, pool, as_json, out, err)
-    index = load_index(request.index)
+    index = open_retriever(request)
     datastore = Datastore.load(request.datastore) if request.datastore is not None else None
     target = pool.get(request.model)
     config = RAGConfig(top_k=request.top_k, max_new_tokens=request.max_new_tokens)
@@ -173,7 +211,7 @@ def run_ask(
             out.write(piece.text)
             out.flush()
     answer = stream.consume()
-    payload = {**answer.to_dict(), "model": request.model, "drafter": request.drafter}
+    payload = {**answer.to_dict(), "model": request.model, "drafter": request.drafter, **_source(request)}
     if as_json:
         out.write(json.dumps(payload, ensure_ascii=False) + "\n")
         return payload
@@ -197,8 +235,11 @@ def run_iterative(request: AskRequest, pool: Any, as_json: bool, out: TextIO, er
     from specdraft.apps.iterative_rag import IterativeRetrievers, iterative_rag
     from specdraft.retrieval.iterative import RetrievalRecord
 
-    index = load_index(request.index)
-    retriever, collection = IterativeRetrievers().get(index, request.retriever)
+    if request.store is not None:
+        retriever = open_retriever(request)
+        collection = retriever.collection
+    else:
+        retriever, collection = IterativeRetrievers().get(load_index(request.index), request.retriever)
     rag = iterative_rag(
         pool.get(request.model), retriever, collection, request.max_new_tokens, request.speculative_retrieval
     )
@@ -211,8 +252,9 @@ def run_iterative(request: AskRequest, pool: Any, as_json: bool, out: TextIO, er
     payload = {
         **answer.to_dict(),
         "model": request.model,
-        "retriever": request.retriever,
+        "retriever": request.store.store if request.store is not None else request.retriever,
         "speculative_retrieval": request.speculative_retrieval,
+        **_source(request),
     }
     if as_json:
         out.write(json.dumps(payload, ensure_ascii=False) + "\n")
@@ -230,7 +272,7 @@ def run_iterative(request: AskRequest, pool: Any, as_json: bool, out: TextIO, er
         else ""
     )
     print(
-        f"{len(answer.token_ids)} tokens, {len(answer.retrievals)} retrievals ({request.retriever}{spec}), "
+        f"{len(answer.token_ids)} tokens, {len(answer.retrievals)} retrievals ({payload['retriever']}{spec}), "
         f"retrieval {stats['retrieval_s']:.2f} s, generation {stats['generation_s']:.2f} s, {stats['wall_s']:.2f} s",
         file=err,
     )

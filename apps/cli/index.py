@@ -6,6 +6,12 @@ written: bad JSON, a line that is not an object, a missing or empty text, a bad 
 file or, for `add`, already in the index) stops the command with exit code 2 and a message that
 names the line, and leaves the output folder as it was. A summary (documents, chunks, seconds) goes
 to standard error.
+
+`index build --store STORE --out PATH` writes the chunks into a collection of a vector store instead
+(`specdraft.retrieval.stores.build_store`; PATH is the store's folder or Milvus Lite file,
+`--collection` the collection): chunked and embedded as an index would be, every line checked
+first; an existing collection is refused unless `--overwrite`, and a write that fails removes what
+it wrote. `--kind` and `--nlist` are the FAISS index's and do not apply there.
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ import time
 from pathlib import Path
 from typing import Any, TextIO
 
+from .store_args import add_store_args, store_config
 from .text_files import read_utf8
 
 EXIT_BAD_INPUT = 2
@@ -77,7 +84,10 @@ def add_index_parser(subparsers: Any) -> None:
         metavar="MODEL",
         help=f"sentence-transformers model: {DEFAULT_EMBEDDER} (packaged, the default), a local folder or a hub id",
     )
-    build.add_argument("--overwrite", action="store_true", help="replace an index already in DIR")
+    build.add_argument(
+        "--overwrite", action="store_true", help="replace an index (or --store collection) already there"
+    )
+    add_store_args(build, "--out")
 
     add = actions.add_parser(
         "add",
@@ -121,8 +131,13 @@ def _add_documents(index: Any, path: Path, documents: list[Any], numbers: list[i
     try:
         return index.add(documents, progress=True)
     except InvalidDocumentError as error:
-        doc_id = f" (id {error.doc_id!r})" if error.doc_id is not None else ""
-        raise DocumentFileError(f"{path} line {numbers[error.position]}{doc_id}: {error.problem}") from None
+        raise _by_line(error, path, numbers) from None
+
+
+def _by_line(error: Any, path: Path, numbers: list[int]) -> DocumentFileError:
+    """An ``InvalidDocumentError`` reported by the file's line (``numbers``: each document's line)."""
+    doc_id = f" (id {error.doc_id!r})" if error.doc_id is not None else ""
+    return DocumentFileError(f"{path} line {numbers[error.position]}{doc_id}: {error.problem}")
 
 
 def _add_and_save(index: Any, path: Path, documents: list[Any], numbers: list[int], out: Path, err: TextIO) -> int:
@@ -141,6 +156,9 @@ def _build(args: argparse.Namespace, err: TextIO) -> int:
 
     started = time.perf_counter()
     out: Path = args.out
+    store = store_config(args, out)
+    if store is not None:
+        return _build_store(args, store, started, err)
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         if not (out / "manifest.json").is_file():
             raise ValueError(f"{out} exists and is not an empty folder or a document index: not writing there")
@@ -158,6 +176,28 @@ def _build(args: argparse.Namespace, err: TextIO) -> int:
     print(
         f"indexed {index.documents} documents as {chunks} chunks ({index.kind}, {embedder.name}) in "
         f"{time.perf_counter() - started:.1f} s -> {out}",
+        file=err,
+    )
+    return 0
+
+
+def _build_store(args: argparse.Namespace, config: Any, started: float, err: TextIO) -> int:
+    """``index build --store``: the documents into a new collection of the store (module docstring)."""
+    from specdraft.retrieval.embedder import Embedder, EmbedderConfig
+    from specdraft.retrieval.index import IndexConfig, InvalidDocumentError
+    from specdraft.retrieval.stores import build_store
+
+    chunking = IndexConfig(chunk_words=args.chunk_words, chunk_overlap=args.chunk_overlap)
+    embedder = Embedder(EmbedderConfig(model=args.embedding_model))
+    documents, numbers = read_documents(args.docs)
+    try:
+        store = build_store(config, documents, embedder, chunking, overwrite=args.overwrite, progress=True)
+    except InvalidDocumentError as error:
+        raise _by_line(error, args.docs, numbers) from None
+    store.close()
+    print(
+        f"wrote {len(documents)} documents as {len(store)} chunks ({embedder.name}) into the {config.describe()} in "
+        f"{time.perf_counter() - started:.1f} s",
         file=err,
     )
     return 0

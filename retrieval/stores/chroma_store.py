@@ -27,6 +27,8 @@ from .base import (
 )
 from .config import StoreConfig
 
+CLIENTS = ("chromadb",)  # the modules its extra installs (imported when a store is opened)
+
 __all__ = ["open_backend", "create_backend", "ChromaBackend"]
 
 KEY_WIDTH = 12  # zero-padded rows as ids: string order = row order

@@ -30,6 +30,8 @@ from .base import (
 )
 from .config import StoreConfig
 
+CLIENTS = ("lancedb",)  # the modules its extra installs (imported when a store is opened)
+
 __all__ = ["open_backend", "create_backend", "LanceDBBackend"]
 
 ID_COLUMN = "id"

@@ -28,6 +28,8 @@ from .base import (
 )
 from .config import StoreConfig
 
+CLIENTS = ("pymilvus", "milvus_lite")  # the modules its extra installs (imported when a store is opened)
+
 __all__ = ["open_backend", "create_backend", "MilvusBackend"]
 
 DEFAULT_TEXT_FIELD = "text"
@@ -36,8 +38,7 @@ _PAGE = 1000  # records read or written per call
 
 
 def _client(config: StoreConfig) -> Any:
-    pymilvus = import_client("pymilvus", "milvus")
-    import_client("milvus_lite", "milvus")
+    pymilvus, _ = (import_client(name, "milvus") for name in CLIENTS)
     return pymilvus.MilvusClient(config.path)
 
 

@@ -28,6 +28,8 @@ from .base import (
 )
 from .config import MEMORY, StoreConfig
 
+CLIENTS = ("qdrant_client",)  # the modules its extra installs (imported when a store is opened)
+
 __all__ = ["open_backend", "create_backend", "QdrantBackend"]
 
 DEFAULT_TEXT_FIELD = "text"

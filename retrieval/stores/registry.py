@@ -1,7 +1,8 @@
 """The store registry: a store's name -> its module, and the two ways to get a ``StoreRetriever``.
 
 - ``open_store(config, embedder=None)``: an existing collection (``CollectionNotFoundError``, a
-  ``StoreError``, when there is none; nothing is written).
+  ``StoreError``, when there is none, or no store at the path; nothing is written, no folder
+  made; a client that fails to open the store is a ``StoreError`` naming it).
 - ``build_store(config, documents, embedder=None, chunking=IndexConfig(), overwrite=False)``:
   documents (``{"id", "text", "metadata"?}``, as ``DocumentIndex.add`` takes them) chunked as a
   document index chunks them, embedded, and written into a new collection; then opened. Every
@@ -10,9 +11,10 @@
   ``CollectionExistsError`` unless ``overwrite`` (then it is deleted first). A write that fails
   deletes the collection it was writing, so no half-built collection is left behind.
 
-Each store module (``STORE_MODULES``) defines ``open_backend(config)`` and ``create_backend(config,
-dim, overwrite)`` and imports its client library only when called (``base.import_client``:
-``StoreNotInstalledError`` naming the extra when it is missing). ``embedder`` None: the packaged
+Each store module (``STORE_MODULES``) defines ``CLIENTS`` (the modules its extra installs),
+``open_backend(config)`` and ``create_backend(config, dim, overwrite)``, and imports its client
+library only when called (``base.import_client``: ``StoreNotInstalledError`` naming the extra when
+it is missing; ``open_store`` checks that first). ``embedder`` None: the packaged
 all-MiniLM-L6-v2 (``retrieval.embedder.Embedder``).
 """
 
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -29,7 +32,7 @@ from ..chunker import chunk_documents, validate_documents
 from ..embedder import Embedder, TextEmbedder
 from ..faiss_index import unit_rows
 from ..index_config import IndexConfig
-from .base import StoreRetriever
+from .base import CollectionNotFoundError, StoreError, StoreRetriever, import_client
 from .config import STORES, StoreConfig
 
 __all__ = ["STORE_MODULES", "store_module", "open_store", "build_store"]
@@ -47,7 +50,18 @@ def store_module(store: str) -> ModuleType:
 def open_store(config: StoreConfig, embedder: TextEmbedder | None = None) -> StoreRetriever:
     """The collection ``config`` names, as a retriever (module docstring)."""
     embedder = embedder if embedder is not None else Embedder()
-    return open_store_backend(store_module(config.store).open_backend(config), embedder, config)
+    module = store_module(config.store)
+    for client in module.CLIENTS:
+        import_client(client, config.store)
+    if not config.in_memory and not Path(config.path).exists():
+        raise CollectionNotFoundError(f"no {config.describe()}: {config.path} does not exist")
+    try:
+        backend = module.open_backend(config)
+    except (StoreError, ValueError):
+        raise
+    except Exception as error:  # the client's own errors (a damaged folder, a file of another kind)
+        raise StoreError(f"the {config.describe()} cannot be opened: {type(error).__name__}: {error}") from None
+    return open_store_backend(backend, embedder, config)
 
 
 def build_store(
@@ -70,6 +84,9 @@ def build_store(
     if vectors.ndim != 2 or vectors.shape[0] != len(chunks):
         raise ValueError(f"embedder {embedder.name!r} returned shape {vectors.shape} for {len(chunks)} texts")
     module = store_module(config.store)
+    if not config.in_memory:
+        folder = Path(config.path) if config.store != "milvus" else Path(config.path).parent
+        folder.mkdir(parents=True, exist_ok=True)
     backend = module.create_backend(config, int(vectors.shape[1]), overwrite)
     try:
         backend.write(list(range(len(chunks))), chunks, vectors)
