@@ -35,7 +35,8 @@ class ModelPool:
 
     The engine backend: ``get(name)`` is the serving engine's model
     (``specdraft.backends.engine.EngineModel``) with ``name`` loaded here only for its tokenizer
-    (``ModelConfig.local``); draft models (``get_local``) still run here."""
+    (``ModelConfig.local``); draft models (``get_local``) still run here. The edge backend alike: ``get(name)``
+    is ``specdraft.edge``'s ``EdgeModel``, with ``name`` loaded here to draft."""
 
     def __init__(self, model: ModelConfig = ModelConfig(), prefix_cache: PrefixCacheConfig | None = None) -> None:
         self.model = model
@@ -49,13 +50,21 @@ class ModelPool:
         """The backend of the models that run on this machine (the engine's tokenizer model, draft models)."""
         return self.model.local.backend
 
+    @property
+    def _elsewhere(self) -> bool:
+        """Whether the pool's models are verified elsewhere (engine, edge): each then also runs here."""
+        return self.model.local != self.model
+
     def config(self, name: str) -> ModelConfig:
         """What ``get(name)`` loads (through ``specdraft.backends.load_model``, the one place a backend
         name becomes a loader)."""
         return replace(self.model, model=name)
 
     def get(self, name: str) -> Model:
-        local = self.get_local(name) if self.model.engine is not None else None
+        with self._lock:
+            if name in self._models:  # loaded, or added (``add``)
+                return self._models[name]
+        local = self.get_local(name) if self._elsewhere else None
         with self._lock:
             if name not in self._models:
                 self._models[name] = self._load(self.config(name), local)
@@ -63,7 +72,7 @@ class ModelPool:
 
     def get_local(self, name: str) -> Model:
         """``name`` run on this machine (the same as ``get`` unless the pool's backend is an engine)."""
-        if self.model.engine is None:
+        if not self._elsewhere:
             return self.get(name)
         with self._lock:
             if name not in self._local:

@@ -11,13 +11,16 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from specdraft.edge.config import EdgeServerConfig
+
     from .backends.engine.config import EngineConfig
 
 DEFAULT_MODEL = "smollm2-135m"
 # "auto": llama-cpp for a .gguf path, transformers otherwise. "fast-path": the transformers backend on
 # static caches and width-bucketed passes (``specdraft.backends.fast_path``). "engine": verification by a
-# serving engine (``specdraft.backends.engine``), the model loaded here only for its tokenizer.
-BACKENDS = ("auto", "transformers", "llama-cpp", "fast-path", "engine")
+# serving engine (``specdraft.backends.engine``), the model loaded here only for its tokenizer. "edge": the model
+# runs here to draft and a remote verify server verifies (``specdraft.edge``: the laptop's endpoint).
+BACKENDS = ("auto", "transformers", "llama-cpp", "fast-path", "engine", "edge")
 LOCAL_BACKENDS = ("transformers", "llama-cpp", "fast-path")  # the models that run (and keep sessions) here
 DTYPES = ("auto", "float32", "bfloat16", "float16")
 
@@ -31,7 +34,9 @@ class ModelConfig:
     (transformers): "auto" (float32), "float32", "bfloat16" or "float16". ``context`` (llama.cpp): the
     context size in tokens (0: the backend's default, see ``LlamaCppConfig``). ``engine`` (the engine
     backend): where the serving engine is (``EngineConfig``); the engine backend needs it, and the
-    fast path refuses a ``.gguf`` file (llama.cpp's). Every loader takes this config
+    fast path refuses a ``.gguf`` file (llama.cpp's). ``edge`` (the edge backend): the verify server
+    (``specdraft.edge.config.EdgeServerConfig``); ``model`` is then the local model that drafts.
+    Every loader takes this config
     (``specdraft.backends.load_model``); the service, the model pool and the command line hold one.
 
     Why float32 by default, on CUDA too: speculative output equals plain decoding's token for token
@@ -48,6 +53,7 @@ class ModelConfig:
     backend: str = "auto"
     context: int = 0
     engine: "EngineConfig | None" = None
+    edge: "EdgeServerConfig | None" = None
 
     def __post_init__(self) -> None:
         if self.dtype not in DTYPES:
@@ -62,6 +68,8 @@ class ModelConfig:
             raise ValueError(f"an engine (--engine-url) needs the engine backend, not {self.backend!r}")
         if self.backend == "engine" and self.engine is None:
             raise ValueError("the engine backend needs an engine (--engine-url URL)")
+        if (self.edge is not None) != (self.backend == "edge"):
+            raise ValueError("the edge backend and a verify server (EdgeServerConfig) go together")
         if self.backend == "fast-path" and self.model.lower().endswith(".gguf"):
             raise ValueError(f"the fast path is for the transformers backend; {self.model} runs on llama-cpp")
 
@@ -76,7 +84,10 @@ class ModelConfig:
     def local(self) -> "ModelConfig":
         """The model that runs on this machine: this config, except for the engine backend, whose
         model is loaded here only for its tokenizer (the GGUF file through llama.cpp for the
-        llama-cpp-python server, else "auto")."""
+        llama-cpp-python server, else "auto"), and the edge backend, whose model drafts here on
+        ``edge.local_backend``."""
+        if self.edge is not None:
+            return replace(self, backend=self.edge.local_backend, edge=None)
         if self.resolved_backend != "engine":
             return self
         api = self.engine.api if self.engine is not None else ""

@@ -76,25 +76,31 @@ class EdgeClient:
 
     def stream(self, prompt_ids: Sequence[int], generation: GenerationConfig = GenerationConfig()) -> "EdgeRun":
         """Iterate ``.steps()`` for ``EdgePiece``s as they become final; ``.result()`` afterwards."""
-        return EdgeRun(self, list(prompt_ids), generation)
+        return EdgeRun(self.model, list(prompt_ids), generation)
+
+
+DRAFT_CONTEXT = 4  # tokens of the text decoded before the draft (``drafted_text``), so that its leading space survives
 
 
 class EdgeRun:
-    """One generation: the core loop over this client's model, on the target it opens and that target's
-    drafter (module docstring). The run holds the generation's state; the model holds none."""
+    """One generation: the core loop over ``model`` (a client's, or the one the service serves), on the
+    target it opens and that target's drafter (module docstring). The run holds the generation's state;
+    the model holds none. The first piece (``steps``) opens the session: a refusal (``EdgeRefused``)
+    comes then."""
 
-    def __init__(self, client: EdgeClient, prompt: list[int], generation: GenerationConfig) -> None:
+    def __init__(self, model: EdgeModel, prompt: list[int], generation: GenerationConfig) -> None:
         if not prompt:
             raise ValueError("the prompt must hold at least one token")
         seed = generation.seed if generation.seed is not None else secrets.randbits(62)
         generation = replace(generation, seed=seed)  # the server's draws and the local model's share it
         self.prompt = prompt
         self._stats = EdgeStats()
-        self.target = client.model.open(generation, self._stats)
+        self.model = model
+        self.target = model.open(generation, self._stats)
         self.drafter = self.target.drafter
-        nodes = client.config.max_draft_nodes
+        nodes = model.config.max_draft_nodes
         fixed = SpeculationConfig(initial_draft_len=nodes, max_draft_len=nodes, adaptive=False)
-        self._stream = SpeculativeGenerator(client.model, fixed, prefix_cache=False).stream(
+        self._stream = SpeculativeGenerator(model, fixed, prefix_cache=False).stream(
             prompt, self.drafter, generation, self.target
         )
 
@@ -117,6 +123,19 @@ class EdgeRun:
     def ahead(self) -> list[Guess]:
         """The local model's guesses past ``out`` (the main chain being drafted)."""
         return list(self.drafter.ahead)
+
+    def drafted_text(self) -> str:
+        """The local model's guesses past the text, decoded (empty when there are none)."""
+        ahead = [g.token for g in self.ahead]
+        if not ahead:
+            return ""
+        tokenizer, before = self.model.tokenizer, self.out[-DRAFT_CONTEXT:]
+        return tokenizer.decode(before + ahead)[len(tokenizer.decode(before)) :]
+
+    @property
+    def round_trip_ms(self) -> float | None:
+        """The round-trip time of the last call the server answered (None before any)."""
+        return self.model.connection.last_ms
 
     @property
     def stats(self) -> EdgeStats:

@@ -1,8 +1,9 @@
-"""EdgeClientConfig: how the laptop drafts for the verify server, and how it waits for a lost one."""
+"""EdgeClientConfig: how the laptop drafts for the verify server, and how it waits for a lost one.
+EdgeServerConfig: the verify server an edge model is served by (``ModelConfig.edge``)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 @dataclass(frozen=True)
@@ -38,3 +39,31 @@ class EdgeClientConfig:
             raise ValueError("need 0 < min_threshold <= threshold <= max_threshold < 1")
         if not 0 < self.retry_initial_s <= self.retry_max_s:
             raise ValueError("need 0 < retry_initial_s <= retry_max_s")
+
+
+LOCAL_BACKENDS = ("auto", "transformers", "llama-cpp")  # the local (draft) model's
+
+
+@dataclass(frozen=True)
+class EdgeServerConfig:
+    """The edge backend's part of a ``ModelConfig`` (``backend="edge"``): the model runs on this machine
+    (``ModelConfig.model`` on ``local_backend``) to draft, and ``server`` (``specdraft serve --edge``)
+    verifies with ``key``, an API key of its ``--api-key-file``. ``timeout_s``: how long one call may
+    take before the server counts as lost (the text then goes on from the local model, unverified).
+    ``client``: how the local model drafts (``EdgeClientConfig``)."""
+
+    server: str
+    key: str
+    timeout_s: float = 10.0
+    client: EdgeClientConfig = field(default_factory=EdgeClientConfig)
+    local_backend: str = "auto"
+
+    def __post_init__(self) -> None:
+        if not self.server.startswith(("http://", "https://")):
+            raise ValueError(f"server must be an http(s):// URL, got {self.server!r}")
+        if not self.key.strip():
+            raise ValueError("key must not be empty: give an API key of the verify server")
+        if not self.timeout_s > 0:
+            raise ValueError(f"timeout_s must be > 0, got {self.timeout_s}")
+        if self.local_backend not in LOCAL_BACKENDS:
+            raise ValueError(f"local_backend must be one of {', '.join(LOCAL_BACKENDS)}, got {self.local_backend!r}")

@@ -23,7 +23,8 @@ here; a token the local model chose alone is no verify step).
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+import time
+from typing import TYPE_CHECKING, Any, Sequence
 
 from specdraft.acceptance import Acceptance
 from specdraft.cost import PassCostProfile
@@ -37,10 +38,15 @@ from specdraft.verification import Verification
 from .config import EdgeClientConfig
 from .drafter import EdgeDrafter
 from .guesses import LocalGuesser
-from .link import EdgeLink, SessionLimits
+from .link import EdgeLink
 from .stats import EdgeStats
-from .transport import EdgeConnection, EdgeRefused, ServerUnavailable
+from .transport import EdgeConnection, EdgeRefused, ServerUnavailable, TransportConfig
 from .trees import Calibration
+
+if TYPE_CHECKING:
+    from specdraft.model_config import ModelConfig
+
+INFO_RETRY_S = 5.0  # after the server did not answer its info call, ask again after this long
 
 
 class EdgeModel(ServedText):
@@ -60,10 +66,35 @@ class EdgeModel(ServedText):
         self.name = f"edge @ {connection.url}"
         self.tokenizer = local.tokenizer
         self.cost = PassCostProfile()
+        self._info: dict[str, Any] | None = None
+        self._ask_again_at = 0.0
+
+    @classmethod
+    def load(cls, config: "ModelConfig", local: Any) -> "EdgeModel":
+        """The edge model of ``config`` (``config.edge``: the verify server, ``EdgeServerConfig``), drafting
+        with ``local`` (``config.local`` loaded); contacts no server (``specdraft.backends.load_model``)."""
+        if config.edge is None:
+            raise ValueError("the edge backend needs a verify server (ModelConfig.edge)")
+        edge = config.edge
+        connection = EdgeConnection(edge.server, edge.key, TransportConfig(timeout_s=edge.timeout_s))
+        return cls(connection, local, edge.client, Calibration())
+
+    def info(self) -> dict[str, Any] | None:
+        """The server's ``GET /v1/edge/info`` (model name, context, vocabulary, tokenizer), asked until it
+        answers once; None while the server is out of reach (asked again ``INFO_RETRY_S`` later, so
+        that callers meanwhile do not wait). Raises ``EdgeRefused`` when the server refuses the key."""
+        if self._info is None and time.monotonic() >= self._ask_again_at:
+            try:
+                self._info = self.connection.request("GET", "/v1/edge/info")
+            except ServerUnavailable:
+                self._ask_again_at = time.monotonic() + INFO_RETRY_S
+        return self._info
 
     @property
     def max_length(self) -> int:
-        return SessionLimits().max_length  # the server's is learnt when a session opens (``EdgeTarget``)
+        """The local model's context, capped by the server's once known (``info``; a session learns it too)."""
+        local = int(self.local.max_length)
+        return min(local, int(self._info["max_length"])) if self._info else local
 
     @property
     def vocab_size(self) -> int:

@@ -10,6 +10,8 @@ and answers the decoded JSON object. Two kinds of failure, which the client trea
   an answer that is not the server's JSON. The server may come back; the client keeps generating locally and
   retries (``specdraft.edge.client``).
 
+``last_ms`` is the round-trip time of the last call the server answered (a refusal included).
+
 One connection, used under a lock (calls from several threads are serialised). A request that fails
 on a connection kept alive from an earlier call is sent once more on a fresh connection (the server
 may have closed it while idle); calls that change a session carry its ``context_length`` so that a
@@ -22,6 +24,7 @@ import http.client
 import json
 import socket
 import threading
+import time
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
@@ -64,6 +67,7 @@ class EdgeConnection:
         self._used = False  # whether the current connection has answered a request already
         self._lock = threading.Lock()
         self.requests = 0  # round trips that got an answer
+        self.last_ms: float | None = None  # the round-trip time of the last call answered (ms)
 
     def _connection(self) -> http.client.HTTPConnection:
         if self._conn is None:
@@ -99,6 +103,7 @@ class EdgeConnection:
         if data is not None:
             headers["Content-Type"] = "application/json"
         with self._lock:
+            started = time.perf_counter()
             for attempt in range(2):
                 reused = self._conn is not None and self._used
                 try:
@@ -117,6 +122,7 @@ class EdgeConnection:
                         continue  # the server closed an idle keep-alive connection: once more, fresh
                     raise ServerUnavailable(f"{method} {path}: {type(error).__name__}: {error}") from None
                 self.requests += 1
+                self.last_ms = (time.perf_counter() - started) * 1000
                 return _answer(method, path, status, raw)
         raise AssertionError("unreachable")
 

@@ -142,7 +142,7 @@ def run_edge(args: argparse.Namespace) -> int:
     if getattr(args, "edge_command", None) == "serve":
         from .edge_serve import run_edge_serve
 
-        return run_edge_serve(args, load_draft_model, client_config)
+        return run_edge_serve(args, client_config)
     if args.prompt is None or args.interactive:
         if args.prompt is not None:
             raise ValueError("--interactive reads the conversation from standard input: give no PROMPT")

@@ -1,9 +1,12 @@
-"""``specdraft edge serve``: the OpenAI-compatible endpoint on the laptop (``specdraft.apps.edge_local``).
+"""``specdraft edge serve``: the OpenAI-compatible endpoint on the laptop: the service
+(``specdraft.apps.service``) serving an edge model (``specdraft.apps.service.edge_model.endpoint_config``:
+the local model drafts, the verify server verifies).
 
-Loads the local draft model, asks the verify server for its info once (a refused key or another
-tokenizer stops here with a clear error; an unreachable server is a warning: the endpoint starts and
-its text is unverified until the server answers), then serves with waitress. Without
-``--api-key-file`` it listens on loopback addresses only (a non-loopback ``--host`` is refused).
+Loads the local draft model (``load_model`` on the edge backend), asks the verify server for its info
+once (a refused key or another tokenizer stops here with a clear error; an unreachable server is a
+warning: the endpoint starts and its text is unverified until the server answers), then serves with
+waitress. Without ``--api-key-file`` it listens on loopback addresses only (a non-loopback ``--host``
+is refused).
 """
 
 from __future__ import annotations
@@ -16,10 +19,10 @@ DEFAULT_PORT = 8100
 
 
 def build_serve_parser(add_client_args: Callable[[argparse.ArgumentParser], None]) -> argparse.ArgumentParser:
-    from specdraft.apps.edge_local.config import EdgeLocalConfig
+    from specdraft.apps.service.config import ServiceConfig
     from specdraft.apps.service.server import DEFAULT_HOST
 
-    defaults = EdgeLocalConfig(server="http://x", key="x")
+    defaults = ServiceConfig()
     parser = argparse.ArgumentParser(
         prog="specdraft edge serve",
         description="Serve an OpenAI-compatible API on this machine (POST /v1/chat/completions, POST /v1/completions, "
@@ -55,15 +58,13 @@ def build_serve_parser(add_client_args: Callable[[argparse.ArgumentParser], None
     return parser
 
 
-def run_edge_serve(
-    args: argparse.Namespace,
-    load_draft_model: Callable[[argparse.Namespace], Any],
-    client_config: Callable[[argparse.Namespace], Any],
-) -> int:
+def run_edge_serve(args: argparse.Namespace, client_config: Callable[[argparse.Namespace], Any]) -> int:
     from waitress import serve
 
-    from specdraft.apps.edge_local import EdgeLocalConfig, create_app
+    from specdraft.apps.service import create_app
+    from specdraft.apps.service.edge_model import endpoint_config
     from specdraft.apps.service.server import is_loopback
+    from specdraft.apps.service.state import EXTENSION
     from specdraft.edge import EdgeRefused
 
     if args.api_key_file is None and not is_loopback(args.host):
@@ -71,22 +72,23 @@ def run_edge_serve(
             f"refusing to listen on {args.host} without API keys: other machines could use your server key; "
             "give --api-key-file FILE, or listen on 127.0.0.1"
         )
-    config = EdgeLocalConfig(
-        server=args.server,
-        key=args.key,
-        draft_model=args.draft_model,
+    config = endpoint_config(
+        args.server,
+        args.key,
+        args.draft_model,
+        local_backend=args.backend,
         timeout_s=args.timeout,
         client=client_config(args),
         max_tokens_limit=args.max_tokens_limit,
         default_max_tokens=args.default_max_tokens,
         api_key_file=args.api_key_file,
     )
+    app = create_app(config)
     print(f"loading {args.draft_model} ...", file=sys.stderr)
-    model = load_draft_model(args)
-    app = create_app(config, model)
-    runner = app.extensions["specdraft.edge_local"]
+    state = app.extensions[EXTENSION]
+    model = state.target()  # the EdgeModel: the local model loaded, no server contacted yet
     try:
-        info = runner.server_info()
+        info = model.info()
     except EdgeRefused as error:
         raise ValueError(f"the verify server {args.server} refused: {error.message}") from None
     if info is None:
@@ -98,9 +100,10 @@ def run_edge_serve(
         raise ValueError(
             f"the draft model {args.draft_model} does not share the server model {info['model']!r}'s tokenizer"
         )
+    name = info["model"] if info else args.draft_model
     url = f"http://{args.host}:{args.port}"
     print(
-        f"specdraft edge serving {runner.model_name()} (verified by {args.server}, drafted by {args.draft_model}) on "
+        f"specdraft edge serving {name} (verified by {args.server}, drafted by {args.draft_model}) on "
         f"{url}\n  APIs: POST /v1/chat/completions, /v1/completions; GET /v1/models, /healthz\n  demo: {url}/demo/",
         file=sys.stderr,
         flush=True,

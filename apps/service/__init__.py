@@ -8,7 +8,8 @@ Areas: ``health`` (``GET /healthz``, ``GET /v1/models``), ``completions`` (OpenA
 /v1/grammar/correct``), ``rag`` (``POST /v1/rag/documents``, ``POST /v1/rag/query``, ``GET
 /v1/rag/indexes``), ``metrics`` (``GET /metrics``, Prometheus), ``openapi``
 (``GET /openapi.json``, the OpenAPI 3.1 document of every route) and ``demo`` (``GET /demo/grammar`` and ``GET
-/demo/rag``, HTML pages over those APIs). Every API error is JSON (see ``errors``).
+/demo/rag``, HTML pages over those APIs; ``GET /demo/`` serving an edge model, see ``edge_model``).
+Every API error is JSON (see ``errors``).
 """
 
 from __future__ import annotations
@@ -59,6 +60,8 @@ def create_app(
     app.register_blueprint(grammar.bp)
     app.register_blueprint(rag.bp)
     app.register_blueprint(demo.bp)
+    if config.model.edge is not None:  # an edge model served: the laptop's endpoint and its page
+        app.register_blueprint(demo.edge_bp)
     app.register_blueprint(metrics.bp)
     app.register_blueprint(openapi.bp)
     if config.edge:  # the edge verify server (sessions holding KV caches), only when asked for

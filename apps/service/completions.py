@@ -21,7 +21,8 @@ and ``top_k``; a ``speculation`` object in the response (the drafter's name and 
 and beside it ``spec_decode_metrics`` (the same generation in the names of vLLM's spec-decode
 metrics; it and ``usage`` are built in ``openai_usage``); a ``source`` ("draft" or "target") on
 every streamed chunk that carries text, saying whether the target accepted the text from the
-drafter or generated it itself.
+drafter or generated it itself. Serving an edge model (the laptop's endpoint), a request is an
+``EdgeRun`` whose answer ``edge_model`` writes.
 """
 
 from __future__ import annotations
@@ -50,7 +51,7 @@ from specdraft.copydraft.editor import COPY_SPECULATION
 from specdraft.retrieval.prompt_passages import prompt_texts
 from specdraft.tool_calls import format_for_model
 
-from . import metrics, openai_usage, sse
+from . import edge_model, metrics, openai_usage, sse
 from .answer_format import CHAT, TEXT, Answer, Format
 from .limits import RequestGuard, current_guard, drain, generating, until_stopped
 from .openai_logprobs import LogprobWriter
@@ -81,8 +82,12 @@ def _complete(fmt: Format) -> Response:
     """The shared path: everything that can be rejected is checked before generation starts."""
     state = current_state()
     req = parse_completion_request(parse_json_body(request.get_data()), fmt.chat, state.config)
-    run = start(state, req, fmt)
     guard = current_guard()
+    if edge_model.serves_edge(state.config):  # the laptop's endpoint: an EdgeRun per request
+        edge_model.check_supported(req)
+        [(_, ids)] = _prompts(state.target(), req, state.config.model_name, fmt.prompt_param, edge_model.PLAIN)
+        return edge_model.answer(state, ids, req, Answer(fmt, edge_model.served_name(state)), guard)
+    run = start(state, req, fmt)
     if req.stream:
         return sse.response(run.reply.chunks(run.streams, guard), guard)
     return jsonify(run.reply.whole(results(run.streams, guard), guard))

@@ -9,6 +9,12 @@
   /v1/rag/query`` and shows the answer with drafted runs shaded, each run copied from a passage a
   link to the marked spot in that passage, the passages, and the speculation's counts; a form adds
   documents (typed, or a few examples) with ``POST /v1/rag/documents``.
+- ``GET /demo/`` (``templates/edge.html``, ``static/edge.js``, ``static/edge.css``), serving an edge model
+  (``edge_model``: the laptop's endpoint): streams ``POST /v1/chat/completions`` and shows the answer as it
+  grows: verified text (the server's own tokens) plain, unverified text (the local model's while the
+  server was unreachable) struck and tinted, and the local model's draft in flight in grey after it;
+  beside it the live round-trip time to the verify server and the counts of the answer's
+  ``speculation``. Registered only when an edge model is served (``edge_bp``).
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ from .protocol.rag import DEFAULT_INDEX, MAX_QUESTION_CHARS
 from .state import current_state
 
 bp = Blueprint("demo", __name__, url_prefix="/demo")
+edge_bp = Blueprint("edge_demo", __name__, url_prefix="/demo")
 
 EXAMPLE_TEXT = (
     "Yesterday me and my sister goes to the new library in town. It were bigger then we expected, "
@@ -39,6 +46,24 @@ def grammar() -> str:
         model=state.config.grammar_model,
         max_chars=state.config.max_grammar_chars,
         api_url=url_for("grammar.correct"),
+    )
+
+
+EDGE_QUESTION = "Explain in two sentences why the sky is blue."
+
+
+@edge_bp.get("/")
+def edge() -> str:
+    state = current_state()
+    edge = state.config.model.edge
+    assert edge is not None, "registered only when an edge model is served"
+    return render_template(
+        "edge.html",
+        example=EDGE_QUESTION,
+        server=edge.server,
+        draft_model=state.config.model_name,
+        max_tokens=min(128, state.config.max_tokens_limit),
+        api_url=url_for("completions.chat_completions"),
     )
 
 

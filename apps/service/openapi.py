@@ -166,6 +166,9 @@ def document(config: ServiceConfig) -> dict[str, Any]:
         },
         "/demo/grammar": {"get": _get("demo", "The grammar correction page", _html(), secured=False)},
         "/demo/rag": {"get": _get("demo", "The questions-over-your-documents page", _html(), secured=False)},
+        **(
+            {"/demo/": {"get": _get("demo", "The edge demo page", _html(), secured=False)}} if config.model.edge else {}
+        ),
         "/static/{filename}": {"get": _static()},
     }
     return {

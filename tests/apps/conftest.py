@@ -1,5 +1,5 @@
 """Fixtures shared by the tests of ``specdraft.apps``: a headless Chromium for the pages' browser tests
-(tests/apps/service, tests/apps/edge_local; helpers and flags in ``browser_support``)."""
+(tests/apps/service; helpers and flags in ``browser_support``)."""
 
 import os
 

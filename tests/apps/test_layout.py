@@ -11,7 +11,7 @@ import specdraft.apps
 
 APPS_ROOT = Path(specdraft.apps.__file__).parent
 PACKAGE = "specdraft.apps"
-DELIVERABLES = ("cli", "service", "bench", "edge_local")
+DELIVERABLES = ("cli", "service", "bench")
 
 
 def _module_name(path: Path) -> str:
@@ -121,12 +121,13 @@ def test_the_benchmark_imports_neither_the_command_line_nor_the_service():
     assert crossings(import_graph(), "bench", ("cli", "service")) == []
 
 
-def test_the_laptop_endpoint_imports_only_the_services_pure_modules():
-    """``edge_local`` (``specdraft edge serve``) reuses the service's validators, errors and access
-    checks, never the command line or the benchmark; neither the service nor the benchmark imports it."""
+def test_the_laptop_endpoint_is_the_service():
+    """``specdraft edge serve`` starts the service serving an edge model (``service.edge_model``), not a
+    second app: the command line builds it through the service, and ``apps`` holds no other deliverable
+    (the service imports neither the command line nor the benchmark: above)."""
     graph = import_graph()
-    assert crossings(graph, "edge_local", ("cli", "bench")) == []
-    assert crossings(graph, "service", ("edge_local",)) == [] and crossings(graph, "bench", ("edge_local",)) == []
+    assert {"specdraft.apps.service", "specdraft.apps.service.edge_model"} <= graph["specdraft.apps.cli.edge_serve"]
+    assert sorted(p.name for p in APPS_ROOT.iterdir() if (p / "__init__.py").exists()) == sorted(DELIVERABLES)
 
 
 def test_shared_modules_import_no_deliverable():

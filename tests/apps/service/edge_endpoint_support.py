@@ -1,4 +1,5 @@
-"""The laptop endpoint (``specdraft edge serve``'s app) on a live loopback server, talking to a real
+"""The laptop endpoint (``specdraft edge serve``'s app: the service serving an edge model,
+``specdraft.apps.service.edge_model``) on a live loopback server, talking to a real
 verify-server process (``tests/edge/edge_server_main.py``: the tiny chat model with ``--edge``).
 
 The local draft model shares the server model's tokenizer (and chat template); by default it has
@@ -16,7 +17,7 @@ from typing import Iterator
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TESTS = os.path.dirname(os.path.dirname(HERE))
-sys.path[:0] = [os.path.join(TESTS, "edge"), os.path.join(TESTS, "apps", "service")]
+sys.path[:0] = [os.path.join(TESTS, "edge"), HERE]
 
 from edge_support import KEY  # noqa: E402
 from live_server import LiveServer  # noqa: E402
@@ -24,8 +25,10 @@ from server_process import start_server_process  # noqa: E402
 from tiny_models import make_tiny_model  # noqa: E402
 from tiny_service import CHAT_TEMPLATE, make_chat_model  # noqa: E402
 
-from specdraft import GenerationConfig, SpeculativeGenerator  # noqa: E402
-from specdraft.apps.edge_local import EdgeLocalConfig, create_app  # noqa: E402
+from specdraft import GenerationConfig, SpeculativeGenerator, load_model  # noqa: E402
+from specdraft.apps.model_pool import ModelPool  # noqa: E402
+from specdraft.apps.service import create_app  # noqa: E402
+from specdraft.apps.service.edge_model import endpoint_config  # noqa: E402
 
 __all__ = [
     "KEY",
@@ -72,9 +75,13 @@ def verify_server(tmp_path) -> Iterator[str]:
 
 @contextlib.contextmanager
 def laptop_endpoint(server_url: str, draft, key: str = KEY, **config) -> Iterator[LiveServer]:
-    """``specdraft edge serve``'s app for ``server_url`` drafting with ``draft``, live on loopback. Server
-    calls may take 60 s (``timeout_s``) before the server counts as lost: test machines are loaded."""
+    """``specdraft edge serve``'s app for ``server_url`` drafting with ``draft`` (the edge model loaded
+    through ``load_model`` with ``draft`` as its local model), live on loopback. Server calls may take
+    60 s (``timeout_s``) before the server counts as lost: test machines are loaded."""
     config.setdefault("timeout_s", 60.0)
-    app = create_app(EdgeLocalConfig(server=server_url, key=key, draft_model="tiny-draft", **config), draft)
+    service = endpoint_config(server_url, key, "tiny-draft", **config)
+    pool = ModelPool(service.model)
+    pool.add(service.model_name, load_model(service.model, draft))
+    app = create_app(service, pool)
     with LiveServer(app) as live:
         yield live

@@ -11,7 +11,7 @@ import re
 
 import pytest
 from browser_support import By, WebDriverWait, texts
-from edge_local_support import draft_model, free_port, greedy_text, laptop_endpoint, make_chat_model, verify_server
+from edge_endpoint_support import draft_model, free_port, greedy_text, laptop_endpoint, make_chat_model, verify_server
 
 QUESTION = "The quick brown fox"
 MAX_TOKENS = 48

@@ -12,7 +12,7 @@ import urllib.request
 
 import openai
 import pytest
-from edge_local_support import draft_model, free_port, greedy_text, laptop_endpoint, make_chat_model, verify_server
+from edge_endpoint_support import draft_model, free_port, greedy_text, laptop_endpoint, make_chat_model, verify_server
 
 QUESTION = [{"role": "user", "content": "The quick brown fox"}]
 
@@ -147,7 +147,7 @@ def test_the_endpoint_answers_only_requests_addressed_to_this_machine(endpoint):
 
 def test_the_laptop_side_imports_no_torch():
     code = (
-        "import sys, specdraft.apps.edge_local, specdraft.apps.cli.edge_serve, specdraft.apps.cli.edge_chat; "
+        "import sys, specdraft.apps.service.edge_model, specdraft.apps.cli.edge_serve, specdraft.apps.cli.edge_chat; "
         "assert 'torch' not in sys.modules and 'transformers' not in sys.modules, 'torch imported'"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
@@ -171,7 +171,7 @@ def get_json(url):
 
 
 def test_the_config_refuses_what_cannot_work():
-    from specdraft.apps.edge_local import EdgeLocalConfig
+    from specdraft.apps.service.edge_model import endpoint_config
 
     for bad in [
         dict(server="gpu-box:8000", key="k"),
@@ -180,4 +180,11 @@ def test_the_config_refuses_what_cannot_work():
         dict(server="http://x", key="k", default_max_tokens=10, max_tokens_limit=5),
     ]:
         with pytest.raises(ValueError):
-            EdgeLocalConfig(**bad)
+            endpoint_config(draft_model="local", **bad)
+
+
+def test_the_document_lists_the_edge_page(endpoint):
+    paths = get_json(endpoint.url + "/openapi.json")["paths"]
+    assert "/demo/" in paths and "/v1/chat/completions" in paths
+    with urllib.request.urlopen(endpoint.url + "/demo/", timeout=30) as page:
+        assert page.status == 200 and "edge.js" in page.read().decode()
