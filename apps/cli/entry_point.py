@@ -184,6 +184,15 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="MODEL",
         help="sentence-transformers model embedding the RAG documents (default: the packaged all-MiniLM-L6-v2)",
     )
+    serve.add_argument(
+        "--store",
+        action="append",
+        default=[],
+        metavar="NAME=STORE:PATH",
+        help='a vector store collection RAG queries may name ({"store": NAME}): STORE is chroma, lancedb, qdrant or '
+        "milvus, PATH its folder or Milvus Lite file; the collection is NAME unless ,collection=C follows (also "
+        ",text_field=F, ,vector_field=V) (repeatable)",
+    )
     add_access_args(serve)
     serve.add_argument(
         "--edge",
@@ -256,9 +265,12 @@ def _serve(args: argparse.Namespace) -> int:
 
     from .model_args import model_config, model_pool
     from .serve_args import access_config
+    from .store_args import parse_named_store
 
     rag = {"index_root": args.index_root, "datastore": args.datastore, "embedding_model": args.embedding_model}
+    stores = tuple(parse_named_store(text) for text in args.store)
     config = ServiceConfig(
+        stores=stores,
         model=model_config(args),
         drafter=args.drafter,
         extra_models=tuple(args.extra_model),

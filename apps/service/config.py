@@ -19,6 +19,7 @@ from specdraft.copydraft.editor import COPY_SPECULATION
 from specdraft.retrieval.drafter_registry import DATASTORE, PASSAGES, DrafterSpec, parse_drafter, require
 from specdraft.retrieval.embedder import DEFAULT_EMBEDDER
 from specdraft.retrieval.pipeline import RAG_OFFERS, RAG_SPECULATION, RAGConfig
+from specdraft.retrieval.stores.config import StoreConfig
 
 from .edge_sessions import EdgeConfig
 from .limits import LimitConfig
@@ -55,7 +56,9 @@ class ServiceConfig:
     RAG: ``index_root`` holds the named document indexes (one folder each); ``embedding_model`` embeds
     them (an index built with another model is refused); ``datastore``: a REST datastore folder for
     the datastore drafters (None: those drafters are refused); ``rag_drafter`` and ``rag_top_k``: a
-    query's defaults; ``max_rag_top_k``, ``max_rag_documents``: per-request limits.
+    query's defaults; ``max_rag_top_k``, ``max_rag_documents``: per-request limits. ``stores``: the
+    users' vector store collections a query may name in its ``store`` field, as (name, ``StoreConfig``)
+    pairs (``specdraft.retrieval.stores``; opened on first use, embedded with ``embedding_model``).
     Access: ``api_key_file`` lists the API keys and their scopes (None: no keys, loopback only);
     ``allowed_origins``/``allowed_hosts``: other origins whose pages may send requests, other Host
     names accepted without keys (see ``access``). ``limits``: concurrency, queue and time limits.
@@ -82,6 +85,7 @@ class ServiceConfig:
     rag_top_k: int = RAGConfig().top_k  # the pipeline's: `specdraft ask` gets the same
     max_rag_top_k: int = 10
     max_rag_documents: int = 1000
+    stores: tuple[tuple[str, StoreConfig], ...] = ()
     # model names a completion request may send (OpenAI clients send their own defaults, e.g.
     # "gpt-3.5-turbo"): ``model``'s, any of ``model_aliases``, or any name at all with
     # ``serve_any_model_name``; the answer always comes from ``model`` and names it (see ``protocol.completions``)
@@ -126,6 +130,11 @@ class ServiceConfig:
             raise ValueError(f"rag_top_k must be in [1, max_rag_top_k={self.max_rag_top_k}], got {self.rag_top_k}")
         if self.max_rag_documents < 1:
             raise ValueError(f"max_rag_documents must be >= 1, got {self.max_rag_documents}")
+        names = [name for name, _ in self.stores]
+        if len(set(names)) != len(names) or not all(isinstance(name, str) and name.strip() for name in names):
+            raise ValueError(f"stores must have distinct, non-empty names, got {names}")
+        if not all(isinstance(store, StoreConfig) for _, store in self.stores):
+            raise ValueError("stores must be (name, StoreConfig) pairs")
         if self.batch_verify is not None and self.model.resolved_backend != "transformers":
             raise ValueError(
                 f"verify batching (--batch-verify) is for the transformers backend, not {self.model.resolved_backend}"
@@ -151,6 +160,10 @@ class ServiceConfig:
     def completion_offers(self) -> frozenset[str]:
         """What a completion offers its drafter: its prompt's passages, draft models, the datastore if any."""
         return COMPLETION_OFFERS | ({DATASTORE} if self.datastore is not None else set())
+
+    def store(self, name: str) -> StoreConfig | None:
+        """The vector store collection named ``name`` (None: no such store here)."""
+        return dict(self.stores).get(name)
 
     @property
     def rag_offers(self) -> frozenset[str]:

@@ -24,10 +24,16 @@
   ``{"retrieval": {...record, "doc_id", "text"}}`` before each stride's text, ``{"text"}`` pieces
   (confirmed text only), then ``{"answer": {...}}`` and ``[DONE]``. A retriever that fails mid-answer
   is a 502 naming it (streamed: an ``{"error"}`` event), never a different answer.
-- ``GET /v1/rag/indexes``: ``{"indexes": [names], "embedding_model", "datastore"}``.
+- ``POST /v1/rag/query`` with ``"store": NAME``: the same answers (plain or iterative), searching
+  the vector store collection the server was started with under that name (``ServiceConfig.stores``,
+  ``specdraft serve --store NAME=STORE:PATH``; ``specdraft.retrieval.stores``) instead of an index;
+  the answer names ``store`` instead of ``index``, and iteratively the store is the retriever.
+- ``GET /v1/rag/indexes``: ``{"indexes": [names], "stores": [names], "embedding_model", "datastore"}``.
 
 Errors: an unknown index is a 404; an index built with another embedding model, or one whose files
-are damaged, a 409; everything else a 400. None of them changes an index or another request.
+are damaged, a 409; a store name the server does not have a 400 naming ``store``, a configured
+store that cannot be opened (its collection is gone, its extra is not installed) a 409 naming
+``store``; everything else a 400. None of them changes an index, a store or another request.
 """
 
 from __future__ import annotations
@@ -44,7 +50,8 @@ from specdraft.retrieval.index import (
     InvalidDocumentError,
 )
 from specdraft.retrieval.pipeline import RAGConfig, RAGPipeline, RAGStream, passage_dict
-from specdraft.retrieval.retriever import RetrieverError
+from specdraft.retrieval.retriever import Retriever, RetrieverError
+from specdraft.retrieval.stores import StoreError, StoreRetriever
 
 from . import metrics, sse
 from .errors import error_response
@@ -86,8 +93,8 @@ def query() -> Response:
     req = parse_query_request(parse_json_body(request.get_data()), state.config)
     if req.iterative:
         return _iterative(state, req)
-    stream = metrics.observe(_start(state, req, _index(state, req.index)), req.drafter)
-    about = {"index": req.index, "model": state.config.model_name, "drafter": req.drafter}
+    stream = metrics.observe(_start(state, req, _retriever(state, req)), req.drafter)
+    about = {**_source(req), "model": state.config.model_name, "drafter": req.drafter}
     passages = answer(responses.Passages, passages=[passage_dict(hit) for hit in stream.hits])
     piece = lambda piece: answer(responses.Piece, text=piece.text, source=piece.source)  # noqa: E731
     return _answer(req, stream, responses.RAGAnswer, about, passages, piece)
@@ -98,10 +105,14 @@ def _iterative(state: ServiceState, req: QueryRequest) -> Response:
     from specdraft.apps.iterative_rag import IterativeRetrievers, event_dict, iterative_rag
     from specdraft.retrieval.iterative import NeedsLocalModel
 
-    index = _index(state, req.index)
     retrievers = current_app.extensions.setdefault("specdraft_iterative_retrievers", IterativeRetrievers())
+    source = _retriever(state, req)  # a 404/409 before anything else
     try:
-        retriever, collection = retrievers.get(index, req.retriever)
+        if isinstance(source, StoreRetriever):
+            retriever, collection, retriever_name = source, source.collection, source.name
+        else:
+            retriever, collection = retrievers.get(source, req.retriever)
+            retriever_name = req.retriever
         stream = iterative_rag(
             state.target(), retriever, collection, req.max_tokens, req.speculative_retrieval, retrievers.schedulers
         ).stream(req.question)
@@ -110,9 +121,9 @@ def _iterative(state: ServiceState, req: QueryRequest) -> Response:
     except ValueError as error:  # an empty index, a question that does not fit the context
         raise RequestError(str(error), "question") from None
     about = {
-        "index": req.index,
+        **_source(req),
         "model": state.config.model_name,
-        "retriever": req.retriever,
+        "retriever": retriever_name,
         "speculative_retrieval": req.speculative_retrieval,
     }
     return _answer(
@@ -161,9 +172,34 @@ def _retriever_failed(error: RetrieverError) -> Response:
 def indexes() -> Response:
     state = current_state()
     indexes, config = state.indexes().names(), state.config
+    stores = [name for name, _ in config.stores]
     return jsonify(
-        answer(responses.Indexes, indexes=indexes, embedding_model=config.embedding_model, datastore=config.datastore)
+        answer(
+            responses.Indexes,
+            indexes=indexes,
+            stores=stores,
+            embedding_model=config.embedding_model,
+            datastore=config.datastore,
+        )
     )
+
+
+def _source(req: QueryRequest) -> dict[str, str]:
+    """What an answer says it searched: ``{"store": name}`` or ``{"index": name}``."""
+    return {"store": req.store} if req.store is not None else {"index": req.index}
+
+
+def _retriever(state: ServiceState, req: QueryRequest) -> Retriever:
+    """The store (``req.store``) or the index a query searches."""
+    return _store(state, req.store) if req.store is not None else _index(state, req.index)
+
+
+def _store(state: ServiceState, name: str) -> StoreRetriever:
+    """The configured store ``name``, opened; a 409 naming ``store`` when it cannot be."""
+    try:
+        return state.store(name)
+    except StoreError as error:
+        raise RequestError(f"store {name!r} cannot be used by this server: {error}", "store", 409) from None
 
 
 def _index(state: ServiceState, name: str) -> DocumentIndex:
@@ -183,7 +219,7 @@ def _unusable(name: str, error: Exception) -> str:
     return f"index {name!r} cannot be used by this server: {error}"
 
 
-def _start(state: ServiceState, req: QueryRequest, index: DocumentIndex) -> RAGStream:
+def _start(state: ServiceState, req: QueryRequest, index: Retriever) -> RAGStream:
     """Retrieve and build the prompt now, so that every input error is a 4xx before any streaming."""
     config = RAGConfig(top_k=req.top_k, max_new_tokens=req.max_tokens, speculation=state.config.rag_speculation)
     try:

@@ -32,6 +32,7 @@ from .rag_indexes import IndexStore
 
 if TYPE_CHECKING:
     from specdraft.backends.transformers.verify_batcher import VerifyBatcher
+    from specdraft.retrieval.stores import StoreRetriever
 
 EXTENSION = "specdraft"
 
@@ -49,6 +50,8 @@ class ServiceState:
         self._embedder = embedder  # None: config.embedding_model, loaded on first use
         self._indexes: IndexStore | None = None
         self._datastore: Datastore | None = None
+        self._stores: dict[str, StoreRetriever] = {}  # the vector stores opened so far, by name
+        self._store_lock = threading.Lock()  # one store opened at a time
         self.started = int(time.time())  # Unix time the app was created (OpenAI's model "created")
         self._target: Model | None = None
         self.verify_batcher: "VerifyBatcher | None" = None  # the target's, with config.batch_verify (once loaded)
@@ -107,6 +110,29 @@ class ServiceState:
                 embedder = self._embedder or Embedder(EmbedderConfig(model=self.config.embedding_model))
                 self._indexes = IndexStore(self.config.index_root, embedder)
             return self._indexes
+
+    def store(self, name: str) -> "StoreRetriever":
+        """The vector store collection ``name`` of ``config.stores``, opened on first use with the
+        indexes' embedder and kept (searches never change it). ``StoreError`` (a ValueError) when it
+        cannot be opened (no such collection, a missing extra); a later call tries again."""
+        from specdraft.retrieval.stores import open_store
+
+        with self._lock:
+            opened = self._stores.get(name)
+        if opened is not None:
+            return opened
+        config = self.config.store(name)
+        if config is None:
+            raise KeyError(name)
+        embedder = self.indexes().embedder  # outside the lock: indexes() takes it
+        with self._store_lock:
+            with self._lock:
+                if name in self._stores:
+                    return self._stores[name]
+            opened = open_store(config, embedder)
+            with self._lock:
+                self._stores[name] = opened
+            return opened
 
     def datastore(self) -> Datastore | None:
         """The configured REST datastore, opened (memory-mapped) on first use; None when there is none."""

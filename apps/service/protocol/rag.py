@@ -5,7 +5,9 @@ A document's own fields (id, text, metadata) follow ``specdraft.retrieval.chunke
 ``Document`` applies and reports as ``documents[i]``; that ids are unique in the request and new to
 the index is checked by ``DocumentIndex.add`` before anything is embedded or written. A query's
 ``retriever`` and ``speculative_retrieval`` need ``"iterative": true``, which takes neither
-``drafter`` nor ``top_k`` (one chunk per stride).
+``drafter`` nor ``top_k`` (one chunk per stride). A query's ``store`` names one of the server's
+vector stores (``ServiceConfig.stores``) to search instead of an index (so not with ``index``, and
+with ``"iterative": true`` the store is the retriever: not with ``retriever``).
 """
 
 from __future__ import annotations
@@ -62,6 +64,7 @@ class QueryRequest:
     iterative: bool = False  # iterative RAG (specdraft.apps.iterative_rag); drafter and top_k do not apply
     retriever: str = "dense"
     speculative_retrieval: bool = False
+    store: str | None = None  # a name of ServiceConfig.stores: search it instead of ``index``
 
 
 def _index(name: Any) -> Any:
@@ -177,6 +180,22 @@ def _retriever(name: Any) -> Any:
     return name
 
 
+def _rag_store(name: str, config: ServiceConfig) -> str:
+    if config.store(name) is None:
+        known = ", ".join(store for store, _ in config.stores)
+        where = f"one of {known}" if known else "a configured store, and this server has none (serve with --store)"
+        raise refuse(f"{{path}} must be {where}; got {describe(name)}")
+    return name
+
+
+RAG_STORE = ConfigRule(
+    "rag_store",
+    _rag_store,
+    lambda config: {
+        "enum": [name for name, _ in config.stores],
+        "description": "a vector store of this server to search instead of an index",
+    },
+)
 RAG_TOP_K = ConfigRule(
     "rag_top_k",
     lambda value, config: within(value, 1, config.max_rag_top_k),
@@ -218,6 +237,7 @@ class QueryBody(RequestBody):
         None,
         description="with iterative: answer retrievals from a per-request cache, verified in batches (same answer)",
     )
+    store: Annotated[StrictStr, RAG_STORE] | None = None
 
     @model_validator(mode="after")
     def _fields_of_the_kind_of_answer(self) -> QueryBody:
@@ -233,6 +253,10 @@ class QueryBody(RequestBody):
         for name in ITERATIVE_ONLY:
             if self.iterative is not True and given[name] is not None:
                 raise refuse(f'{name} applies to iterative answers only: add "iterative": true', name)
+        if self.store is not None and self.index is not None:
+            raise refuse("store and index name two sources: give one", "store")
+        if self.store is not None and self.retriever is not None:
+            raise refuse("retriever does not apply with store: the store is the retriever", "retriever")
         return self
 
 
@@ -247,6 +271,7 @@ def parse_query_request(body: Mapping[str, Any], config: ServiceConfig) -> Query
     req = QueryBody.parse(body, config)
     common = dict(
         index=req.index or DEFAULT_INDEX,
+        store=req.store,
         question=req.question.strip(),
         max_tokens=config.default_max_tokens if req.max_tokens is None else req.max_tokens,
         stream=req.stream is True,

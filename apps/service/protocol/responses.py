@@ -239,7 +239,8 @@ class RAGAnswer(Reply):
     stats: Stats
     passages: list[Passage]
     spans: list[Piece]
-    index: str
+    index: str = None  # the index searched, or
+    store: str = None  # the vector store searched (a name of ServiceConfig.stores)
     model: str
     drafter: str
     time_limit_reached: bool = None
@@ -263,7 +264,8 @@ class IterativeAnswer(Reply):
     finish_reason: Literal["stop", "length"]
     retrievals: list[Retrieval]
     stats: dict[str, Any]  # seconds, counts and per-stride lists (stride_counts)
-    index: str
+    index: str = None  # the index searched, or
+    store: str = None  # the vector store searched (a name of ServiceConfig.stores)
     model: str
     retriever: str
     speculative_retrieval: bool
@@ -275,6 +277,7 @@ QueryAnswer = RootModel[Union[RAGAnswer, IterativeAnswer]]
 
 class Indexes(Reply):
     indexes: list[str]
+    stores: list[str] = None  # the vector stores a query may name (ServiceConfig.stores)
     embedding_model: str
     datastore: Optional[str]
 
