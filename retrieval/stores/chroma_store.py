@@ -40,10 +40,11 @@ def _client(config: StoreConfig) -> Any:
     chromadb = import_client("chromadb", "chroma")
     if config.vector_field is not None:
         raise ValueError("vector_field: a Chroma record has one embedding; leave vector_field unset")
-    settings = chromadb.config.Settings(anonymized_telemetry=False, allow_reset=False)
+    # chromadb's default settings: a process keeps one client per folder and refuses a second one
+    # with other settings, so these must be what other libraries (LangChain's Chroma) open it with
     if config.in_memory:
-        return chromadb.EphemeralClient(settings=settings)
-    return chromadb.PersistentClient(path=config.path, settings=settings)
+        return chromadb.EphemeralClient()
+    return chromadb.PersistentClient(path=config.path)
 
 
 def _names(client: Any) -> list[str]:

@@ -53,7 +53,10 @@ def metric(server, name, **labels):
     )
 
 
-@pytest.mark.parametrize("name", ["grammar_client.py", "langchain_rag.py", "python_rag.py", "predicted_outputs.py"])
+@pytest.mark.parametrize(
+    "name",
+    ["grammar_client.py", "langchain_rag.py", "langchain_chroma_rag.py", "python_rag.py", "predicted_outputs.py"],
+)
 def test_every_demo_says_how_to_run_it_against_start_sh(name):
     source = (DEMOS / name).read_text()
     assert source.startswith('"""') and "./start.sh" in source
@@ -91,6 +94,16 @@ def test_langchain_rag_chain_drafts_from_its_documents_and_answers_as_plain_deco
     assert "identical: True" in out
     assert metric(server, "specdraft_generations_total", drafter="documents") == before + 1  # the documents drafter ran
     assert metric(server, "specdraft_generations_total", drafter="none") >= 1
+
+
+def test_langchain_chain_over_chroma_drafts_from_its_documents_and_answers_as_plain_decoding(server, tmp_path):
+    before = metric(server, "specdraft_generations_total", drafter="documents")
+    chroma = str(tmp_path / "chroma")
+    args = ("How long do refunds take?", "--url", server.url, "--key", KEY, "--max-tokens", "24", "--chroma", chroma)
+    out = run_demo("langchain_chroma_rag.py", *args)
+    assert out.startswith("question: How long do refunds take?\nretrieved: refunds, ")
+    assert "identical: True" in out and "specdraft's Chroma adapter retrieves the same documents: True" in out
+    assert metric(server, "specdraft_generations_total", drafter="documents") == before + 1
 
 
 def test_predicted_outputs_give_the_plain_answer_and_count_the_prediction(server):
