@@ -459,7 +459,8 @@ def client(model, tmp_path_factory):
 
 
 def _events(response) -> list[dict]:
-    return [{"data": e[len("data: ") :]} for e in response.get_data(as_text=True).split("\n\n")[:-1]]
+    # each event's data (after the "event:" line the Responses API's events have)
+    return [{"data": e.split("data: ", 1)[1]} for e in response.get_data(as_text=True).split("\n\n")[:-1]]
 
 
 def test_real_answers_match_the_documented_responses(client):
@@ -472,6 +473,10 @@ def test_real_answers_match_the_documented_responses(client):
             client.post(
                 "/v1/chat/completions", json={**FULL_BODIES["/v1/chat/completions"], "stream": False, "drafter": "none"}
             ),
+        ),
+        (
+            "Response",
+            client.post("/v1/responses", json={**FULL_BODIES["/v1/responses"], "stream": False, "drafter": "none"}),
         ),
         ("Grammar", client.post("/v1/grammar/correct", json={"text": GRAMMAR_TEXT, "compare": True})),
         ("DocumentsAdded", client.post("/v1/rag/documents", json=example("/v1/rag/documents"))),
@@ -496,6 +501,7 @@ def test_streamed_events_match_the_documented_events(client):
             {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 3, "stream": True},
         ),
         ("AnswerEvent", "/v1/rag/query", {**example("/v1/rag/query"), "max_tokens": 3, "stream": True}),
+        ("ResponseEvent", "/v1/responses", {"input": "hi", "max_output_tokens": 3, "stream": True}),
     ]:
         if path == "/v1/rag/query":
             client.post(
