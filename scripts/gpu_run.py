@@ -369,7 +369,7 @@ def call2(args: argparse.Namespace) -> dict:
             task = sections.run(
                 f"{name}: cases", measure.draft_model_task, eager, measure.chat_task(eager, budget), budget
             )
-        ran = sections.run(name, measure.run_task, task, eager, fast) if task is not None else None
+        ran = sections.run(name, measure.run_task, task, eager, fast, budget.task_warm_up) if task is not None else None
         if ran is not None:
             bench[name], found = ran
             report["tasks"][name] = {**found, "result": bench[name].to_dict()}

@@ -76,11 +76,15 @@ def environment() -> dict:
     }
 
 
-def run_benchmark(name: str, model_name: str, methods: Sequence[Method], cases: Sequence[BenchCase]) -> BenchResult:
-    """``methods[0]`` must be plain decoding (the baseline)."""
-    warm = replace(cases[0], id="warm-up", max_new_tokens=min(8, cases[0].max_new_tokens))
-    for method in tqdm(methods, desc="warm-up", file=sys.stderr):
-        method.run(warm)
+def run_benchmark(
+    name: str, model_name: str, methods: Sequence[Method], cases: Sequence[BenchCase], warm_up: bool = True
+) -> BenchResult:
+    """``methods[0]`` must be plain decoding (the baseline). ``warm_up=False`` leaves out the untimed
+    warm-up runs, where the times are not read (a rehearsal, a test)."""
+    if warm_up:
+        warm = replace(cases[0], id="warm-up", max_new_tokens=min(8, cases[0].max_new_tokens))
+        for method in tqdm(methods, desc="warm-up", file=sys.stderr):
+            method.run(warm)
     measurements: list[Measurement] = []
     with tqdm(total=len(methods) * len(cases), desc=f"bench {name}", file=sys.stderr) as bar:
         for case in cases:

@@ -52,7 +52,8 @@ class Budget:
     ``draft_cases``/``draft_tokens``: the draft-model task's; ``context``/``widths``/``reps``/
     ``warmup``: the pass-cost sweep's; ``tree_tokens``: the fast path's tree check; ``draft_dtype``:
     the draft model's (bfloat16: a drafter that is right most of the time but not always; a CPU
-    computes it slowly, so the rehearsal drafts in float32, always right)."""
+    computes it slowly, so the rehearsal drafts in float32, always right); ``task_warm_up``: the
+    runner's untimed warm-up run of each method before a task (the rehearsal's times mean nothing)."""
 
     cases: int
     new_tokens: int
@@ -65,6 +66,7 @@ class Budget:
     warmup: int
     tree_tokens: int
     draft_dtype: str
+    task_warm_up: bool = True
 
 
 FULL = Budget(
@@ -92,6 +94,7 @@ TINY = Budget(
     warmup=1,
     tree_tokens=6,
     draft_dtype="float32",
+    task_warm_up=False,
 )
 
 
@@ -319,7 +322,10 @@ def speedups(result: BenchResult) -> list[dict]:
     return rows
 
 
-def run_task(task: Task, eager: TransformersModel, fast: FastPathModel | None) -> tuple[BenchResult, dict]:
-    """The runner over the task's methods; returns its result and ``{"speedups", "exactness", "cases"}``."""
-    result = run_benchmark(task.name, eager.name, methods(task, eager, fast), task.cases)
+def run_task(
+    task: Task, eager: TransformersModel, fast: FastPathModel | None, warm_up: bool = True
+) -> tuple[BenchResult, dict]:
+    """The runner over the task's methods (``warm_up``: the runner's); returns its result and
+    ``{"speedups", "exactness", "cases"}``."""
+    result = run_benchmark(task.name, eager.name, methods(task, eager, fast), task.cases, warm_up)
     return result, {"cases": len(task.cases), "speedups": speedups(result), "exactness": exactness(result)}

@@ -4,6 +4,7 @@ import json
 
 from specdraft.apps.bench.methods import (
     BenchCase,
+    Measurement,
     plain,
     specdraft_by_spec,
     transformers_plain,
@@ -54,3 +55,25 @@ def test_runner_compares_methods_and_writes_json_markdown_and_plot(tiny_model, t
         and "after the first token" in table
     )
     assert paths["plot"].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+class Noting:
+    """A method that notes the cases it runs and answers two tokens."""
+
+    name = "plain"
+
+    def __init__(self):
+        self.ran = []
+
+    def run(self, case):
+        self.ran.append(case.id)
+        return Measurement(self.name, case.id, [1, 2], 1.0, 3, 0.0, 0.5)
+
+
+def test_each_method_warms_up_once_untimed_unless_told_not_to():
+    cases = [BenchCase("a", (1, 2, 3), 16)]
+    warmed, cold = Noting(), Noting()
+    assert [m.prompt_id for m in run_benchmark("noted", "fake", [warmed], cases).measurements] == ["a"]
+    assert warmed.ran == ["warm-up", "a"]
+    run_benchmark("noted", "fake", [cold], cases, warm_up=False)
+    assert cold.ran == ["a"]
