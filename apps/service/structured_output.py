@@ -1,9 +1,12 @@
 """What a completion's answer must be: a constraint from ``response_format`` or the tools, and how its
 text is read back (``OutputPlan``).
 
-``plan_output(request, tokenizer)`` runs once per request, before generation, after the body's shape
-was validated (``protocol.structured``): it turns the tools into ``ToolSpec`` s and ``tool_choice``
-into a ``ToolChoice`` (``specdraft.tool_calls``), and compiles the constraint, so that a schema the
+``plan_output(request, tokenizer)`` runs once per request, before generation, after the body was
+validated (``protocol.structured``: the tools' and ``tool_choice``'s shapes and the rules across them
+are checked there, once): it takes the tools as ``ToolSpec`` s and ``tool_choice`` as a ``ToolChoice``
+(``specdraft.tool_calls``), checks that each tool's parameters are an object schema the grammar can
+follow (``check_parameters``: a 400 naming ``tools[i].function.parameters``), and compiles the
+constraint, so that a schema the
 grammar library cannot follow, or one over ``ConstraintLimits``, is a 400 naming the field, the
 keyword and its JSON pointer (``ConstraintError``'s message) before anything is generated:
 
@@ -22,28 +25,17 @@ keyword and its JSON pointer (``ConstraintError``'s message) before anything is 
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any, Mapping
 
 from specdraft import Tokenizer
 from specdraft.constrained import Constraint, ConstraintError, ConstraintLimits, from_response_format
-from specdraft.tool_calls import DEFAULT, ToolCallFormat, ToolChoice, ToolError, ToolSpec, tools_from_openai
+from specdraft.tool_calls import DEFAULT, ToolCallFormat, ToolChoice, ToolError, ToolSpec, check_parameters
 
 from .protocol.errors import RequestError
+from .protocol.structured import ToolRequest
 
 NO_TOOLS = ToolChoice("none")
-_PLACE = re.compile(r"[A-Za-z_][\w.\[\]]*")
-
-
-@dataclass(frozen=True)
-class ToolRequest:
-    """A chat request's ``tools`` (OpenAI's shape), ``tool_choice`` as sent (None: absent) and
-    ``parallel_tool_calls``."""
-
-    tools: tuple[Mapping[str, Any], ...] = ()
-    choice: Any = None
-    parallel: bool = True
 
 
 @dataclass(frozen=True)
@@ -85,14 +77,15 @@ def plan_output(
     tool_format: ToolCallFormat = DEFAULT,
 ) -> OutputPlan:
     """The request's ``OutputPlan`` (module docstring) for a model with ``tokenizer`` that writes calls
-    in ``tool_format``; ``RequestError`` naming the field for a tool, a tool choice or a schema that
-    cannot be used."""
+    in ``tool_format``; ``RequestError`` naming the field for a schema that cannot be used."""
     tools = tools or ToolRequest()
-    try:
-        specs = tools_from_openai(list(tools.tools))
-        choice = ToolChoice.from_openai(tools.choice, specs)
-    except ToolError as error:
-        raise RequestError(str(error), _place(str(error), "tools")) from None
+    specs, choice = tools.specs(), tools.tool_choice()
+    for i, spec in enumerate(specs):
+        if spec.parameters is not None:
+            try:
+                check_parameters(spec.parameters, f"tools[{i}].function.parameters")
+            except ToolError as error:
+                raise RequestError(str(error), error.param) from None
     if choice.constrained:
         constraint = tool_format.constraint(specs, choice, tools.parallel, tokenizer)
         _check(constraint, limits, "the tools' call grammar", "tools")
@@ -118,11 +111,3 @@ def _check(constraint: Constraint, limits: ConstraintLimits, what: str, param: s
         constraint.check(limits)
     except ConstraintError as error:
         raise RequestError(f"{what}: {error}", param) from None
-
-
-def _place(message: str, default: str) -> str:
-    """The field a ``ToolError``'s message starts with (``tools[1].function.name ...``)."""
-    match = _PLACE.match(message)
-    return (
-        match.group(0) if match and match.group(0).split("[")[0].split(".")[0] in ("tools", "tool_choice") else default
-    )

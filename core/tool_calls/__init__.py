@@ -43,7 +43,7 @@ from .hermes import (
 from .llama3 import LLAMA3
 from .mistral import MISTRAL
 from .parse import ParsedReply, ToolCall, read_reply
-from .spec import NAME_PATTERN, ToolChoice, ToolError, ToolSpec, tools_from_openai
+from .spec import NAME_PATTERN, ToolChoice, ToolError, ToolSpec, check_parameters, tools_from_openai
 from .stream import CallStream, ContentDelta, ToolCallDelta, new_call_id
 
 __all__ = [
@@ -75,4 +75,5 @@ __all__ = [
     "tags_are_tokens",
     "tool_call_constraint",
     "tools_from_openai",
+    "check_parameters",
 ]

@@ -19,7 +19,12 @@ NAME_RULE = "letters, digits, underscores and dashes, 1 to 64 of them"
 
 
 class ToolError(ValueError):
-    """An invalid tool, ``tool_choice`` or tool-call history; the message says what and where."""
+    """An invalid tool, ``tool_choice`` or tool-call history; the message says what and where, and
+    ``param`` names the field at fault where the raiser knows it (``tools[0].function.parameters.type``)."""
+
+    def __init__(self, message: str, param: str | None = None) -> None:
+        super().__init__(message)
+        self.param = param
 
 
 @dataclass(frozen=True)
@@ -55,7 +60,7 @@ class ToolSpec:
             raise ToolError(f"{where}.function.strict must be true or false, got {strict!r}")
         parameters = function.get("parameters")
         if parameters is not None:
-            _check_parameters(parameters, f"{where}.function.parameters")
+            check_parameters(parameters, f"{where}.function.parameters")
         return cls(name, description, parameters, strict)
 
     def to_openai(self) -> dict[str, Any]:
@@ -141,15 +146,20 @@ class ToolChoice:
         return cls("function", name)
 
 
-def _check_parameters(parameters: Any, where: str) -> None:
+def check_parameters(parameters: Any, where: str) -> None:
+    """Raise ``ToolError`` (its ``param`` set) unless ``parameters``, the tool's field at ``where``, is an
+    object schema the grammar can follow."""
     if not isinstance(parameters, Mapping):
-        raise ToolError(f"{where} must be a JSON schema object, got {_kind(parameters)}")
+        raise ToolError(f"{where} must be a JSON schema object, got {_kind(parameters)}", where)
     if parameters.get("type", "object") != "object":
-        raise ToolError(f'{where}.type must be "object" (arguments are a JSON object), got {parameters.get("type")!r}')
+        raise ToolError(
+            f'{where}.type must be "object" (arguments are a JSON object), got {parameters.get("type")!r}',
+            f"{where}.type",
+        )
     try:
         Constraint.json_schema(dict(parameters)).check()
     except ConstraintError as error:
-        raise ToolError(f"{where}: {error}") from None
+        raise ToolError(f"{where}: {error}", where) from None
 
 
 def _kind(value: Any) -> str:

@@ -7,7 +7,9 @@ worded as the service always has, see ``errors``) and give the OpenAPI document'
 - ``types``: the base request model, the field rules (``Bounds``, ``NotBlank``, ``Neutral``) and
   ``ConfigRule`` (limits and names that come from the app's ``ServiceConfig``);
 - ``errors``: ``RequestError``, how a ``ValidationError`` becomes one, and decoding a JSON body;
-- ``chat`` (messages and prompts), ``completions``, ``grammar``, ``rag``: the request bodies;
+- ``chat`` (messages and prompts), ``completions``, ``grammar``, ``rag``: the request bodies
+  (``openai_fields``: the completion bodies' field types; a validated completion body is the request
+  the endpoints run);
 - ``responses``: the answers, streamed event payloads and the error body;
 - ``schema``: a model's JSON Schema for one config (inlined, config filled in, ``null`` as absent).
 

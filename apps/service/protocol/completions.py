@@ -20,227 +20,98 @@
 - Extensions: ``drafter`` ("none", "prompt-lookup", "documents", "model:NAME"), ``top_k``, and
   OpenAI's ``prediction`` (the text to draft from).
 
-Decoding defaults (temperature, top_p, top_k, seed, stop) are ``GenerationConfig``'s own; see
-``validation`` for the ``CompletionRequest`` a body becomes.
+The field types and their rules (sampling, stop strings, the refused fields, the config-dependent
+rules) are ``openai_fields``'.
+
+A validated body is the request the endpoints run (``parse``, with the server's config): besides its
+fields it reads as the prompts (``prompts``: text or token ids; ``messages``: ``ChatMessage`` s), a
+``GenerationConfig`` (``generation``: the fields a request sets, the rest ``GenerationConfig``'s own
+defaults, ``max_tokens`` by default ``ServiceConfig.default_max_tokens``), the drafter (a ``DrafterSpec``,
+the request's or the server's default), ``n``, ``stream``, ``include_usage``, ``prediction`` (its
+text), ``response_format`` (OpenAI's shape) and ``tools`` (a ``ToolRequest``). Fields whose wire name is
+one of those are stored under another (``alias``: the wire name is what is read, documented and named
+in errors).
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, Union
+from dataclasses import replace
+from typing import Annotated, Any, Mapping
 
-from annotated_types import MaxLen, MinLen
-from pydantic import BeforeValidator, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, StrictStr, model_validator
+from pydantic import (
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    StrictBool,
+    StrictInt,
+    StrictStr,
+    model_validator,
+)
 
-from specdraft import SamplingParams
-from specdraft.retrieval.drafter_registry import MODEL, drafter_names, parse_drafter, require
+from specdraft import GenerationConfig
+from specdraft.retrieval.drafter_registry import DrafterSpec, parse_drafter
 
 from ..config import ServiceConfig
-from .chat import Messages, PromptField, TextPart
-from .errors import describe, refuse
-from .structured import FunctionTool, NamedToolChoice, ResponseFormat, ToolChoice, Tools, check_tools
-from .types import FALSY, Bounds, ConfigRule, Neutral, RequestBody, in_range
-
-MAX_N = 8
-MAX_CHOICES = 20
-MAX_TOP_LOGPROBS = 20  # chat
-MAX_COMPLETION_LOGPROBS = 5  # text completions
-MAX_STOP_STRINGS = 4
-MAX_TEMPERATURE = 2.0
-MAX_SEED = 2**63 - 1  # a torch generator takes 64-bit seeds; draft models use seed + 1
-
-
-def served_models(config: ServiceConfig) -> list[str]:
-    """The model names a request may give (``ServiceConfig.allows_model``)."""
-    spec = config.drafter_spec
-    return list(dict.fromkeys([config.model_name, *config.extra_models, *([spec.model] if spec.model else [])]))
-
-
-def within(value: int, low: int, high: int | None) -> int:
-    if value < low or (high is not None and value > high):
-        raise refuse(f"{{path}} must be {in_range(low, high)}, got {value}")
-    return value
-
-
-def _served_model(name: str, config: ServiceConfig) -> str:
-    if name == config.model_name or name in config.model_aliases or config.serve_any_model_name:
-        return name
-    aliases = f" (also answering to {', '.join(map(repr, config.model_aliases))})" if config.model_aliases else ""
-    raise refuse(f"{{path}} {name!r} is not served here; this server serves {config.model_name!r}{aliases}")
-
-
-def _model_names(config: ServiceConfig) -> dict[str, Any]:
-    if config.serve_any_model_name:
-        return {"description": f"any name: the answer always comes from {config.model_name!r}"}
-    return {
-        "enum": [config.model_name, *config.model_aliases],
-        "description": "the served model (or one of its aliases)",
-    }
-
-
-def _drafter(name: str, config: ServiceConfig) -> str:
-    try:
-        require(parse_drafter(name, offers=config.completion_offers), config.completion_offers)
-    except ValueError as error:
-        raise refuse(str(error)) from None
-    return name
-
-
-def completion_drafters(config: ServiceConfig) -> list[str]:
-    """The ``drafter`` values a request may give: the registry's names a completion offers (aliases
-    too) and ``model:NAME`` for each model the server may load."""
-    names = drafter_names(config.completion_offers, aliases=True)
-    return [
-        *(name for name in names if not name.startswith(f"{MODEL}:")),
-        *(f"{MODEL}:{m}" for m in served_models(config)),
-    ]
-
-
-SERVED_MODEL = ConfigRule("completion_model", _served_model, _model_names)
-TOKEN_LIMIT = ConfigRule(
-    "max_tokens",
-    lambda value, config: within(value, 1, config.max_tokens_limit),
-    lambda config: {
-        "minimum": 1,
-        "maximum": config.max_tokens_limit,
-        "description": f"tokens to generate at most (default {config.default_max_tokens})",
-    },
+from .chat import ChatMessage, Messages, Prompt, PromptField, prompts_of
+from .errors import RequestError, refuse
+from .openai_fields import (  # the names other modules import from here too
+    COMPLETION_DRAFTER,
+    MAX_CHOICES,
+    MAX_COMPLETION_LOGPROBS,
+    MAX_N,
+    MAX_SEED,
+    MAX_STOP_STRINGS,
+    MAX_TEMPERATURE,
+    MAX_TOP_LOGPROBS,
+    SERVED_MODEL,
+    TARGETS_OWN,
+    TOKEN_LIMIT,
+    LegacyFunctionCall,
+    LegacyFunctions,
+    NoToolChoice,
+    NoTools,
+    Penalty,
+    PredictionField,
+    Sampling,
+    StopStrings,
+    StreamOptions,
+    served_models,
+    within,
 )
-COMPLETION_DRAFTER = ConfigRule(
-    "completion_drafter",
-    _drafter,
-    lambda config: {
-        "enum": completion_drafters(config),
-        "description": f"extension: the drafter (default {config.drafter!r})",
-    },
+from .structured import (
+    ResponseFormat,
+    ToolChoice,
+    ToolRequest,
+    Tools,
+    check_tools,
+    response_format_dict,
 )
+from .types import FALSY, Bounds, Neutral
 
-
-def _stop(stop: Any) -> Any:
-    strings = [stop] if isinstance(stop, str) else stop
-    if not isinstance(strings, list):
-        raise refuse(f"{{path}} must be a string or a list of strings, got {describe(stop)}")
-    if len(strings) > MAX_STOP_STRINGS:
-        raise refuse(f"{{path}} may hold at most {MAX_STOP_STRINGS} strings, got {len(strings)}")
-    for i, s in enumerate(strings):
-        if not isinstance(s, str) or not s:
-            raise refuse(f"{{path}}[{i}] must be a non-empty string, got {describe(s)}")
-    return stop
-
-
-def _include_usage(wanted: Any) -> Any:
-    if not isinstance(wanted, bool):
-        raise refuse(f"{{path}} must be true or false, got {describe(wanted)}", "{parent}")
-    return wanted
-
-
-def _prediction(prediction: Any) -> Any:
-    if not isinstance(prediction, dict) or prediction.get("type") != "content":
-        raise refuse('{path} must be {"type": "content", "content": "..."}')
-    content = prediction.get("content")
-    if isinstance(content, list):
-        if not all(
-            isinstance(part, dict) and part.get("type") == "text" and isinstance(part.get("text"), str)
-            for part in content
-        ):
-            raise refuse('{path}.content parts must be {"type": "text", "text": "..."}')
-    elif not isinstance(content, str):
-        raise refuse(f"{{path}}.content must be a string, got {describe(content)}")
-    return prediction
-
-
-class StreamOptions(RequestBody):
-    include_usage: Annotated[StrictBool, BeforeValidator(_include_usage)] | None = Field(
-        None, description="end the stream with a chunk holding usage and no choices"
-    )
-
-
-class Prediction(RequestBody):
-    """OpenAI's predicted output: the answer is drafted from it (the request's drafter is then not used)."""
-
-    type: Literal["content"]
-    content: Union[StrictStr, list[TextPart]]
-
-    @property
-    def text(self) -> str:
-        return self.content if isinstance(self.content, str) else "".join(part.text for part in self.content)
-
-
-TARGETS_OWN = "it would change the target's own output"
-LEGACY = "legacy function calling: send tools"
-LegacyFunctions = Annotated[
-    Any, Neutral(lambda v: not v, FALSY, "{path} (legacy function calling) is not supported; send tools", LEGACY)
+__all__ = [  # the bodies, and the fields' names other modules read from here
+    "COMPLETION_DRAFTER",
+    "MAX_CHOICES",
+    "MAX_SEED",
+    "MAX_STOP_STRINGS",
+    "MAX_TEMPERATURE",
+    "SERVED_MODEL",
+    "TOKEN_LIMIT",
+    "ChatCompletionBody",
+    "CompletionBody",
+    "Sampling",
+    "TextCompletionBody",
+    "served_models",
+    "within",
 ]
-LegacyFunctionCall = Annotated[
-    Any,
-    Neutral(
-        lambda v: v in (None, "none", "auto"),
-        {"enum": ["none", "auto", None]},
-        "{path} {value} (legacy function calling) is not supported; send tools and tool_choice",
-        LEGACY,
-    ),
-]
-CHAT_ONLY = "tools are for /v1/chat/completions"
-NoTools = Annotated[
-    Any,
-    Neutral(lambda v: not v, FALSY, "{path} are for /v1/chat/completions; this endpoint continues a text", CHAT_ONLY),
-]
-NoToolChoice = Annotated[
-    Any,
-    Neutral(
-        lambda v: v in (None, "none", "auto"),
-        {"enum": ["none", "auto", None]},
-        "{path} {value} is for /v1/chat/completions; this endpoint continues a text",
-        CHAT_ONLY,
-    ),
-]
-Penalty = Annotated[
-    StrictFloat,
-    Bounds(-2.0, 2.0),
-    Neutral(
-        lambda v: v == 0,
-        {"enum": [0]},
-        "{path} is not supported (it would change the target's own output); send 0 or omit it",
-        TARGETS_OWN,
-    ),
-]
-StopStrings = Annotated[
-    Union[Annotated[StrictStr, MinLen(1)], Annotated[list[Annotated[StrictStr, MinLen(1)]], MaxLen(MAX_STOP_STRINGS)]],
-    BeforeValidator(_stop),
-]
-
-
-class Sampling(RequestBody):
-    """How to draw tokens (absent: ``GenerationConfig``'s greedy defaults); also an edge session's."""
-
-    temperature: Annotated[StrictFloat, Bounds(0.0, MAX_TEMPERATURE)] | None = Field(
-        None, description="0: greedy (default)"
-    )
-    top_p: Annotated[StrictFloat, Bounds(0.0, 1.0, low_open=True)] | None = Field(
-        None, description="nucleus sampling mass"
-    )
-    top_k: Annotated[StrictInt, Bounds(0)] | None = Field(
-        None, description="extension: sample among the k most likely tokens (0: all)"
-    )
-    seed: Annotated[StrictInt, Bounds(0, MAX_SEED)] | None = Field(
-        None, description="makes a sampled answer reproducible (choice i gets seed + i)"
-    )
-
-    def sampling_params(self) -> SamplingParams:
-        """The settings as the core takes them (absent: greedy)."""
-        defaults = SamplingParams()
-        return SamplingParams(
-            defaults.temperature if self.temperature is None else self.temperature,
-            defaults.top_p if self.top_p is None else self.top_p,
-            defaults.top_k if self.top_k is None else self.top_k,
-        )
 
 
 class CompletionBody(Sampling):
-    """The fields both completion endpoints read (module docstring)."""
+    """The fields both completion endpoints read, and the request they make (module docstring)."""
 
     model: Annotated[StrictStr, SERVED_MODEL] | None = None
-    response_format: ResponseFormat | None = Field(
+    format_body: ResponseFormat | None = Field(
         None,
+        alias="response_format",
         description="text, json_object (any JSON object) or json_schema: the answer "
         "follows the schema (constrained whatever strict says)",
     )
@@ -297,33 +168,57 @@ class CompletionBody(Sampling):
         ),
     ] = None
     # what to generate
-    n: Annotated[StrictInt, Bounds(1, MAX_N)] | None = Field(
-        None, description=f"choices per prompt (at most {MAX_CHOICES} choices per request in all)"
+    n_field: Annotated[StrictInt, Bounds(1, MAX_N)] | None = Field(
+        None, alias="n", description=f"choices per prompt (at most {MAX_CHOICES} choices per request in all)"
     )
-    max_tokens: Annotated[StrictInt, TOKEN_LIMIT] | None = None
+    max_tokens_field: Annotated[StrictInt, TOKEN_LIMIT] | None = Field(None, alias="max_tokens")
     max_completion_tokens: Annotated[StrictInt, TOKEN_LIMIT] | None = Field(
         None, description="the same as max_tokens (send one, or both with one value)"
     )
     stop: StopStrings | None = Field(
         None, description=f"a string or up to {MAX_STOP_STRINGS} strings that end the answer"
     )
-    stream: StrictBool | None = Field(None, description="answer with server-sent events")
+    stream_field: StrictBool | None = Field(None, alias="stream", description="answer with server-sent events")
     stream_options: StreamOptions | None = None
-    drafter: Annotated[StrictStr, COMPLETION_DRAFTER] | None = None
-    prediction: Annotated[Prediction, BeforeValidator(_prediction)] | None = None
+    drafter_name: Annotated[StrictStr, COMPLETION_DRAFTER] | None = Field(None, alias="drafter")
+    prediction_field: PredictionField | None = Field(None, alias="prediction")
+    # the request, settled with the server's config (``parse``)
+    _generation: GenerationConfig = PrivateAttr(default_factory=GenerationConfig)
+    _drafter: DrafterSpec = PrivateAttr(default_factory=lambda: DrafterSpec("none"))
+
+    @classmethod
+    def parse(cls, body: Mapping[str, Any], config: ServiceConfig) -> CompletionBody:
+        """``body`` validated for a server running with ``config``: the request (module docstring)."""
+        req = super().parse(body, config)
+        settings: dict[str, Any] = {
+            "max_new_tokens": config.default_max_tokens if req.token_limit is None else req.token_limit,
+            "temperature": req.temperature,
+            "top_p": req.top_p,
+            "top_k": req.top_k,
+            "seed": req.seed,
+            "stop": None if req.stop is None else tuple([req.stop] if isinstance(req.stop, str) else req.stop),
+            "logprobs": req.alternatives,
+        }
+        try:
+            req._generation = GenerationConfig(**{k: v for k, v in settings.items() if v is not None})
+        except ValueError as error:  # the core's own checks, should the service's ever be looser
+            raise RequestError(str(error)) from None
+        name = req.drafter_name
+        req._drafter = config.drafter_spec if name is None else parse_drafter(name, offers=config.completion_offers)
+        return req
 
     def prompt_count(self) -> int:
         return 1
 
     @model_validator(mode="after")
     def _one_token_limit_and_few_choices(self) -> CompletionBody:
-        legacy, current = self.max_tokens, self.max_completion_tokens
+        legacy, current = self.max_tokens_field, self.max_completion_tokens
         if legacy is not None and current is not None and legacy != current:
             raise refuse(
                 f"max_tokens ({legacy}) and max_completion_tokens ({current}) differ; send one of them",
                 "max_completion_tokens",
             )
-        prompts, n = self.prompt_count(), self.n or 1
+        prompts, n = self.prompt_count(), self.n
         if prompts * n > MAX_CHOICES:
             raise refuse(
                 f"{prompts} prompts times n={n} is {prompts * n} choices; at most {MAX_CHOICES} per request", "n"
@@ -332,7 +227,85 @@ class CompletionBody(Sampling):
 
     @property
     def token_limit(self) -> int | None:
-        return self.max_completion_tokens if self.max_tokens is None else self.max_tokens
+        return self.max_completion_tokens if self.max_tokens_field is None else self.max_tokens_field
+
+    # --- the request ------------------------------------------------------------------------------
+    @property
+    def alternatives(self) -> int | None:
+        """The number of alternatives per token to report (None: no logprobs)."""
+        return None
+
+    @property
+    def chat(self) -> bool:
+        return False
+
+    @property
+    def prompts(self) -> tuple[Prompt, ...] | None:
+        """``/v1/completions``' prompts: texts and token ids (None: chat)."""
+        return None
+
+    @property
+    def messages(self) -> tuple[ChatMessage, ...] | None:
+        """``/v1/chat/completions``' messages (None: a text completion)."""
+        return None
+
+    @property
+    def prompt(self) -> str | None:
+        """The text of a request with exactly one text prompt (None otherwise)."""
+        prompts = self.prompts
+        return prompts[0] if prompts is not None and len(prompts) == 1 and isinstance(prompts[0], str) else None
+
+    @property
+    def tools(self) -> ToolRequest | None:
+        """The tools, ``tool_choice`` and ``parallel_tool_calls`` (chat only; None: no tools field)."""
+        return None
+
+    @property
+    def generation(self) -> GenerationConfig:
+        """How to generate: ``max_new_tokens`` is ``max_tokens``, ``logprobs`` the alternatives per token."""
+        return self._generation
+
+    @property
+    def drafter(self) -> DrafterSpec:
+        """The request's drafter, or the server's default."""
+        return self._drafter
+
+    @property
+    def max_tokens(self) -> int:
+        return self._generation.max_new_tokens
+
+    @property
+    def n(self) -> int:
+        """Choices per prompt."""
+        return self.n_field or 1
+
+    @property
+    def stream(self) -> bool:
+        return self.stream_field is True
+
+    @property
+    def include_usage(self) -> bool:
+        """Whether a streamed answer ends with a usage chunk."""
+        options = self.stream_options
+        return self.stream and options is not None and options.include_usage is True
+
+    @property
+    def prediction(self) -> str | None:
+        """OpenAI's predicted output: the text to draft from."""
+        return None if self.prediction_field is None else self.prediction_field.text
+
+    @property
+    def response_format(self) -> dict[str, Any] | None:
+        """``response_format`` in OpenAI's shape (None: text)."""
+        return response_format_dict(self.format_body)
+
+    def choice_generation(self, sample: int) -> GenerationConfig:
+        """The settings of a prompt's ``sample``-th choice (0 .. n-1): seeded sampling gives choice i
+        the seed ``seed + i`` (modulo 2**63), so each choice is reproducible and they differ."""
+        generation = self._generation
+        if sample == 0 or generation.seed is None:
+            return generation
+        return replace(generation, seed=(generation.seed + sample) % (MAX_SEED + 1))
 
 
 class TextCompletionBody(CompletionBody):
@@ -341,17 +314,26 @@ class TextCompletionBody(CompletionBody):
 
     model_config = ConfigDict(json_schema_extra={"examples": [{"prompt": "def add(a, b):\n", "temperature": 0}]})
 
-    prompt: PromptField = Field(
-        description="the text to continue: a string, token ids, or up to 20 of them (one choice each)"
+    prompt_field: PromptField = Field(
+        alias="prompt", description="the text to continue: a string, token ids, or up to 20 of them (one choice each)"
     )
-    tools: NoTools = None
+    tools_field: NoTools = Field(None, alias="tools")
     tool_choice: NoToolChoice = None
     logprobs: Annotated[StrictInt, Bounds(0, MAX_COMPLETION_LOGPROBS)] | None = Field(
         None, description="report the target's log-probabilities with this many alternatives per token"
     )
 
     def prompt_count(self) -> int:
-        return 1 if isinstance(self.prompt, str) or all(isinstance(t, int) for t in self.prompt) else len(self.prompt)
+        prompt = self.prompt_field
+        return 1 if isinstance(prompt, str) or all(isinstance(t, int) for t in prompt) else len(prompt)
+
+    @property
+    def prompts(self) -> tuple[Prompt, ...]:
+        return prompts_of(self.prompt_field)
+
+    @property
+    def alternatives(self) -> int | None:
+        return self.logprobs
 
 
 class ChatCompletionBody(CompletionBody):
@@ -372,9 +354,11 @@ class ChatCompletionBody(CompletionBody):
         }
     )
 
-    messages: Messages = Field(description="through the model's chat template")
-    tools: Tools | None = Field(
-        None, description="function tools (names unique); their section of the chat template goes into the prompt"
+    message_list: Messages = Field(alias="messages", description="through the model's chat template")
+    tool_bodies: Tools | None = Field(
+        None,
+        alias="tools",
+        description="function tools (names unique); their section of the chat template goes into the prompt",
     )
     tool_choice: ToolChoice | None = Field(
         None,
@@ -395,21 +379,28 @@ class ChatCompletionBody(CompletionBody):
     def _rules_across_fields(self) -> ChatCompletionBody:
         if self.logprobs is not True and self.top_logprobs is not None:
             raise refuse("top_logprobs needs logprobs: true", "top_logprobs")
-        check_tools(self.tools, self.tool_choice)
+        check_tools(self.tool_bodies, self.tool_choice)
         return self
 
     @property
-    def effective_tool_choice(self) -> str | NamedToolChoice:
-        """``tool_choice`` with OpenAI's default: ``auto`` when there are tools, ``none`` otherwise."""
-        if self.tool_choice is not None:
-            return self.tool_choice
-        return "auto" if self.tools else "none"
+    def chat(self) -> bool:
+        return True
 
     @property
-    def tool_list(self) -> tuple[FunctionTool, ...]:
-        return tuple(self.tools or ())
+    def messages(self) -> tuple[ChatMessage, ...]:
+        return tuple(m.chat_message() for m in self.message_list)
+
+    @property
+    def tools(self) -> ToolRequest | None:
+        if not self.tool_bodies and self.tool_choice is None:
+            return None
+        choice = self.tool_choice
+        return ToolRequest(
+            tuple(tool.to_dict() for tool in self.tool_bodies or ()),
+            choice if choice is None or isinstance(choice, str) else choice.model_dump(),
+            self.parallel_tool_calls is not False,
+        )
 
     @property
     def alternatives(self) -> int | None:
-        """The number of alternatives per token to report (None: no logprobs)."""
         return None if self.logprobs is not True else (self.top_logprobs or 0)

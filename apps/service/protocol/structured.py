@@ -11,7 +11,8 @@ As OpenAI's clients send them (the ``openai`` SDK, LangChain's ``ChatOpenAI``):
   and its JSON pointer.
 - ``tools``: function tools ``{"type": "function", "function": {"name", "description"?,
   "parameters"?, "strict"?}}``; ``name`` is 1-64 letters, digits, ``_`` or ``-`` (OpenAI's rule),
-  unique among the tools; ``parameters`` a JSON schema object (absent: no parameters). At most
+  unique among the tools; ``parameters`` a JSON schema object (absent: no parameters; whether the
+  grammar can follow it is checked when the request runs, ``..structured_output``). At most
   ``MAX_TOOLS``.
 - ``tool_choice``: ``"none"``, ``"auto"``, ``"required"`` or ``{"type": "function", "function":
   {"name"}}`` naming one of ``tools``; ``required`` and a named function need ``tools``. Absent:
@@ -26,10 +27,14 @@ tool names are unique.
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any, Literal, Union
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal, Mapping, Union
 
 from annotated_types import MaxLen
 from pydantic import BeforeValidator, ConfigDict, Field, StrictBool, StrictStr, model_validator
+
+from specdraft.tool_calls import ToolChoice as Choice
+from specdraft.tool_calls import ToolSpec
 
 from .errors import describe, refuse
 from .types import Keywords, RequestBody, absent_as_null
@@ -216,3 +221,26 @@ def check_tools(tools: list[FunctionTool] | None, choice: str | NamedToolChoice 
             )
     elif choice == "required" and not names:
         raise refuse('tool_choice "required" needs tools', "tool_choice")
+
+
+@dataclass(frozen=True)
+class ToolRequest:
+    """A chat request's ``tools`` (OpenAI's shape), ``tool_choice`` as sent (None: absent) and
+    ``parallel_tool_calls``, as validated above (a chat body's ``tools``); ``specs`` and ``tool_choice``
+    read them as ``specdraft.tool_calls`` takes them, without checking them again."""
+
+    tools: tuple[Mapping[str, Any], ...] = ()
+    choice: Any = None
+    parallel: bool = True
+
+    def specs(self) -> tuple[ToolSpec, ...]:
+        functions = [tool["function"] for tool in self.tools]
+        return tuple(ToolSpec(f["name"], f.get("description"), f.get("parameters"), f.get("strict")) for f in functions)
+
+    def tool_choice(self) -> Choice:
+        """``tool_choice`` with OpenAI's default (absent: "auto" with tools, "none" without)."""
+        if self.choice is None:
+            return Choice("auto" if self.tools else "none")
+        return (
+            Choice(self.choice) if isinstance(self.choice, str) else Choice("function", self.choice["function"]["name"])
+        )
