@@ -51,7 +51,7 @@ def measure(
     model = LlamaCppModel.load(name)
     load_s = time.perf_counter() - start
     ids = varied_ids(model, max(contexts + [cost_context]) + max(exact_widths + cost_widths))
-    exactness = [c.__dict__ for context in contexts for c in compare(model, ids, context, exact_widths)]
+    exactness = [c.__dict__ for c in compare(model, ids, contexts, exact_widths)]
     cost = context_pass_ms(model, ids, cost_context, cost_widths, reps)
     return {
         "model": name,

@@ -56,10 +56,10 @@ def _decode_chain(context: LlamaContext, tokens: Sequence[int], start: int) -> n
     )
 
 
-def _decode_prefix(context: LlamaContext, tokens: Sequence[int], prefix: int) -> None:
-    """Feed ``tokens[:prefix]`` at positions ``0...``, in batches the context takes."""
-    for start in range(0, prefix, context.n_batch):
-        _decode_chain(context, tokens[start : min(prefix, start + context.n_batch)], start)
+def _decode_range(context: LlamaContext, tokens: Sequence[int], start: int, stop: int) -> None:
+    """Feed ``tokens[start:stop]`` at positions ``start...``, in batches the context takes."""
+    for first in range(start, stop, context.n_batch):
+        _decode_chain(context, tokens[first : min(stop, first + context.n_batch)], first)
 
 
 def _timed(context: LlamaContext, tokens: Sequence[int], start: int, cost: PassCostProfile | None) -> np.ndarray:
@@ -71,33 +71,54 @@ def _timed(context: LlamaContext, tokens: Sequence[int], start: int, cost: PassC
 
 
 def compare(
-    model: LlamaRuntime, tokens: Sequence[int], prefix: int, widths: Sequence[int], cost: PassCostProfile | None = None
+    model: LlamaRuntime,
+    tokens: Sequence[int],
+    prefix: int | Sequence[int],
+    widths: Sequence[int],
+    cost: PassCostProfile | None = None,
 ) -> list[Comparison]:
     """Feed ``tokens[:prefix]``; then, for each width w, the next w tokens as ONE pass, against the
     same tokens as w one-token passes; compare the logits of every row. One context of ``model``,
     rolled back to the prefix between passes (as a target rolls back a rejected draft). With
-    ``cost``, every pass after the prefix is also timed into it."""
+    ``cost``, every pass after the prefix is also timed into it.
+
+    ``prefix`` may be several lengths: they are checked in ascending order in the same context, each
+    prefix fed on top of the last one's (so a check at contexts 100..760 feeds 760 tokens once, not
+    the sum); the comparisons come in that order, widths ascending within each."""
+    prefixes = sorted({prefix} if isinstance(prefix, int) else set(prefix))
     widths = sorted(set(widths))
-    if not widths or widths[0] < 1 or prefix < 1 or prefix + widths[-1] > len(tokens):
-        raise ValueError(f"need widths >= 1 and prefix + widths <= {len(tokens)} tokens")
+    if not widths or widths[0] < 1 or not prefixes or prefixes[0] < 1 or prefixes[-1] + widths[-1] > len(tokens):
+        raise ValueError(f"need widths >= 1, prefixes >= 1 and prefix + widths <= {len(tokens)} tokens")
     context = model.acquire_context()
+    comparisons = []
     try:
         with model.lock:
-            _decode_prefix(context, tokens, prefix)
-            rest = list(tokens[prefix : prefix + widths[-1]])
-            narrow = np.concatenate(
-                [_timed(context, [token], prefix + i, cost) for i, token in enumerate(rest)]
-            )  # [max width, vocab]
-            comparisons = []
-            for width in widths:
-                context.seq_rm(MAIN, prefix, -1)
-                wide = _timed(context, rest[:width], prefix, cost)  # [width, vocab]
-                same = np.all(wide == narrow[:width], axis=1)
-                comparisons.append(
-                    Comparison(prefix, width, int((~same).sum()), float(np.abs(wide - narrow[:width]).max()))
-                )
+            fed = 0
+            for length in prefixes:
+                context.seq_rm(MAIN, fed, -1)
+                _decode_range(context, tokens, fed, length)
+                fed = length
+                comparisons += _compare_at(context, tokens, length, widths, cost)
     finally:
         model.release_context(context)
+    return comparisons
+
+
+def _compare_at(
+    context: LlamaContext, tokens: Sequence[int], prefix: int, widths: list[int], cost: PassCostProfile | None
+) -> list[Comparison]:
+    """``compare`` at one prefix, already fed: the context holds ``tokens[:prefix]`` and more after it
+    is rolled back."""
+    rest = list(tokens[prefix : prefix + widths[-1]])
+    narrow = np.concatenate(
+        [_timed(context, [token], prefix + i, cost) for i, token in enumerate(rest)]
+    )  # [max width, vocab]
+    comparisons = []
+    for width in widths:
+        context.seq_rm(MAIN, prefix, -1)
+        wide = _timed(context, rest[:width], prefix, cost)  # [width, vocab]
+        same = np.all(wide == narrow[:width], axis=1)
+        comparisons.append(Comparison(prefix, width, int((~same).sum()), float(np.abs(wide - narrow[:width]).max())))
     return comparisons
 
 
@@ -129,7 +150,7 @@ def time_widths(
     context = model.acquire_context()
     try:
         with model.lock:
-            _decode_prefix(context, tokens, prefix)
+            _decode_range(context, tokens, 0, prefix)
             for width in widths:
                 _timed(context, tokens[prefix : prefix + width], prefix, cost)
                 context.seq_rm(MAIN, prefix, -1)
