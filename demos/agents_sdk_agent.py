@@ -20,12 +20,14 @@ answers from the result.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import os
 import sys
 
 from agents import Agent, ModelSettings, OpenAIResponsesModel, Runner, function_tool, set_tracing_disabled
 from agents.items import ToolCallItem, ToolCallOutputItem
+from agents.result import RunResultBase
 from openai import AsyncOpenAI, OpenAI
 
 PARCELS = {
@@ -57,9 +59,22 @@ def make_agent(client: AsyncOpenAI, model: str, max_tokens: int) -> Agent:
     )
 
 
-def run(client: AsyncOpenAI, model: str, question: str, max_tokens: int, max_turns: int) -> dict:
-    """Run the agent on ``question``: its calls (name, arguments, result) and its final answer."""
-    result = Runner.run_sync(make_agent(client, model, max_tokens), question, max_turns=max_turns)
+async def _streamed(agent: Agent, question: str, max_turns: int) -> RunResultBase:
+    """The run with the answers streamed (``Runner.run_streamed``: the Responses API's events)."""
+    result = Runner.run_streamed(agent, question, max_turns=max_turns)
+    async for _event in result.stream_events():
+        pass  # a user interface would show each text delta as it comes
+    return result
+
+
+def run(client: AsyncOpenAI, model: str, question: str, max_tokens: int, max_turns: int, stream: bool = False) -> dict:
+    """Run the agent on ``question`` (``stream``: with streamed answers): its calls (name, arguments,
+    result) and its final answer."""
+    agent = make_agent(client, model, max_tokens)
+    if stream:
+        result = asyncio.run(_streamed(agent, question, max_turns))
+    else:
+        result = Runner.run_sync(agent, question, max_turns=max_turns)
     calls = [
         {"name": item.raw_item.name, "arguments": json.loads(item.raw_item.arguments)}
         for item in result.new_items
@@ -82,13 +97,15 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--max-tokens", type=int, default=120, help="tokens per model turn (default: %(default)s)")
     parser.add_argument("--max-turns", type=int, default=4, help="model turns at most (default: %(default)s)")
+    parser.add_argument("--stream", action="store_true", help="stream the model's answers (Runner.run_streamed)")
     parser.add_argument("--json", action="store_true", help="print the calls and the answer as one JSON document")
     args = parser.parse_args(argv)
     set_tracing_disabled(True)  # the SDK would otherwise send traces to OpenAI
     api_key = args.key or "not-needed"  # a server without keys ignores it
     base_url = args.url.rstrip("/") + "/v1"
     model = OpenAI(base_url=base_url, api_key=api_key).models.list().data[0].id  # the served model
-    out = run(AsyncOpenAI(base_url=base_url, api_key=api_key), model, args.question, args.max_tokens, args.max_turns)
+    client = AsyncOpenAI(base_url=base_url, api_key=api_key)
+    out = run(client, model, args.question, args.max_tokens, args.max_turns, args.stream)
     if args.json:
         print(json.dumps(out, indent=2, ensure_ascii=False))
         return 0

@@ -3,7 +3,8 @@ function tool, against ``POST /v1/responses`` on a live server serving qwen2.5-c
 (the session's ``llama_server``; slow: the tiny random models call no tools). The agent runs to its
 final answer: its call is well formed (the first turn requires one), the tool's result goes back as a
 ``function_call_output`` item, and the answer is the target's own: the chat completion's answer to
-the same conversation, with the same tool, under plain decoding."""
+the same conversation, with the same tool, under plain decoding; streamed (``--stream``), the run is
+the same."""
 
 import importlib.util
 import json
@@ -87,3 +88,5 @@ def test_the_agent_calls_its_tool_and_answers_as_the_chat_completion_does(llama_
     )
     message = chat.choices[0].message
     assert not message.tool_calls and message.content == out["answer"]
+    # streamed (Runner.run_streamed: the Responses API's events, parsed by the SDK): the same run
+    assert json.loads(run_demo("Where is my parcel ZX-4411?", "--url", server.url, "--json", "--stream")) == out

@@ -12,7 +12,7 @@ schema). A 400 from that step is reworded in the Responses API's names (``ChatTr
 
 - ``input``: a string (one user message), or a list of items: messages (``{"role", "content"}``,
   ``type`` "message" or absent; roles user, assistant, system, developer; content a string or
-  ``input_text``/``output_text`` parts), ``function_call`` items (``call_id``, ``name``,
+  ``input_text``/``output_text`` parts, joined with newlines), ``function_call`` items (``call_id``, ``name``,
   ``arguments``: a call an earlier answer made; consecutive calls, and calls right after an
   assistant message, are one assistant turn) and ``function_call_output`` items (``call_id``,
   ``output``: a tool's answer). Other items (images, files, reasoning, item references) are a 400.
@@ -290,7 +290,8 @@ _WORDS = (("max_tokens", "max_output_tokens"), ("response_format", "text.format"
 
 
 def _text(content: Any) -> str:
-    return content if isinstance(content, str) else "".join(part.text for part in content)
+    """A content's text: its parts joined with newlines, as the chat endpoint joins a message's parts."""
+    return content if isinstance(content, str) else "\n".join(part.text for part in content)
 
 
 def to_chat(body: ResponsesBody, history: tuple[dict[str, Any], ...] = ()) -> ChatTranslation:

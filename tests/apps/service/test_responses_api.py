@@ -87,7 +87,7 @@ def test_items_become_messages_calls_join_their_assistant_turn():
         {"id": "call_2", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Rome"}'}},
     ]
     assert chat.body["messages"] == [
-        {"role": "user", "content": "Weather ?"},
+        {"role": "user", "content": "Weather \n?"},  # parts joined as the chat endpoint joins them
         {"role": "assistant", "content": "Let me look.", "tool_calls": calls},
         {"role": "tool", "tool_call_id": "call_1", "content": "sunny"},
         {"role": "tool", "tool_call_id": "call_2", "content": "rainy"},
