@@ -4,7 +4,7 @@
 
 1. nested models inlined: every schema stands alone, with no ``$ref`` (each can be used by itself,
    and a schema embedded in the document could not resolve ``#/$defs/...``);
-2. each ``ConfigRule``'s ``{"$config": name}`` filled in from ``config`` (a server started with
+2. generated for ``config``: each ``ConfigRule`` gives its keywords for it (a server started with
    ``max_tokens_limit=64`` documents 64);
 3. an optional field (``T | None``, where ``null`` reads as absent) written as ``T`` that also admits
    ``null``: ``{"type": ["integer", "null"], "minimum": 1}`` rather than an ``anyOf`` (so that its
@@ -21,7 +21,7 @@ from pydantic import BaseModel
 from pydantic.json_schema import GenerateJsonSchema
 
 from ..config import ServiceConfig
-from .types import CONFIG, ConfigRule
+from .types import configured
 
 Schema = dict[str, Any]
 DATA = ("examples", "default", "enum", "const")  # keywords whose values are JSON data, not schemas
@@ -35,9 +35,10 @@ class _NoFieldTitles(GenerateJsonSchema):
 
 def json_schema(model: type[BaseModel], config: ServiceConfig) -> Schema:
     """``model``'s schema for a server running with ``config`` (module docstring)."""
-    raw = model.model_json_schema(schema_generator=_NoFieldTitles)
+    with configured(config):
+        raw = model.model_json_schema(schema_generator=_NoFieldTitles)
     definitions = raw.pop("$defs", {})
-    return optional_as_nullable(resolve(inline(raw, definitions), config))
+    return optional_as_nullable(inline(raw, definitions))
 
 
 def inline(schema: Any, definitions: dict[str, Schema]) -> Any:
@@ -51,18 +52,6 @@ def inline(schema: Any, definitions: dict[str, Schema]) -> Any:
         siblings = {k: inline(v, definitions) for k, v in schema.items() if k != "$ref"}
         return {**inline(definitions[name], definitions), **siblings}
     return {k: v if k in DATA else inline(v, definitions) for k, v in schema.items()}
-
-
-def resolve(schema: Any, config: ServiceConfig) -> Any:
-    """``schema`` with each ``ConfigRule``'s mark replaced by the keywords it has for ``config``."""
-    if isinstance(schema, list):
-        return [resolve(item, config) for item in schema]
-    if not isinstance(schema, dict):
-        return schema
-    resolved = {k: v if k in DATA else resolve(v, config) for k, v in schema.items() if k != CONFIG}
-    if CONFIG in schema:
-        resolved.update(ConfigRule.rules[schema[CONFIG]].schema_for(config))
-    return resolved
 
 
 def optional_as_nullable(schema: Any) -> Any:

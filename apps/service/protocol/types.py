@@ -11,16 +11,18 @@ saying the same, so that the check and its documentation are one object:
 - ``Neutral(...)``: an OpenAI field this server refuses unless it holds a neutral value (documented
   as those values only);
 - ``ConfigRule(name, check, schema)``: a rule that depends on the app's ``ServiceConfig`` (the
-  largest ``max_tokens``, the served model names, ...). Validation reads the config from the
-  validation context (``RequestBody.parse``); the model's JSON Schema marks the field with
-  ``{"$config": name}``, which ``schema.resolve`` fills in for the app's config.
+  largest ``max_tokens``, the served model names, ...): the config is the validation's context
+  (``RequestBody.parse``) and the schema generation's (``configured``, which ``schema.json_schema``
+  uses), so the check and its keywords come from the one config, with no later pass over the schema.
 """
 
 from __future__ import annotations
 
 import math
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, ClassVar, Mapping, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, TypeVar
 
 from pydantic import BaseModel, ConfigDict, GetCoreSchemaHandler, GetJsonSchemaHandler, ValidationError, ValidationInfo
 from pydantic_core import core_schema
@@ -30,8 +32,18 @@ from .errors import describe, refuse, request_error
 if TYPE_CHECKING:
     from ..config import ServiceConfig
 
-CONFIG = "$config"  # the JSON Schema key that marks a ConfigRule's place
 Body = TypeVar("Body", bound="RequestBody")
+_SCHEMA_CONFIG: ContextVar[ServiceConfig | None] = ContextVar("schema_config", default=None)
+
+
+@contextmanager
+def configured(config: ServiceConfig) -> Iterator[None]:
+    """JSON Schemas generated inside are ``config``'s (its ``ConfigRule`` s' keywords)."""
+    token = _SCHEMA_CONFIG.set(config)
+    try:
+        yield
+    finally:
+        _SCHEMA_CONFIG.reset(token)
 
 
 class RequestBody(BaseModel):
@@ -177,17 +189,12 @@ class Keywords:
 @dataclass(frozen=True)
 class ConfigRule(_Rule):
     """A rule that depends on the app's ``ServiceConfig``: ``check_with(value, config)`` when a
-    request is validated, ``schema_for(config)``: the JSON Schema keywords it adds (module docstring)."""
+    request is validated, ``schema_for(config)``: the JSON Schema keywords it adds (module docstring).
+    ``name`` names it in the errors of a use without a config."""
 
     name: str
     check_with: Callable[[Any, ServiceConfig], Any]
     schema_for: Callable[[ServiceConfig], dict[str, Any]]
-    rules: ClassVar[dict[str, ConfigRule]] = {}  # by name, for ``schema.resolve``
-
-    def __post_init__(self) -> None:
-        if self.name in ConfigRule.rules:
-            raise ValueError(f"two config rules named {self.name!r}")
-        ConfigRule.rules[self.name] = self
 
     def check(self, value: Any, config: ServiceConfig | None) -> Any:
         if config is None:
@@ -195,7 +202,10 @@ class ConfigRule(_Rule):
         return self.check_with(value, config)
 
     def keywords(self) -> dict[str, Any]:
-        return {CONFIG: self.name}
+        config = _SCHEMA_CONFIG.get()
+        if config is None:
+            raise TypeError(f"{self.name}: generate the JSON Schema for a ServiceConfig (schema.json_schema)")
+        return self.schema_for(config)
 
 
 # Any value Python reads as false: null, false, 0, "", [], {} (the neutral values of the tool fields, ...).
