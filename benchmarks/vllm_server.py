@@ -52,6 +52,9 @@ REPO = Path(__file__).resolve().parents[1]
 SETUP_SCRIPT = REPO / "scripts" / "setup_vllm.sh"
 CPU_FLAGS = ("--enforce-eager", "--kv-cache-memory-bytes", "1G")
 EXACT_FLAGS = ("--dtype", "float32")
+# vLLM's structured outputs on llguidance, the library specdraft's grammars are written for
+# (``specdraft.backends.engine.structured_outputs``); only requests that ask for structured outputs use it
+GUIDANCE_FLAGS = ("--structured-outputs-config", '{"backend": "guidance"}')
 STARTUP_S = 300.0  # seen: 45 s on a quiet 2-core machine, up to 117 s on a busy one
 STOP_S = 30.0
 
@@ -194,15 +197,17 @@ class VllmServer:
         with urllib.request.urlopen(self.url + "/v1/models", timeout=30) as response:
             return json.loads(response.read())["data"][0]["id"]
 
-    def complete(self, prompt: str | Sequence[int], max_tokens: int) -> dict:
+    def complete(self, prompt: str | Sequence[int], max_tokens: int, **fields: Any) -> dict:
         """vLLM's own greedy completion of ``prompt`` (text, or token ids sent as they are): its first
-        choice, with ``token_ids`` and ``prompt_token_ids`` (``return_token_ids``)."""
+        choice, with ``token_ids`` and ``prompt_token_ids`` (``return_token_ids``); ``fields`` are
+        added to the request (``structured_outputs=...``)."""
         body = {
             "model": self.model,
             "prompt": prompt if isinstance(prompt, str) else [int(t) for t in prompt],
             "max_tokens": max_tokens,
             "temperature": 0.0,
             "return_token_ids": True,
+            **fields,
         }
         return self.post("/v1/completions", body)["choices"][0]
 

@@ -13,10 +13,17 @@ Hugging Face and GGUF vocabularies alike). A model supplies its vocabulary as an
 end-of-generation tokens are the grammar's EOS: once the constraint is complete they are all the
 grammar allows, and the model's own choice among them ends the answer.
 
-Cost: ``choose`` with greedy decoding first checks the unmasked argmax (a few microseconds); only
-when the grammar refuses it is the full mask computed (the vocabulary's bitmask, about 20-100 us for
-151,936 tokens) and the argmax taken over the allowed tokens. Sampling always masks (the masked,
-renormalised distribution is what is sampled). ``seconds`` adds up the time spent here.
+The allowed tokens are the **mask** (``mask``), as every decoder on llguidance masks (vLLM's
+``guidance`` backend among them). ``allows`` (llguidance's ``validate_tokens``) is wider: where the
+grammar forces bytes, the mask holds only the forced text's canonical tokens (after ``"arguments": ``
+only `` {"``), while ``allows`` also takes the other spellings (`` {`` then ``"``). So the target's
+choice is always taken under the mask; ``allows`` only says whether the grammar can consume a token
+(what the grammar drafter needs).
+
+Cost: ``choose`` computes the mask once per row (the vocabulary's bitmask, about 20-100 us for
+151,936 tokens); with greedy decoding the unmasked argmax is kept when the mask has it, else the
+argmax is taken over the allowed tokens. Sampling draws from the masked, renormalised distribution.
+``seconds`` adds up the time spent here.
 """
 
 from __future__ import annotations
@@ -43,7 +50,7 @@ class Grammar(Protocol):
     seconds: float  # time spent in the grammar so far
 
     def allows(self, token: int) -> bool:
-        """Whether ``token`` may come next."""
+        """Whether the grammar can consume ``token`` next (wider than ``mask``: module docstring)."""
         ...
 
     def choose(self, logits_row: Any, chooser: TokenChooser, position: int) -> int:
@@ -69,7 +76,7 @@ class Grammar(Protocol):
         ...
 
     def mask(self) -> Any:
-        """The tokens allowed now: a bool array ``[vocab]``."""
+        """The tokens allowed now, the target's choice is taken among: a bool array ``[vocab]``."""
         ...
 
 
@@ -100,12 +107,12 @@ class LLGuidanceGrammar:
         return bits
 
     def choose(self, logits_row: Any, chooser: TokenChooser, position: int) -> int:
+        allowed = self.mask()
         if chooser.params.greedy:
             token = argmax(logits_row)
-            if self.allows(token):  # the cheap path: the argmax of the masked row is this token too
+            if token < len(allowed) and allowed[token]:  # the argmax of the masked row is this token too
                 return token
         row = _as_numpy(logits_row)
-        allowed = self.mask()
         if not allowed.any():
             raise RuntimeError(f"the grammar allows no token here ({self._matcher.get_error() or 'no error reported'})")
         masked = np.where(allowed[: row.shape[-1]], row.astype(np.float32, copy=False), np.float32(-np.inf))

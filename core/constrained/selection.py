@@ -14,7 +14,7 @@ and what the generator's drafter is, so that the decode loop is the same with or
   masked distribution exactly; the output is token for token plain constrained decoding's.
   A target that returns no logits but ranks its candidates (``Target.rank_candidates``: a serving
   engine's top-k log-probabilities, ``Verification.from_ranked``) is followed the same way, greedy
-  only: a row's masked argmax is its first token in rank order that the grammar allows (every token
+  only: a row's masked argmax is its first token in rank order that the grammar's mask holds (every token
   ranked above it is refused, every token not ranked is no likelier), and where none of the ranked
   ones is allowed, the target's own choice among the allowed ones (``Verification.resolve``: one
   more request to the engine, which masks its own logits with them).
@@ -175,11 +175,12 @@ class GrammarSelection:
     def _ranked_choice(self, verification: Verification, row: int) -> int:
         """The masked argmax at ``row`` from ranked candidates (module docstring)."""
         assert verification.ranked is not None
+        allowed = self.grammar.mask()
         for token in verification.ranked[row]:
-            if self.grammar.allows(token):
+            if token < len(allowed) and allowed[token]:
                 return token
         self.resolved += 1
-        return verification.resolve(row, [int(t) for t in self.grammar.mask().nonzero()[0]])
+        return verification.resolve(row, [int(t) for t in allowed.nonzero()[0]])
 
     def counted(self, drafted: int, accepted: int) -> tuple[int, int]:
         return (drafted, accepted) if self.forced is None else self.forced.inner_counts(accepted)

@@ -12,6 +12,7 @@ from .config import ENGINE_APIS, EngineConfig
 from .http import EngineClient, EngineError
 from .llama_server import LlamaServerApi
 from .model import EngineModel, EngineTarget
+from .structured import structured_outputs
 
 __all__ = [
     "ENGINE_APIS",
@@ -23,4 +24,5 @@ __all__ = [
     "LlamaServerApi",
     "SglangApi",
     "VllmApi",
+    "structured_outputs",
 ]

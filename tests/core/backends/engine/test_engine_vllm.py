@@ -11,6 +11,11 @@ to vLLM directly): text ``==`` through the service, token ids ``==`` in process.
 - drafters: prompt lookup (``/v1/completions``), documents (``/v1/chat/completions``, passages in
   the system message), predicted outputs (a right and a partly wrong prediction);
 - the same long prompt twice (vLLM's prefix cache holds its blocks the second time);
+- constraints (vLLM started with its ``guidance`` structured-output backend, which compiles
+  specdraft's grammars with the same library): a JSON schema through the service parses and
+  validates and equals vLLM's own answer under ``structured_outputs`` for the same grammar
+  (``specdraft.backends.engine.structured_outputs``); a required tool call comes back as OpenAI
+  ``tool_calls``, and in process its token ids equal vLLM's own constrained ones;
 - the prefix-cache hazard (vLLM issue #42019, fix proposed in PR #42245): vLLM fills a request's
   prompt log-probabilities into a buffer made with ``torch.empty`` and writes only the rows it
   computes, so a request with ``prompt_logprobs`` that started from cached blocks would return
@@ -34,7 +39,7 @@ import pytest
 from openai import OpenAI
 
 from benchmarks.http_rag import Server
-from benchmarks.vllm_server import EXACT_FLAGS, VllmServer
+from benchmarks.vllm_server import EXACT_FLAGS, GUIDANCE_FLAGS, VllmServer
 from specdraft import GenerationConfig, ModelConfig, SpeculativeGenerator, TransformersModel
 from specdraft.backends.engine import EngineConfig, EngineModel
 from specdraft.drafters import PromptLookupDrafter
@@ -75,7 +80,7 @@ LONG_PROMPT = LONG_TEXT + '\n\nRepeat exactly the last sentence of the text abov
 
 @pytest.fixture(scope="module")
 def vllm() -> Iterator[VllmServer]:
-    with VllmServer(resolve_checkpoint(MODEL), EXACT_FLAGS) as server:
+    with VllmServer(resolve_checkpoint(MODEL), (*EXACT_FLAGS, *GUIDANCE_FLAGS)) as server:
         yield server
 
 
@@ -222,3 +227,91 @@ def test_verification_requests_never_read_vllms_prefix_cache(engine, vllm):
     assert counters() == (queries, hits), "a request with prompt_logprobs looked the prefix cache up"
     assert warm == cold
     assert warm[-1] == own["token_ids"][0]
+
+
+CITY_SCHEMA = {
+    "type": "object",
+    "properties": {"city": {"type": "string", "maxLength": 24}, "metres": {"type": "integer"}},
+    "required": ["city", "metres"],
+    "additionalProperties": False,
+}
+WEATHER_TOOL = {
+    "type": "function",
+    "function": {
+        "name": "get_weather",
+        "description": "the weather in a city",
+        "parameters": {
+            "type": "object",
+            "properties": {"city": {"enum": ["Paris", "Rome", "London"]}},
+            "required": ["city"],
+        },
+    },
+}
+CONSTRAINED_TOKENS = 48
+
+
+def test_a_json_schema_through_specdraft_serve_validates_and_equals_vllms_own_constrained_answer(
+    client, vllm_client, vllm
+):
+    import json
+
+    import jsonschema_rs
+
+    from specdraft.backends.engine import structured_outputs
+    from specdraft.constrained import Constraint
+
+    response_format = {"type": "json_schema", "json_schema": {"name": "tower", "schema": CITY_SCHEMA}}
+    answer = client.chat.completions.create(
+        model=MODEL,
+        messages=DOCUMENT_MESSAGES,
+        max_tokens=CONSTRAINED_TOKENS,
+        temperature=0,
+        response_format=response_format,
+        extra_body={"drafter": "documents"},
+    )
+    text = answer.choices[0].message.content
+    assert answer.choices[0].finish_reason == "stop"
+    jsonschema_rs.validate(CITY_SCHEMA, json.loads(text))
+    own = vllm_client.chat.completions.create(
+        model=vllm.model,
+        messages=DOCUMENT_MESSAGES,
+        max_tokens=CONSTRAINED_TOKENS,
+        temperature=0,
+        extra_body={"structured_outputs": structured_outputs(Constraint.json_schema(CITY_SCHEMA))},
+    )
+    assert text == own.choices[0].message.content
+    stats = speculation(answer)
+    assert stats["forced_tokens"] > 0 and stats["exact"] is False  # vLLM is not configured exact
+
+
+def test_a_required_tool_call_is_openai_tool_calls_and_vllms_own_constrained_tokens(client, engine, vllm):
+    import json
+
+    from specdraft.apps.service.structured_output import ToolRequest, plan_output
+    from specdraft.backends.engine import structured_outputs
+    from specdraft.tool_calls import format_for_model
+
+    messages = [{"role": "user", "content": "What is the weather in Paris?"}]
+    answer = client.chat.completions.create(
+        model=MODEL,
+        messages=messages,
+        tools=[WEATHER_TOOL],
+        tool_choice="required",
+        parallel_tool_calls=False,
+        max_tokens=CONSTRAINED_TOKENS,
+        temperature=0,
+    )
+    calls = answer.choices[0].message.tool_calls
+    assert answer.choices[0].finish_reason == "tool_calls", answer.choices[0].message
+    assert len(calls) == 1 and calls[0].function.name == "get_weather"
+    assert isinstance(json.loads(calls[0].function.arguments), dict)
+
+    tools = ToolRequest((WEATHER_TOOL,), "required", parallel=False)
+    plan = plan_output(None, tools, engine.tokenizer, tool_format=format_for_model(engine))
+    ids = engine.encode_chat(messages, tools=plan.template_tools)
+    config = GenerationConfig(max_new_tokens=CONSTRAINED_TOKENS, constraint=plan.constraint)
+    ours = SpeculativeGenerator(engine).generate(ids, PromptLookupDrafter(), config)
+    own = vllm.complete(ids, CONSTRAINED_TOKENS, structured_outputs=structured_outputs(plan.constraint))
+    eos = engine.eos_token_ids
+    mine, theirs = [t for t in ours.token_ids if t not in eos], [t for t in own["token_ids"] if t not in eos]
+    assert mine == theirs, (engine.decode(mine), engine.decode(theirs), ours.token_ids, own["token_ids"])
