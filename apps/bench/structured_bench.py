@@ -13,7 +13,8 @@ baseline), ``specdraft:grammar`` (the grammar's forced tokens drafted), ``+promp
 also llama-cpp-python's own schema-constrained chat completion on the same GGUF
 (``structured_peer``; ``peers=False`` leaves it out).
 
-For each case the methods run back to back, plain first; each method has one untimed warm-up.
+For each case the methods run back to back, plain first; each method has one untimed warm-up
+(``warm_up=False`` leaves it out where the times are not read, as in the test suite).
 ``identical``: a specdraft method's token ids ``==`` plain constrained decoding's. The peer's grammar
 is not ours, so it is never counted as identical (``identical`` None); ``text_equal`` /
 ``same_record`` say whether its answer is ours text for text / as a JSON value.
@@ -66,13 +67,15 @@ ALL = "all"  # the summaries over every task
 
 @dataclass(frozen=True)
 class StructuredBenchConfig:
-    """``limit`` documents per task of ``tasks``; ``peers``: the llama-cpp-python peer (llama.cpp only)."""
+    """``limit`` documents per task of ``tasks``; ``peers``: the llama-cpp-python peer (llama.cpp only);
+    ``warm_up``: one untimed run of each method before the timed ones."""
 
     limit: int = 6
     seed: int = 0
     max_new_tokens: int = 192
     tasks: tuple[str, ...] = TASKS
     peers: bool = True
+    warm_up: bool = True
 
     def __post_init__(self) -> None:
         if self.limit < 1 or self.max_new_tokens < 1:
@@ -119,9 +122,10 @@ def run_structured_bench(
     """Every method on every case (module docstring); ``methods[0]`` must be plain constrained decoding."""
     cases = list(cases) if cases is not None else build_cases(target, config)
     methods = list(methods) if methods is not None else build_methods(target, config)
-    warm = replace(cases[0], id="warm-up", max_new_tokens=min(8, cases[0].max_new_tokens))
-    for method in methods:
-        method.run(warm)
+    if config.warm_up:
+        warm = replace(cases[0], id="warm-up", max_new_tokens=min(8, cases[0].max_new_tokens))
+        for method in methods:
+            method.run(warm)
     measurements: list[StructuredMeasurement] = []
     with tqdm(
         total=len(methods) * len(cases), desc="bench structured", file=sys.stderr, disable=progress is not None

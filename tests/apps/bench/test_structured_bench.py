@@ -197,6 +197,26 @@ def test_run_summarizes_per_task_and_writes_the_report(tmp_path):
     assert f"| {PEER} |" in table and "n/a" in table and "as a JSON value in 100%" in table
 
 
+def test_each_method_warms_up_once_untimed_unless_told_not_to():
+    ran = []
+
+    class Noting(FakeMethod):
+        def run(self, case):
+            ran.append((self.name, case.id))
+            return super().run(case)
+
+    target = SimpleNamespace(name="fake", backend="transformers")
+    methods = [Noting(PLAIN, {}), Noting(METHODS[1], {})]
+    result = run_structured_bench(target, StructuredBenchConfig(limit=1), methods, [case()], progress=lambda _: None)
+    assert ran == [(PLAIN, "warm-up"), (METHODS[1], "warm-up"), (PLAIN, "extract/1"), (METHODS[1], "extract/1")]
+    assert [m.prompt_id for m in result.measurements] == ["extract/1"] * 2  # the warm-up is not measured
+    ran.clear()
+    run_structured_bench(
+        target, StructuredBenchConfig(limit=1, warm_up=False), methods, [case()], progress=lambda _: None
+    )
+    assert ran == [(PLAIN, "extract/1"), (METHODS[1], "extract/1")]
+
+
 def test_cli_runs_the_structured_bench_with_its_arguments(monkeypatch, tmp_path):
     from specdraft.apps.bench import structured_bench
     from specdraft.apps.cli import bench, model_args
@@ -237,7 +257,8 @@ def test_cli_runs_the_structured_bench_with_its_arguments(monkeypatch, tmp_path)
 )  # transformers exactness under constraints: tests/core/constrained/test_constrained_real.py (suite time)
 def test_real_suite_is_identical_to_plain_constrained_decoding(backend, tmp_path, real_model):
     target = real_model("qwen2.5-coder-0.5b", backend)
-    result = run_structured_bench(target, StructuredBenchConfig(limit=1, max_new_tokens=40), progress=lambda _: None)
+    config = StructuredBenchConfig(limit=1, max_new_tokens=40, warm_up=False)  # the times are not read here
+    result = run_structured_bench(target, config, progress=lambda _: None)
     methods = list(METHODS) + ([PEER] if backend == "llama-cpp" else [])
     assert [row["method"] for row in result.summaries if row["task"] == ALL] == methods
     for row in result.summaries:
