@@ -25,7 +25,7 @@ from typing import Any, Literal, Optional, Union
 
 from pydantic import Field, RootModel
 
-from .responses import Error, Reply, SpecDecodeMetrics, Speculation
+from .responses import SOURCE, Error, Reply, Source, SpecDecodeMetrics, Speculation
 
 ItemStatus = Literal["in_progress", "completed", "incomplete"]
 Status = Literal["in_progress", "completed", "incomplete", "failed"]
@@ -157,6 +157,7 @@ class TextDeltaEvent(EventBase):
     content_index: int
     delta: str
     logprobs: list[Any]
+    source: Source = Field(None, description=SOURCE)
 
 
 class TextDoneEvent(EventBase):

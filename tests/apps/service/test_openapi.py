@@ -397,7 +397,9 @@ def follows_the_rules_across_fields(path: str, body: dict) -> bool:
         return not (given & (NOT_ITERATIVE if iterative else ITERATIVE_ONLY))
     if path == "/v1/chat/completions" and not follows_the_tool_rules(body):
         return False
-    if path == "/v1/responses":  # the tool rules of the chat request it becomes
+    if path == "/v1/responses":  # no stored response to continue; the tool rules of the chat request it becomes
+        if body.get("previous_response_id") is not None:
+            return False
         try:
             return follows_the_tool_rules(to_chat(ResponsesBody.parse(body, CONFIG)).body)
         except RequestError:
