@@ -3,6 +3,7 @@ outcome per model, with the run's time.
 
     python benchmarks/langchain_standard.py                                   # qwen2.5-coder-0.5b and -1.5b
     python benchmarks/langchain_standard.py --models qwen2.5-coder-1.5b --out /tmp/lc
+    python benchmarks/langchain_standard.py --responses-api --models qwen2.5-coder-1.5b   # POST /v1/responses
 
 Runs ``tests/apps/service/test_langchain_standard.py`` (``langchain-tests``' ``ChatModelIntegrationTests``
 with ``ChatOpenAI`` pointed at a live ``specdraft serve`` on llama.cpp, tool calling, tool choice,
@@ -12,6 +13,10 @@ docs/bench/langchain-standard/): per test and model, passed / failed / xfailed (
 the test module says why) / skipped (a feature the server declares off), the first line of each
 failure, and each model's wall time. The tests the 0.5B model answers wrongly are xfail there and run
 normally on any other model.
+
+``--responses-api`` runs the same suite with ``ChatOpenAI(use_responses_api=True)``
+(``SPECDRAFT_LANGCHAIN_RESPONSES=1``), so every call goes through ``POST /v1/responses``; its default
+``--out`` is docs/bench/langchain-standard-responses/.
 """
 
 from __future__ import annotations
@@ -28,12 +33,15 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 TESTS = ROOT / "tests" / "apps" / "service" / "test_langchain_standard.py"
 DEFAULT_OUT = ROOT / "docs" / "bench" / "langchain-standard"
+RESPONSES_OUT = ROOT / "docs" / "bench" / "langchain-standard-responses"
 DEFAULT_MODELS = ("qwen2.5-coder-0.5b", "qwen2.5-coder-1.5b")
 
 
-def run_suite(model: str, report: Path) -> dict:
-    """One pytest run of the suite on ``model``: {"seconds", "returncode", "tests": {id: {"outcome", "message"}}}."""
+def run_suite(model: str, report: Path, responses_api: bool = False) -> dict:
+    """One pytest run of the suite on ``model`` (``responses_api``: through ``POST /v1/responses``):
+    {"seconds", "returncode", "tests": {id: {"outcome", "message"}}}."""
     env = {**os.environ, "SPECDRAFT_LANGCHAIN_MODEL": model}
+    env["SPECDRAFT_LANGCHAIN_RESPONSES"] = "1" if responses_api else ""
     start = time.perf_counter()
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(TESTS), f"--junitxml={report}"],
@@ -65,13 +73,14 @@ def outcomes(report: Path) -> dict[str, dict[str, str]]:
     return tests
 
 
-def markdown(results: dict[str, dict]) -> str:
+def markdown(results: dict[str, dict], responses_api: bool = False) -> str:
     models = list(results)
     names = sorted({name for run in results.values() for name in run["tests"]})
+    client = "`ChatOpenAI(use_responses_api=True)` (`POST /v1/responses`)" if responses_api else "`ChatOpenAI`"
     lines = [
-        "# LangChain standard chat-model suite against specdraft",
+        "# LangChain standard chat-model suite against specdraft" + (" (Responses API)" if responses_api else ""),
         "",
-        "`langchain-tests` 1.1.9 `ChatModelIntegrationTests`, `ChatOpenAI` against `specdraft serve` on llama.cpp "
+        f"`langchain-tests` 1.1.9 `ChatModelIntegrationTests`, {client} against `specdraft serve` on llama.cpp "
         "(tests/apps/service/test_langchain_standard.py; benchmarks/langchain_standard.py wrote this).",
         "",
         "| test | " + " | ".join(models) + " |",
@@ -108,17 +117,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--out",
         type=Path,
-        default=DEFAULT_OUT,
-        help="folder for results.json and results.md (default: docs/bench/langchain-standard)",
+        default=None,
+        help="folder for results.json and results.md (default: docs/bench/langchain-standard, or "
+        "docs/bench/langchain-standard-responses with --responses-api)",
+    )
+    parser.add_argument(
+        "--responses-api", action="store_true", help="ChatOpenAI(use_responses_api=True): through POST /v1/responses"
     )
     args = parser.parse_args(argv)
+    args.out = args.out or (RESPONSES_OUT if args.responses_api else DEFAULT_OUT)
     args.out.mkdir(parents=True, exist_ok=True)
-    results = {model: run_suite(model, args.out / f"junit-{model}.xml") for model in args.models}
+    results = {model: run_suite(model, args.out / f"junit-{model}.xml", args.responses_api) for model in args.models}
     for model in args.models:
         (args.out / f"junit-{model}.xml").unlink()
     (args.out / "results.json").write_text(json.dumps(results, indent=2) + "\n")
-    (args.out / "results.md").write_text(markdown(results))
-    print(markdown(results))
+    (args.out / "results.md").write_text(markdown(results, args.responses_api))
+    print(markdown(results, args.responses_api))
     return 0
 
 

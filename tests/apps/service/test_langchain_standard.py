@@ -10,6 +10,10 @@ answer is the model's own and the run has a bounded length.
 the 0.5B model answers wrongly: those are xfail on 0.5B only (``WRONG_ON_SMALL``, each with the
 reason), and run, to pass, on 1.5B. ``benchmarks/langchain_standard.py`` runs the whole suite on
 both models and writes the table to docs/bench/langchain-standard/.
+
+``SPECDRAFT_LANGCHAIN_RESPONSES=1`` runs the same suite with ``use_responses_api=True``, through
+``POST /v1/responses`` (``benchmarks/langchain_standard.py --responses-api``; results in
+docs/bench/langchain-standard-responses/).
 """
 
 from __future__ import annotations
@@ -34,6 +38,8 @@ pytestmark = [
 
 SMALL = "qwen2.5-coder-0.5b"
 MODEL = os.environ.get("SPECDRAFT_LANGCHAIN_MODEL", SMALL)
+# ``SPECDRAFT_LANGCHAIN_RESPONSES=1``: ChatOpenAI(use_responses_api=True), the suite through POST /v1/responses
+RESPONSES_API = os.environ.get("SPECDRAFT_LANGCHAIN_RESPONSES", "") == "1"
 MAX_TOKENS = 160  # long enough for the suite's jokes as JSON, short enough to bound a rambling answer
 
 # tests that fail on qwen2.5-coder-0.5b only because the model answers wrongly (the request and the
@@ -92,6 +98,7 @@ class TestSpecdraftChatOpenAI(ChatModelIntegrationTests):
             "max_tokens": MAX_TOKENS,
             "timeout": 300,
             "max_retries": 0,
+            "use_responses_api": RESPONSES_API,
         }
 
     @property
