@@ -98,7 +98,8 @@ class TestSpecdraftChatOpenAI(ChatModelIntegrationTests):
             "max_tokens": MAX_TOKENS,
             "timeout": 300,
             "max_retries": 0,
-            "use_responses_api": RESPONSES_API,
+            # set only for the Responses run: unset (None), ChatOpenAI picks chat completions as before
+            **({"use_responses_api": True} if RESPONSES_API else {}),
         }
 
     @property
