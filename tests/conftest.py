@@ -91,43 +91,6 @@ def real_model():
     return get
 
 
-@pytest.fixture
-def pooled_real_models(monkeypatch, real_model):
-    """Makes every ``ModelPool`` (the command line's, ``create_app``'s) take a registry model from
-    ``real_model`` when it would load it as ``real_model`` does: llama.cpp with the default context,
-    or transformers on the CPU in float32, no engine or edge, and the pool leaving the prefix cache
-    to the model. Other configs still load for real. For the tests that drive the command line or
-    the service on real weights (their arguments still go through the command line's parser and
-    the pool's config); the loading itself is tested where a test loads on purpose
-    (tests/core/backends/llama_cpp/test_llama_backend.py's generate command, tests/core/models)."""
-    import torch
-
-    from specdraft.apps.model_pool import ModelPool
-    from specdraft.models import REGISTRY
-
-    load = ModelPool._load
-
-    def shared(self, config, local=None):
-        backend = config.resolved_backend
-        same = (
-            config.model in REGISTRY
-            and local is None
-            and self.prefix_cache is None
-            and config.engine is None
-            and config.edge is None
-            and config.context == 0
-            and (
-                backend == "llama-cpp"
-                or backend == "transformers"
-                and config.dtype in ("auto", "float32")
-                and (config.device == "cpu" or config.device == "auto" and not torch.cuda.is_available())
-            )
-        )
-        return real_model(config.model, backend) if same else load(self, config, local)
-
-    monkeypatch.setattr(ModelPool, "_load", shared)
-
-
 @pytest.fixture(scope="session")
 def llama_server(tmp_path_factory):
     """``llama_server(name)``: the service (``create_app``) serving the registry model ``name`` on

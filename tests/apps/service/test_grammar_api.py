@@ -283,7 +283,6 @@ ISSUE_SENTENCE = "She go to school every days and she like it."
 
 
 @pytest.mark.slow
-@pytest.mark.usefixtures("pooled_real_models")  # the session's model, loaded once
 def test_the_real_default_grammar_model_corrects_without_dropping_the_second_clause(tmp_path):
     from specdraft.apps.service import create_app
 
@@ -297,7 +296,6 @@ def test_the_real_default_grammar_model_corrects_without_dropping_the_second_cla
 
 
 @pytest.mark.slow
-@pytest.mark.usefixtures("pooled_real_models")  # the session's model, loaded once
 def test_the_small_models_dropped_clause_and_loop_are_flagged(tmp_path):
     from specdraft.apps.service import create_app
 

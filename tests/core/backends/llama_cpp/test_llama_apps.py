@@ -12,7 +12,7 @@ from specdraft.apps.cli import main
 from specdraft.apps.service import ServiceConfig, create_app
 from specdraft.retrieval.index import DocumentIndex
 
-pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("pooled_real_models")]  # each model loaded once a session
+pytestmark = pytest.mark.slow
 
 DOCS = [
     {
