@@ -9,7 +9,7 @@ import jsonschema_rs
 import pytest
 from oracle import LenientOracle
 
-from specdraft import GenerationConfig, NoDrafter, SpeculationConfig, SpeculativeGenerator
+from specdraft import GenerationConfig, ModelConfig, NoDrafter, SpeculationConfig, SpeculativeGenerator, load_model
 from specdraft.constrained import Constraint
 from specdraft.drafters import PromptLookupDrafter
 
@@ -64,8 +64,9 @@ def plain(model, ids, config):
     params=[("qwen2.5-coder-0.5b", "llama-cpp"), ("qwen2.5-coder-0.5b", "transformers"), ("smollm2-135m", "llama-cpp")],
     ids=lambda p: f"{p[0]}-{p[1]}",
 )
-def model(request, real_model):
-    return real_model(*request.param)  # the session's model (tests/conftest.py): loaded once
+def model(request):
+    name, backend = request.param
+    return load_model(ModelConfig(name, backend=backend, device="cpu"))
 
 
 def test_speculative_constrained_greedy_is_plain_and_valid(model):

@@ -18,7 +18,7 @@ from __future__ import annotations
 import pytest
 from engine_server import LlamaServer
 
-from specdraft import ROOT, Draft, GenerationConfig, SpeculativeGenerator, TokenChooser
+from specdraft import ROOT, Draft, GenerationConfig, LlamaCppModel, SpeculativeGenerator, TokenChooser
 from specdraft.backends.engine import EngineConfig, EngineError, EngineModel
 from specdraft.copydraft import CopyDrafter
 from specdraft.drafters import PromptLookupDrafter
@@ -30,8 +30,8 @@ N_NEW = 16
 
 
 @pytest.fixture(scope="module")
-def local(real_model):
-    return real_model("smollm2-135m", "llama-cpp")  # the session's (tests/conftest.py): loaded once
+def local():
+    return LlamaCppModel.load("smollm2-135m")
 
 
 @pytest.fixture(scope="module")
@@ -133,7 +133,7 @@ def test_engine_down_or_a_wrong_url_is_a_clear_error(local, server):
         EngineModel(EngineConfig(server.url + "/nowhere", "llama-cpp-server"), local)
 
 
-def test_a_local_model_with_another_tokenizer_is_refused(server, real_model):
-    other = real_model("qwen2.5-coder-0.5b", "llama-cpp")
+def test_a_local_model_with_another_tokenizer_is_refused(server):
+    other = LlamaCppModel.load("qwen2.5-coder-0.5b")
     with pytest.raises(ValueError, match="does not tokenize like the engine"):
         EngineModel(EngineConfig(server.url, "llama-cpp-server"), other)

@@ -10,7 +10,15 @@ import numpy as np
 import pytest
 from oracle import Recording
 
-from specdraft import Draft, GenerationConfig, SpeculativeGenerator, TokenChooser
+from specdraft import (
+    Draft,
+    GenerationConfig,
+    LlamaCppModel,
+    ModelConfig,
+    SpeculativeGenerator,
+    TokenChooser,
+    TransformersModel,
+)
 from specdraft.drafters import DraftModelConfig, DraftModelDrafter
 
 pytestmark = pytest.mark.slow
@@ -23,13 +31,13 @@ TEXTS = [
 
 
 @pytest.fixture(scope="module")
-def smollm2_gguf(real_model):
-    return real_model("smollm2-135m", "llama-cpp")  # the session's models (tests/conftest.py): loaded once
+def smollm2_gguf():
+    return LlamaCppModel.load("smollm2-135m")
 
 
 @pytest.fixture(scope="module")
-def smollm2_hf(real_model):
-    return real_model("smollm2-135m")
+def smollm2_hf():
+    return TransformersModel.load(ModelConfig("smollm2-135m", device="cpu"))
 
 
 def test_the_built_library_decodes(smollm2_gguf):
@@ -78,10 +86,13 @@ TOOL_HISTORY = [
 ]
 
 
-def test_tools_and_tool_calls_render_alike_on_both_backends(real_model):
+def test_tools_and_tool_calls_render_alike_on_both_backends():
     """``encode_chat(messages, tools)``: the template's tools section, replayed ``<tool_call>`` blocks
     (arguments given as objects) and tool results, the same tokens on llama.cpp and transformers."""
-    gguf, hf = real_model("qwen2.5-coder-0.5b", "llama-cpp"), real_model("qwen2.5-coder-0.5b")
+    gguf, hf = (
+        LlamaCppModel.load("qwen2.5-coder-0.5b"),
+        TransformersModel.load(ModelConfig("qwen2.5-coder-0.5b", device="cpu")),
+    )
     for messages in (TOOL_HISTORY[:2], TOOL_HISTORY):
         ids = gguf.encode_chat(messages, TOOLS)
         assert ids == hf.encode_chat(messages, TOOLS)
@@ -98,9 +109,9 @@ def test_tools_and_tool_calls_render_alike_on_both_backends(real_model):
 
 
 @pytest.mark.parametrize("name", ["smollm2-135m", "qwen2.5-coder-0.5b"])
-def test_a_wide_pass_computes_each_row_as_one_token_passes_do(name, real_model):
+def test_a_wide_pass_computes_each_row_as_one_token_passes_do(name):
     """Bit for bit, not within a tolerance: the property ``LlamaCppModel.exact`` claims."""
-    model = real_model(name, "llama-cpp")
+    model = LlamaCppModel.load(name)
     assert model.exact
     for text in TEXTS:
         ids = model.encode(text)
