@@ -206,7 +206,12 @@ class LlamaCppModel:
         return context
 
     def release_context(self, context: LlamaContext) -> None:
+        """Give ``context`` back (kept idle up to ``config.pool``, else freed). A context released twice
+        is ignored the second time: freeing one that the pool still holds would leave a dangling
+        pointer for the next ``acquire_context``."""
         with self._idle_lock:
+            if any(idle is context for idle in self._idle):
+                return
             if len(self._idle) < self.config.pool:
                 self._idle.append(context)
                 return

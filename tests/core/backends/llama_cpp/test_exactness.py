@@ -18,6 +18,7 @@ import sys
 
 import pytest
 
+from specdraft import LlamaCppModel
 from specdraft.backends.llama_cpp.exactness import compare, varied_ids
 from specdraft.models import REGISTRY
 
@@ -32,8 +33,8 @@ CONTEXTS = [100, 250, 500, 760]
 
 
 @pytest.mark.parametrize("name", list(REGISTRY))
-def test_every_width_at_every_context_gives_the_logits_of_one_token_passes(name, real_model):
-    model = real_model(name, "llama-cpp")  # the session's copy: the default config, as LlamaCppModel.load
+def test_every_width_at_every_context_gives_the_logits_of_one_token_passes(name):
+    model = LlamaCppModel.load(name)
     assert model.exact, model.exactness  # the load-time probe agrees
     ids = varied_ids(model, max(CONTEXTS) + max(WIDTHS))
     comparisons = compare(model, ids, CONTEXTS, WIDTHS)  # the contexts grow one from the other
@@ -68,9 +69,9 @@ def test_negative_control_the_tiled_kernel_on_every_type_breaks_it_and_the_probe
     assert result["exact"] is False
 
 
-def test_the_load_probe_times_its_passes_into_the_cost_profile(real_model):
+def test_the_load_probe_times_its_passes_into_the_cost_profile():
     """So that a process's first request (a CLI call, a server's first answer) drafts from measured
     pass costs instead of guessing, as a warmed-up benchmark does."""
-    model = real_model("smollm2-135m", "llama-cpp")  # loaded once per session: its probe has run
+    model = LlamaCppModel.load("smollm2-135m")
     assert [model.cost.known(width) for width in (1, 2, 8, 20)] == [True] * 4
     assert model.cost.estimate(20) > model.cost.estimate(1)
