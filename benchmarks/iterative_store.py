@@ -39,7 +39,7 @@ from specdraft.apps.bench.iterative_bench import (
     METHODS,
     IterativeBenchConfig,
     Run,
-    docs_per_stride,
+    answer_run,
     speculative_config,
     summarize,
 )
@@ -143,25 +143,11 @@ def main(argv: list[str] | None = None) -> int:
     for index, question in enumerate(questions[: args.questions]):
         reference = None
         for method in METHODS:
-            started = time.perf_counter()
-            answer = rags[method].generate(question["question"], generation)
-            wall = time.perf_counter() - started
-            run = Run(
-                args.model,
-                args.store,
-                method,
-                question["id"],
-                wall,
-                len(answer.token_ids),
-                list(answer.token_ids),
-                docs_per_stride(answer),
-                dict(answer.stats),
-            )
+            run = answer_run(rags[method], question, generation, args.model, args.store, method, reference)
             reference = reference or run
-            run.identical = run.token_ids == reference.token_ids and run.docs == reference.docs
             runs.append(run)
             say(
-                f"q{index + 1}/{args.questions} {method}: {wall:.2f} s, {run.tokens} tokens, retrieval "
+                f"q{index + 1}/{args.questions} {method}: {run.wall_s:.2f} s, {run.tokens} tokens, retrieval "
                 f"{run.stats.get('retrieval_s', 0):.2f} s" + ("" if run.identical else "  NOT IDENTICAL")
             )
     store.close()

@@ -135,6 +135,30 @@ def docs_per_stride(answer: Any) -> list[list[int]]:
     return [list(record.docs) for record in answer.retrievals]
 
 
+def answer_run(
+    rag: Any, question: dict, generation: Any, model: str, kind: str, method: str, reference: "Run | None"
+) -> Run:
+    """One timed answer of ``question`` by ``rag`` as a ``Run``, ``identical`` against ``reference``'s
+    tokens and documents (itself when ``reference`` is None)."""
+    started = time.perf_counter()
+    answer = rag.generate(question["question"], generation)
+    wall = time.perf_counter() - started
+    run = Run(
+        model,
+        kind,
+        method,
+        question["id"],
+        wall,
+        len(answer.token_ids),
+        list(answer.token_ids),
+        docs_per_stride(answer),
+        dict(answer.stats),
+    )
+    reference = reference or run
+    run.identical = run.token_ids == reference.token_ids and run.docs == reference.docs
+    return run
+
+
 def _median_seconds(calls: Sequence[Callable[[], Any]]) -> float:
     times = []
     for call in calls:
@@ -236,27 +260,11 @@ def run_iterative_bench(
                     rags = pipelines()  # a fresh OS^3 scheduler for this answer
                 reference: Run | None = None
                 for method in METHODS:
-                    rag = rags[method]
-                    started = time.perf_counter()
-                    answer = rag.generate(question["question"], generation)
-                    wall = time.perf_counter() - started
-                    run = Run(
-                        model_name,
-                        kind,
-                        method,
-                        question["id"],
-                        wall,
-                        len(answer.token_ids),
-                        list(answer.token_ids),
-                        docs_per_stride(answer),
-                        dict(answer.stats),
-                    )
-                    if reference is None:
-                        reference = run
-                    run.identical = run.token_ids == reference.token_ids and run.docs == reference.docs
+                    run = answer_run(rags[method], question, generation, model_name, kind, method, reference)
+                    reference = reference or run
                     runs.append(run)
                     say(
-                        f"{model_name} {kind} q{index + 1}/{len(questions)} {method}: {wall:.2f} s, "
+                        f"{model_name} {kind} q{index + 1}/{len(questions)} {method}: {run.wall_s:.2f} s, "
                         f"{run.tokens} tokens, retrieval {run.stats.get('retrieval_s', 0):.2f} s"
                         + ("" if run.identical else "  NOT IDENTICAL")
                     )
