@@ -12,6 +12,8 @@ to standard error.
 `--collection` the collection): chunked and embedded as an index would be, every line checked
 first; an existing collection is refused unless `--overwrite`, and a write that fails removes what
 it wrote. `--kind` and `--nlist` are the FAISS index's and do not apply there.
+`index add --store STORE --index PATH` adds the documents to an existing collection
+(`add_to_store`): ids must be new in the collection too, and a write that fails deletes what it wrote.
 """
 
 from __future__ import annotations
@@ -96,6 +98,21 @@ def add_index_parser(subparsers: Any) -> None:
     )
     add.add_argument("--index", required=True, type=Path, metavar="DIR", help="the index folder")
     add.add_argument("--docs", required=True, type=Path, metavar="FILE.jsonl", help="documents, one JSON object a line")
+    add.add_argument(
+        "--chunk-words",
+        type=int,
+        default=None,
+        metavar="N",
+        help=f"--store: words per chunk, at most (default: {defaults.chunk_words}; an index keeps its own)",
+    )
+    add.add_argument(
+        "--chunk-overlap",
+        type=int,
+        default=None,
+        metavar="N",
+        help=f"--store: words a chunk repeats from the previous one (default: {defaults.chunk_overlap})",
+    )
+    add_store_args(add, "--index", embedding_model=True)
 
 
 class DocumentFileError(ValueError):
@@ -207,12 +224,44 @@ def _add(args: argparse.Namespace, err: TextIO) -> int:
     from specdraft.retrieval.index import DocumentIndex
 
     started = time.perf_counter()
+    store = store_config(args, args.index)
+    if store is not None:
+        return _add_to_store(args, store, started, err)
+    flags = (("--chunk-words", args.chunk_words), ("--chunk-overlap", args.chunk_overlap))
+    given = [flag for flag, value in flags if value is not None]
+    if given:
+        raise ValueError(f"{', '.join(given)} need --store: an index chunks as it was built to")
     documents, numbers = read_documents(args.docs)
     index = DocumentIndex.load(args.index)
     chunks = _add_and_save(index, args.docs, documents, numbers, args.index, err)
     print(
         f"added {len(documents)} documents as {chunks} chunks in {time.perf_counter() - started:.1f} s; "
         f"{args.index} now holds {index.documents} documents, {len(index)} chunks",
+        file=err,
+    )
+    return 0
+
+
+def _add_to_store(args: argparse.Namespace, config: Any, started: float, err: TextIO) -> int:
+    """``index add --store``: the documents into the existing collection (module docstring)."""
+    from specdraft.retrieval.embedder import Embedder, EmbedderConfig
+    from specdraft.retrieval.index import IndexConfig, InvalidDocumentError
+    from specdraft.retrieval.stores import add_to_store
+
+    defaults = IndexConfig()
+    chunking = IndexConfig(
+        chunk_words=args.chunk_words if args.chunk_words is not None else defaults.chunk_words,
+        chunk_overlap=args.chunk_overlap if args.chunk_overlap is not None else defaults.chunk_overlap,
+    )
+    embedder = Embedder(EmbedderConfig(model=args.embedding_model or EmbedderConfig().model))
+    documents, numbers = read_documents(args.docs)
+    try:
+        chunks = add_to_store(config, documents, embedder, chunking, progress=True)
+    except InvalidDocumentError as error:
+        raise _by_line(error, args.docs, numbers) from None
+    print(
+        f"added {len(documents)} documents as {chunks} chunks to the {config.describe()} in "
+        f"{time.perf_counter() - started:.1f} s",
         file=err,
     )
     return 0

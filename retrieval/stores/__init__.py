@@ -18,7 +18,8 @@ reference and datastore drafters, and iterative RAG read the user's store as the
   whose queries are embedded once), searching canonically (score descending, row ascending) with
   the store's candidates rescored; exact on LanceDB, Qdrant and Milvus Lite (flat searches),
   approximate on Chroma (its HNSW graph gives the candidates).
-- ``open_store`` / ``build_store`` (``registry``): open a collection, or build one from documents.
+- ``open_store`` / ``build_store`` / ``add_to_store`` (``registry``): open a collection, build one
+  from documents, or add documents to one.
 - ``LangChainRetriever`` (``langchain_retriever``): any LangChain ``BaseRetriever`` (every store
   LangChain wraps) as a ``Retriever`` for the RAG pipeline.
 
@@ -36,7 +37,7 @@ from .base import (
 )
 from .config import EXTRAS, MEMORY, STORES, StoreConfig
 from .langchain_retriever import LangChainRetriever
-from .registry import build_store, open_store
+from .registry import add_to_store, build_store, open_store
 
 __all__ = [
     "EXTRAS",
@@ -49,6 +50,7 @@ __all__ = [
     "StoreError",
     "StoreNotInstalledError",
     "StoreRetriever",
+    "add_to_store",
     "build_store",
     "open_store",
 ]

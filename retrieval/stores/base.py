@@ -178,6 +178,10 @@ class StoreBackend(Protocol):
         """Add records (a collection being built): key, chunk (text and ``payload_of``), vector."""
         ...
 
+    def delete(self, keys: Sequence[Key]) -> None:
+        """Remove the records of these keys (an add that failed removes what it wrote)."""
+        ...
+
     def drop(self) -> None:
         """Delete the collection (a build that failed removes what it wrote)."""
         ...

@@ -47,6 +47,11 @@ def _client(config: StoreConfig) -> Any:
     return chromadb.PersistentClient(path=config.path)
 
 
+def _ids(keys: Sequence[Key]) -> list[str]:
+    """The Chroma ids specdraft writes for rows ``keys``: zero-padded, so string order = row order."""
+    return [f"{int(key):0{KEY_WIDTH}d}" for key in keys]
+
+
 def _names(client: Any) -> list[str]:
     return [getattr(c, "name", c) for c in client.list_collections()]
 
@@ -119,7 +124,7 @@ class ChromaBackend:
         return [np.asarray(by_key[str(key)], dtype=np.float32) for key in keys]
 
     def write(self, keys: Sequence[Key], chunks: Sequence[Chunk], vectors: np.ndarray) -> None:
-        ids = [f"{int(key):0{KEY_WIDTH}d}" for key in keys]
+        ids = _ids(keys)
         field = self.config.text_field
         for start in range(0, len(ids), _PAGE):
             part = slice(start, start + _PAGE)
@@ -133,6 +138,11 @@ class ChromaBackend:
                 documents=None if field is not None else [chunk.text for chunk in chunks[part]],
                 metadatas=metadatas,
             )
+
+    def delete(self, keys: Sequence[Key]) -> None:
+        ids = _ids(keys)
+        for start in range(0, len(ids), _PAGE):
+            self.collection.delete(ids=ids[start : start + _PAGE])
 
     def drop(self) -> None:
         self.client.delete_collection(self.config.collection)

@@ -150,6 +150,10 @@ class MilvusBackend:
             ]
             self.client.insert(self.config.collection, rows)
 
+    def delete(self, keys: Sequence[Key]) -> None:
+        for start in range(0, len(keys), _PAGE):
+            self.client.delete(self.config.collection, ids=[int(key) for key in keys[start : start + _PAGE]])
+
     def drop(self) -> None:
         self.client.drop_collection(self.config.collection)
 

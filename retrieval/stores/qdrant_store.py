@@ -153,6 +153,11 @@ class QdrantBackend:
             ]
             self.client.upsert(self.config.collection, points=points, wait=True)
 
+    def delete(self, keys: Sequence[Key]) -> None:
+        for start in range(0, len(keys), _PAGE):
+            selector = self.models.PointIdsList(points=[int(key) for key in keys[start : start + _PAGE]])
+            self.client.delete(self.config.collection, points_selector=selector, wait=True)
+
     def drop(self) -> None:
         self.client.delete_collection(self.config.collection)
 

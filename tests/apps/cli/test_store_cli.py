@@ -101,3 +101,25 @@ def test_a_bad_line_writes_nothing_and_an_existing_collection_needs_overwrite(ca
     store = open_store(StoreConfig("qdrant", path=str(out)))
     assert len(store) == 3
     store.close()
+
+
+def test_index_add_store_adds_to_a_collection_and_a_bad_line_adds_nothing(capsys, docs_file, tmp_path):
+    out = tmp_path / "lancedb"
+    first = tmp_path / "first.jsonl"
+    first.write_text(json.dumps(DOCS[0]) + "\n")
+    assert build(capsys, "--docs", str(first), "--out", str(out), "--store", "lancedb")[0] == 0
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(json.dumps(DOCS[1]) + "\n" + json.dumps(DOCS[0]) + "\n")
+    code = main(["index", "add", "--index", str(out), "--docs", str(bad), "--store", "lancedb"])
+    err = capsys.readouterr().err
+    assert code == 2 and f"{bad} line 2 (id 'fox'): a document with this id is already in the index" in err
+    rest = tmp_path / "rest.jsonl"
+    rest.write_text("".join(json.dumps(doc) + "\n" for doc in DOCS[1:]))
+    code = main(["index", "add", "--index", str(out), "--docs", str(rest), "--store", "lancedb"])
+    err = capsys.readouterr().err
+    assert code == 0 and "added 2 documents as 2 chunks to the lancedb collection" in err
+    store = open_store(StoreConfig("lancedb", path=str(out)))
+    assert [store.collection.chunk(i).doc_id for i in range(len(store))] == ["fox", "tea", "owls"]
+    store.close()
+    code = main(["index", "add", "--index", str(out), "--docs", str(rest), "--chunk-words", "9"])
+    assert code == 2 and "--chunk-words need --store" in capsys.readouterr().err
