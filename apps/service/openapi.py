@@ -38,7 +38,7 @@ ERRORS = {
     400: "invalid request: the message says what is wrong and ``param`` names the field",
     401: "an API key is needed (the server was started with --api-key-file) or the key is not valid",
     403: "the key's scope does not allow this (a write with a read key), or a cross-site request with a body",
-    404: "no such route, or no such index",
+    404: "no such route, index or stored response",
     405: "the route does not take this method (``Allow`` lists the ones it takes)",
     409: "the index cannot be used by this server (another embedding model, or damaged files)",
     413: "the body (or the grammar text) is longer than this server accepts",
@@ -76,6 +76,7 @@ ANSWERS: dict[str, type[BaseModel]] = {
     "Completion": responses.Completion,
     "ChatCompletion": responses.ChatCompletion,
     "Response": openai_responses.ResponseObject,
+    "ResponseDeleted": openai_responses.ResponseDeleted,
     "Grammar": responses.Grammar,
     "DocumentsAdded": responses.DocumentsAdded,
     "Answer": responses.QueryAnswer,
@@ -129,6 +130,10 @@ def document(config: ServiceConfig) -> dict[str, Any]:
                 _json("Response", stream=True),
                 GENERATING,
             )
+        },
+        "/v1/responses/{response_id}": {
+            "get": _with_path_id(_get("responses", "A stored response, as it was answered", _json("Response"))),
+            "delete": _with_path_id(_get("responses", "Forget a stored response", _json("ResponseDeleted"))),
         },
         "/v1/grammar/correct": {
             "post": _post(
@@ -246,6 +251,12 @@ def _content(media_type: str, schema: dict[str, Any]) -> dict[str, Any]:
 
 def _html() -> dict[str, Any]:
     return _content("text/html", {"type": "string"})
+
+
+def _with_path_id(operation: dict[str, Any]) -> dict[str, Any]:
+    """``operation`` on ``/v1/responses/{response_id}``: the id in the path (404 when not stored)."""
+    parameter = {"name": "response_id", "in": "path", "required": True, "schema": {"type": "string"}}
+    return {**operation, "parameters": [parameter]}
 
 
 def _static() -> dict[str, Any]:

@@ -15,7 +15,9 @@ is kept in this process, its conversation (input and output, without ``instructi
 id, so that a later request's ``previous_response_id`` continues it. The store keeps the
 ``ServiceConfig.max_stored_responses`` most recently used; an id that is not (or no longer) kept is
 a 400 naming ``previous_response_id`` (code ``previous_response_not_found``). A response is stored
-once it is complete (a streamed one, with its last event).
+once it is complete (a streamed one, with its last event). ``GET /v1/responses/{id}`` answers a
+stored response's object again, ``DELETE /v1/responses/{id}`` forgets it; both are a 404 (code
+``response_not_found``) for an id that is not kept.
 """
 
 from __future__ import annotations
@@ -31,7 +33,9 @@ from .answer_format import CHAT
 from .config import ServiceConfig
 from .limits import current_guard, generating
 from .protocol.errors import RequestError, parse_json_body
+from .protocol.openai_responses import ResponseDeleted
 from .protocol.openai_responses_request import ChatTranslation, ResponsesBody, to_chat
+from .protocol.responses import answer
 from .responses_answer import ResponseWriter, assistant_message
 from .state import current_state
 from .validation import CompletionRequest, parse_completion_request
@@ -42,19 +46,21 @@ Conversation = tuple[dict[str, Any], ...]
 
 
 class ResponseStore:
-    """The conversations of stored responses by id, the ``capacity`` most recently used (thread-safe)."""
+    """Stored responses by id, each with its conversation, the ``capacity`` most recently used
+    (thread-safe)."""
 
     def __init__(self, capacity: int) -> None:
         self.capacity = capacity
-        self._kept: OrderedDict[str, Conversation] = OrderedDict()
+        self._kept: OrderedDict[str, tuple[Conversation, dict[str, Any]]] = OrderedDict()
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
         return len(self._kept)
 
-    def keep(self, response_id: str, conversation: Conversation) -> None:
+    def keep(self, response_id: str, conversation: Conversation, response: dict[str, Any] | None = None) -> None:
+        """Keep ``response`` (the answer's object) and its ``conversation`` under ``response_id``."""
         with self._lock:
-            self._kept[response_id] = conversation
+            self._kept[response_id] = (conversation, response if response is not None else {"id": response_id})
             self._kept.move_to_end(response_id)
             while len(self._kept) > self.capacity:
                 self._kept.popitem(last=False)
@@ -70,7 +76,30 @@ class ResponseStore:
                     code="previous_response_not_found",
                 )
             self._kept.move_to_end(response_id)
-            return self._kept[response_id]
+            return self._kept[response_id][0]
+
+    def response(self, response_id: str) -> dict[str, Any]:
+        """The stored response object of ``response_id`` (a 404 ``RequestError`` if none)."""
+        with self._lock:
+            if response_id not in self._kept:
+                raise _not_found(response_id)
+            return self._kept[response_id][1]
+
+    def delete(self, response_id: str) -> None:
+        """Forget ``response_id`` (a 404 ``RequestError`` if it is not kept)."""
+        with self._lock:
+            if self._kept.pop(response_id, None) is None:
+                raise _not_found(response_id)
+
+
+def _not_found(response_id: str) -> RequestError:
+    return RequestError(
+        f"no stored response {response_id!r} on this server (responses sent with store: false are not kept, "
+        "and only the most recent are)",
+        "response_id",
+        status=404,
+        code="response_not_found",
+    )
 
 
 def current_store() -> ResponseStore:
@@ -112,10 +141,23 @@ def create_response() -> Response:
 
     def done(response: dict[str, Any]) -> None:
         if body.stored:
-            store.keep(response["id"], (*chat.conversation, assistant_message(response["output"])))
+            store.keep(response["id"], (*chat.conversation, assistant_message(response["output"])), response)
 
     if body.stream:
         return sse.response(writer.events(run.reply.chunks(run.streams, guard), done), guard, named=True)
     response = writer.whole(run.reply.whole(completions.results(run.streams, guard), guard))
     done(response)
     return jsonify(response)
+
+
+@bp.get("/responses/<response_id>")
+def get_response(response_id: str) -> Response:
+    """A stored response object, as its request answered it (404 when it is not kept)."""
+    return jsonify(current_store().response(response_id))
+
+
+@bp.delete("/responses/<response_id>")
+def delete_response(response_id: str) -> Response:
+    """Forget a stored response: a later ``previous_response_id`` naming it is a 400 (404 when it is not kept)."""
+    current_store().delete(response_id)
+    return jsonify(answer(ResponseDeleted, id=response_id, object="response.deleted", deleted=True))

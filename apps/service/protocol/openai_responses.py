@@ -121,6 +121,14 @@ class ResponseObject(Reply):
     spec_decode_metrics: SpecDecodeMetrics = None
 
 
+class ResponseDeleted(Reply):
+    """The answer of ``DELETE /v1/responses/{id}``."""
+
+    id: str
+    object: Literal["response.deleted"]
+    deleted: bool
+
+
 # --- streamed events ------------------------------------------------------------------------------
 class EventBase(Reply):
     type: str

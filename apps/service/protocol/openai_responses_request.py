@@ -188,7 +188,7 @@ class Format(RequestBody):
     )
 
     type: Literal["text", "json_object", "json_schema"]
-    name: StrictStr | None = None
+    name: Name | None = None
     description: StrictStr | None = None
     schema_: JsonSchemaObject | None = Field(None, alias="schema")
     strict: StrictBool | None = None

@@ -173,6 +173,24 @@ def test_previous_response_id_continues_and_store_false_is_not_kept(model):
     assert "store: false" in refused.get_json()["error"]["message"]
 
 
+def test_a_stored_response_is_read_back_and_deleted(client):
+    made = post(client, input="What does the fox do?").get_json()
+    streamed = [e for e in events(post(client, input="And the dog?", stream=True)) if "response" in e][-1:]
+    assert streamed[0]["type"] in ("response.completed", "response.incomplete")
+    unstored = post(client, input="x", store=False).get_json()
+    for response in (made, streamed[0]["response"]):
+        got = client.get(f"/v1/responses/{response['id']}")
+        assert got.status_code == 200 and got.get_json() == response
+    deleted = client.delete(f"/v1/responses/{made['id']}")
+    assert deleted.get_json() == {"id": made["id"], "object": "response.deleted", "deleted": True}
+    for path, method in ((made["id"], "get"), (made["id"], "delete"), (unstored["id"], "get")):
+        missing = getattr(client, method)(f"/v1/responses/{path}")
+        error = missing.get_json()["error"]
+        assert missing.status_code == 404 and error["code"] == "response_not_found" and path in error["message"]
+    refused = post(client, input="y", previous_response_id=made["id"])  # deleted: nothing to continue
+    assert refused.status_code == 400 and refused.get_json()["error"]["param"] == "previous_response_id"
+
+
 # --- answers --------------------------------------------------------------------------------------
 @pytest.mark.parametrize("drafter", ["none", "prompt-lookup"])
 def test_the_text_is_the_chat_completions_and_the_targets_own(client, model, drafter):
@@ -293,3 +311,33 @@ def test_a_key_is_needed_when_the_server_has_keys(model, tmp_path):
     assert refused.status_code == 401 and refused.get_json()["error"]["code"] == "invalid_api_key"
     headers = {"Authorization": "Bearer sk-test-responses-key-0123456789"}
     assert client.post("/v1/responses", json={"input": "x", "max_output_tokens": 2}, headers=headers).status_code == 200
+
+
+def test_the_openai_sdk_retrieves_and_deletes_a_stored_response(model):
+    """``client.responses.retrieve`` / ``delete`` of the real ``openai`` SDK over real HTTP (the
+    tiny model in a server thread), parsed without warnings."""
+    import threading
+    import warnings
+
+    from openai import NotFoundError, OpenAI
+    from werkzeug.serving import make_server
+
+    app = make_app(model)
+    server = make_server("127.0.0.1", 0, app, threaded=True)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        client = OpenAI(base_url=f"http://127.0.0.1:{server.server_port}/v1", api_key="none", max_retries=0)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            made = client.responses.create(model=SERVED, input="What does the fox do?", max_output_tokens=TOKENS)
+            got = client.responses.retrieve(made.id)
+            assert got.id == made.id and got.output_text == made.output_text
+            client.responses.delete(made.id)
+        parsing = [str(w.message) for w in caught if "openai" in w.filename or "pydantic" in w.filename]
+        assert parsing == []  # the SDK parsed every answer without a warning
+        with pytest.raises(NotFoundError):
+            client.responses.retrieve(made.id)
+    finally:
+        server.shutdown()
+        thread.join()
