@@ -108,6 +108,7 @@ def test_a_function_call_then_its_output_through_previous_response_id(client):
     )
     [call] = first.output
     assert call.type == "function_call" and call.name == "get_weather"
+    assert client.responses.retrieve(first.id) == first  # GET /v1/responses/{id}: the stored object
     assert json.loads(call.arguments) == {"city": "Paris"}
     output = {"type": "function_call_output", "call_id": call.call_id, "output": "sunny, 24 degrees"}
     second = client.responses.create(
