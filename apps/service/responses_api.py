@@ -57,10 +57,10 @@ class ResponseStore:
     def __len__(self) -> int:
         return len(self._kept)
 
-    def keep(self, response_id: str, conversation: Conversation, response: dict[str, Any] | None = None) -> None:
+    def keep(self, response_id: str, conversation: Conversation, response: dict[str, Any]) -> None:
         """Keep ``response`` (the answer's object) and its ``conversation`` under ``response_id``."""
         with self._lock:
-            self._kept[response_id] = (conversation, response if response is not None else {"id": response_id})
+            self._kept[response_id] = (conversation, response)
             self._kept.move_to_end(response_id)
             while len(self._kept) > self.capacity:
                 self._kept.popitem(last=False)

@@ -191,6 +191,16 @@ class StoreBackend(Protocol):
         ...
 
 
+def check_dimension(config: StoreConfig, backend: StoreBackend, embedder: TextEmbedder, action: str) -> None:
+    """StoreError when ``embedder`` gives vectors of another dimension than the collection holds;
+    the message says to ``action`` with the embedding model that made them."""
+    if embedder.dim != backend.dim:
+        raise StoreError(
+            f"{config.describe()} holds {backend.dim}-dimensional vectors; the embedder {embedder.name!r} gives "
+            f"{embedder.dim}: {action} with the embedding model that made them"
+        )
+
+
 def _scores(vectors: np.ndarray, query: np.ndarray) -> np.ndarray:
     """float64 ``[n]``: each row's inner product with ``query`` in float64, rounded to float32
     (module docstring)."""
@@ -213,11 +223,7 @@ class StoreRetriever:
         records = sorted(backend.records(), key=lambda record: sort_key(record.key))
         if not records:
             raise StoreError(f"{config.describe()} holds no documents")
-        if embedder.dim != backend.dim:
-            raise StoreError(
-                f"{config.describe()} holds {backend.dim}-dimensional vectors; the embedder {embedder.name!r} gives "
-                f"{embedder.dim}: open it with the embedding model that made them"
-            )
+        check_dimension(config, backend, embedder, "open it")
         self.collection = Collection.from_chunks(
             [Chunk(record.chunk_id, record.doc_id, record.text, record.metadata) for record in records]
         )

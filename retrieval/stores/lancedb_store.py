@@ -130,12 +130,11 @@ class LanceDBBackend:
         of the table (a batch of 4 costs about 1.5 one-query searches at a million records), which
         is what makes a batched verification of speculative retrieval cheap."""
         vectors = np.asarray(vectors, dtype=np.float32)
-        if len(vectors) == 1:  # a single vector: rows without QUERY_INDEX
-            rows = self._query(vectors[0], n).to_list()
-            return [[(row[ID_COLUMN], np.asarray(row[self.vector_field], dtype=np.float32)) for row in rows]]
+        single = len(vectors) == 1  # a search of one vector answers rows without QUERY_INDEX
         out: list[list[tuple[Key, np.ndarray]]] = [[] for _ in vectors]
-        for row in self._query(vectors, n).to_list():
-            out[row[QUERY_INDEX]].append((row[ID_COLUMN], np.asarray(row[self.vector_field], dtype=np.float32)))
+        for row in self._query(vectors[0] if single else vectors, n).to_list():
+            hit = (row[ID_COLUMN], np.asarray(row[self.vector_field], dtype=np.float32))
+            out[0 if single else row[QUERY_INDEX]].append(hit)
         return out
 
     def vectors(self, keys: Sequence[Key]) -> list[np.ndarray]:

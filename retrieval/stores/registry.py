@@ -35,7 +35,7 @@ from ..chunker import Chunk, chunk_documents, validate_documents
 from ..embedder import Embedder, TextEmbedder
 from ..faiss_index import unit_rows
 from ..index_config import IndexConfig
-from .base import CollectionNotFoundError, StoreError, StoreRetriever, import_client
+from .base import CollectionNotFoundError, StoreError, StoreRetriever, check_dimension, import_client
 from .config import STORES, StoreConfig
 
 __all__ = ["STORE_MODULES", "store_module", "open_store", "build_store", "add_to_store"]
@@ -120,14 +120,10 @@ def add_to_store(
     embedder = embedder if embedder is not None else Embedder()
     backend = _open_backend(config)
     try:
+        check_dimension(config, backend, embedder, "add")  # before anything is embedded
         records = list(backend.records())
         existing = {record.doc_id for record in records}
         chunks, vectors = _embedded_chunks(documents, existing, embedder, chunking, progress)
-        if vectors.shape[1] != backend.dim:
-            raise StoreError(
-                f"{config.describe()} holds {backend.dim}-dimensional vectors; the embedder {embedder.name!r} gives "
-                f"{vectors.shape[1]}: add with the embedding model that made them"
-            )
         numeric = [int(record.key) for record in records if str(record.key).isdigit()]
         first = max(numeric, default=-1) + 1
         keys = list(range(first, first + len(chunks)))

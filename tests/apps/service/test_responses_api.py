@@ -133,13 +133,13 @@ def test_an_answer_is_stored_as_the_chat_message_it_came_from():
 def test_the_store_keeps_the_most_recently_used():
     store = ResponseStore(2)
     for name in "abc":
-        store.keep(name, ({"role": "user", "content": name},))
+        store.keep(name, ({"role": "user", "content": name},), {"id": name})
     assert len(store) == 2
     with pytest.raises(RequestError) as refused:
         store.conversation("a")
     assert refused.value.param == "previous_response_id" and refused.value.code == "previous_response_not_found"
     store.conversation("b")  # used: now the most recent
-    store.keep("d", ())
+    store.keep("d", (), {"id": "d"})
     assert store.conversation("b") and store.conversation("d") == ()
     with pytest.raises(RequestError):
         store.conversation("c")
@@ -315,19 +315,14 @@ def test_a_key_is_needed_when_the_server_has_keys(model, tmp_path):
 
 def test_the_openai_sdk_retrieves_and_deletes_a_stored_response(model):
     """``client.responses.retrieve`` / ``delete`` of the real ``openai`` SDK over real HTTP (the
-    tiny model in a server thread), parsed without warnings."""
-    import threading
+    tiny model behind ``LiveServer``), parsed without warnings."""
     import warnings
 
+    from live_server import LiveServer
     from openai import NotFoundError, OpenAI
-    from werkzeug.serving import make_server
 
-    app = make_app(model)
-    server = make_server("127.0.0.1", 0, app, threaded=True)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        client = OpenAI(base_url=f"http://127.0.0.1:{server.server_port}/v1", api_key="none", max_retries=0)
+    with LiveServer(make_app(model)) as server:
+        client = OpenAI(base_url=server.url + "/v1", api_key="none", max_retries=0)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             made = client.responses.create(model=SERVED, input="What does the fox do?", max_output_tokens=TOKENS)
@@ -338,6 +333,3 @@ def test_the_openai_sdk_retrieves_and_deletes_a_stored_response(model):
         assert parsing == []  # the SDK parsed every answer without a warning
         with pytest.raises(NotFoundError):
             client.responses.retrieve(made.id)
-    finally:
-        server.shutdown()
-        thread.join()

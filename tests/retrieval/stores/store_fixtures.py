@@ -15,7 +15,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "iterative"))  # it
 
 from iterative_fixtures import QUESTION, salad_collection, same_answer  # noqa: E402
 
-__all__ = ["STORES", "QUESTION", "CHUNKING", "documents", "store_config", "salad_collection", "same_answer"]
+__all__ = [
+    "STORES",
+    "QUESTION",
+    "CHUNKING",
+    "documents",
+    "store_config",
+    "failing_half_way",
+    "salad_collection",
+    "same_answer",
+]
 
 CHUNKING = IndexConfig(chunk_words=12, chunk_overlap=2)  # several chunks per document
 WORDS = "apple banana cherry dog eagle fox goat house ice jungle kite lemon moon night ocean pear queen river".split()
@@ -35,3 +44,21 @@ def store_config(store: str, folder: Path, collection: str = "docs", **fields) -
     """``store`` on disk in ``folder`` (Milvus Lite: a database file in it)."""
     path = folder / "milvus.db" if store == "milvus" else folder
     return StoreConfig(store, path=str(path), collection=collection, **fields)
+
+
+def failing_half_way(make_backend):
+    """``make_backend`` (a store module's ``create_backend`` or ``open_backend``) whose backends write
+    the first two records of a write and then fail with ``OSError("disk full")``."""
+
+    def make(*args):
+        backend = make_backend(*args)
+        write = backend.write
+
+        def half_then_fail(keys, chunks, vectors):
+            write(keys[:2], chunks[:2], vectors[:2])
+            raise OSError("disk full")
+
+        backend.write = half_then_fail
+        return backend
+
+    return make

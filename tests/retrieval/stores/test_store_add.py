@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 from hash_embedder import HashEmbedder
-from store_fixtures import CHUNKING, QUERIES, STORES, documents, store_config
+from store_fixtures import CHUNKING, QUERIES, STORES, documents, failing_half_way, store_config
 
 from specdraft.retrieval import DocumentIndex
 from specdraft.retrieval.chunker import InvalidDocumentError
@@ -55,20 +55,7 @@ def test_a_failed_add_leaves_the_collection_as_it_was(store, tmp_path, monkeypat
         add_to_store(config, SECOND, HashEmbedder(dim=32), CHUNKING)
 
     module = store_module(store)
-    opened = module.open_backend
-
-    def failing(config):
-        backend = opened(config)
-        write = backend.write
-
-        def half_then_fail(keys, chunks, vectors):
-            write(keys[:2], chunks[:2], vectors[:2])
-            raise OSError("disk full")
-
-        backend.write = half_then_fail
-        return backend
-
-    monkeypatch.setattr(module, "open_backend", failing)
+    monkeypatch.setattr(module, "open_backend", failing_half_way(module.open_backend))
     with pytest.raises(OSError, match="disk full"):
         add_to_store(config, SECOND, EMBEDDER, CHUNKING)
     monkeypatch.undo()

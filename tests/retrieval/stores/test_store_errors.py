@@ -8,7 +8,7 @@ import sys
 
 import pytest
 from hash_embedder import HashEmbedder
-from store_fixtures import STORES, documents, store_config
+from store_fixtures import STORES, documents, failing_half_way, store_config
 
 from specdraft.retrieval.chunker import InvalidDocumentError
 from specdraft.retrieval.stores import (
@@ -93,20 +93,7 @@ def test_bad_input_leaves_an_existing_collection_as_it_was(store, tmp_path, monk
 @pytest.mark.parametrize("store", STORES)
 def test_a_write_that_fails_half_way_removes_what_it_wrote(store, tmp_path, monkeypatch):
     module = store_module(store)
-    create = module.create_backend
-
-    def failing(config, dim, overwrite):
-        backend = create(config, dim, overwrite)
-        write = backend.write
-
-        def half_then_fail(keys, chunks, vectors):
-            write(keys[:2], chunks[:2], vectors[:2])
-            raise OSError("disk full")
-
-        backend.write = half_then_fail
-        return backend
-
-    monkeypatch.setattr(module, "create_backend", failing)
+    monkeypatch.setattr(module, "create_backend", failing_half_way(module.create_backend))
     config = store_config(store, tmp_path)
     with pytest.raises(OSError, match="disk full"):
         build_store(config, documents(4), EMBEDDER)
