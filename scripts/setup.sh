@@ -18,7 +18,7 @@ MODELS="${SPECDRAFT_MODELS:-smollm2-135m qwen2.5-coder-0.5b}"
 # exactness tests and benchmarks.
 GGUF_MODELS="${SPECDRAFT_GGUF_MODELS:-qwen2.5-coder-1.5b gemma-3-270m}"
 LLAMA_CPP_VERSION=0.3.36   # pinned in pyproject.toml too
-LLAMA_CMAKE_ARGS="-DGGML_NATIVE=OFF"
+LLAMA_CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_OPENMP=OFF"
 # Applied in this order to the vendored llama.cpp (scripts/patches/README.md says what each does):
 LLAMA_PATCHES=(
     scripts/patches/llama-cpp-batch-invariant-sgemm.patch      # one-row float products through tinyBLAS
@@ -62,6 +62,11 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
     # llama-cpp-python compiles from source, patched (LLAMA_PATCHES) and with these flags (LLAMA_CMAKE_ARGS):
     #  - GGML_NATIVE=OFF: a native build (-march=native) enables AVX-512/AMX where the build machine has
     #    them, crashed on its first decode here, and its wheel would not run on an older CPU;
+    #  - GGML_OPENMP=OFF: ggml's own thread pool instead of OpenMP. With OpenMP, ggml shares the process's
+    #    libgomp with torch, and every Python thread that ever ran a pass (a server's request threads) or a
+    #    torch op keeps a pool of its own; once the process holds more such threads than CPUs, libgomp
+    #    stops spinning at its barriers and sleeps on a futex at every one of a pass's hundreds of ops:
+    #    passes took 1.7-1.8x as long (docs/llama-exactness.md, "One thread pool per pass");
     #  - llamafile's tinyBLAS and weight repacking stay on (they make a pass over many tokens cheap);
     #    the patches make every kernel a pass can take compute a row the same way at any pass width,
     #    so a pass over k tokens gives exactly the logits of k one-token passes (docs/llama-exactness.md).

@@ -5,6 +5,8 @@ do (what makes speculative == plain on llama.cpp), and a GGUF draft model drafts
 from __future__ import annotations
 
 import json
+import os
+import threading
 
 import numpy as np
 import pytest
@@ -45,6 +47,36 @@ def test_the_built_library_decodes(smollm2_gguf):
     result = SpeculativeGenerator(smollm2_gguf).generate(ids, None, GenerationConfig(max_new_tokens=12))
     assert result.token_ids and result.text.strip()
     assert result.stats.target_forward_passes == len(result.token_ids)
+
+
+def test_passes_from_many_python_threads_leave_no_thread_pools_behind(smollm2_gguf):
+    """A server runs passes on several request threads. The build uses ggml's own thread pool, made for
+    a pass and gone after it: no thread keeps a pool of idle workers. (An OpenMP build keeps one per
+    thread that ever ran a pass, in the libgomp it shares with torch; with more such threads than
+    CPUs, libgomp sleeps at every barrier and passes took 1.7x as long: docs/llama-exactness.md.)"""
+    ids = smollm2_gguf.tokenizer.encode("The quick brown fox jumps over the lazy dog.")
+    ran, finish = threading.Barrier(5), threading.Event()
+
+    def request_thread() -> None:
+        context = smollm2_gguf.acquire_context()
+        try:
+            with smollm2_gguf.lock:
+                context.decode(ids, list(range(len(ids))), [(0,)] * len(ids), [True] * len(ids))
+        finally:
+            smollm2_gguf.release_context(context)
+        ran.wait()
+        finish.wait()
+
+    before = len(os.listdir("/proc/self/task"))
+    threads = [threading.Thread(target=request_thread) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    ran.wait()  # every thread has run its pass and is still alive
+    during = len(os.listdir("/proc/self/task"))
+    finish.set()
+    for thread in threads:
+        thread.join()
+    assert during == before + 4  # the four request threads themselves, nothing kept beside them
 
 
 def test_tokenizer_and_chat_template_agree_with_transformers(smollm2_gguf, smollm2_hf):
