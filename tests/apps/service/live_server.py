@@ -2,7 +2,10 @@
 
 ``LiveServer(app)`` serves a Flask app with waitress, set up as ``specdraft serve`` sets it up
 (``server.waitress_options`` of the app's config), on ``127.0.0.1`` and a free port, in a daemon
-thread; ``url`` is its base URL. Use it as a context manager; leaving it closes the listening socket.
+thread; ``url`` is its base URL. Use it as a context manager; leaving it closes the listening socket
+and stops waitress's worker threads (its ``close`` leaves them running: a session of tests would keep
+hundreds, each with the thread pool torch's OpenMP gives a thread that ran a model, and with more such
+threads than CPUs libgomp sleeps at every barrier, which slowed every later torch test).
 """
 
 from __future__ import annotations
@@ -55,3 +58,4 @@ class LiveServer:
         self._closing = True
         self._server.close()
         self._thread.join(timeout=5)
+        self._server.task_dispatcher.shutdown(timeout=5)
