@@ -232,15 +232,27 @@ def test_plain_strides_keep_filling_the_cache_and_counting_hits(tiny_model, coll
     assert 0 <= stats["plain_cache_hits"] <= stats["plain_strides"]
 
 
+class UnitCosts(OS3Scheduler):
+    """An OS^3 scheduler that counts every measured time as 1 s, so that its choices rest on what the
+    answers showed (every guess wrong) and not on this machine's timings: with real timings a plain stride
+    measured slow on a loaded machine once made the second answer speculate one stride first."""
+
+    def observe_stride(self, seconds: float, plain: bool = False, reprefilled: bool = False) -> None:
+        super().observe_stride(1.0, plain, reprefilled)
+
+    def _observe(self, timings, seconds: float) -> None:
+        super()._observe(timings, 1.0)
+
+
 def shared_scheduler_setup(tiny_model, collection, bm25):
     """Plain's answer, a retriever that disagrees with the cache on plain's queries (``Disagreeing``), a
-    synchronous speculative config and one OS^3 scheduler for it."""
+    synchronous speculative config and one OS^3 scheduler for it (``UnitCosts``)."""
     from specdraft.retrieval.iterative.speculative import os3_config
 
     plain = IterativeRAG(tiny_model, bm25, collection, CONFIG).generate(QUESTION, GREEDY)
     retriever = Disagreeing(bm25, [r.query for r in plain.retrievals])
     speculative = SpeculativeRetrievalConfig(async_verify=False, max_strides=3, os3_window=2)
-    return plain, retriever, speculative, OS3Scheduler(os3_config(speculative))
+    return plain, retriever, speculative, UnitCosts(os3_config(speculative))
 
 
 def test_a_shared_scheduler_carries_its_estimates_to_the_next_answer(tiny_model, collection, bm25):
