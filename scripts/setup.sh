@@ -25,7 +25,7 @@ LLAMA_PATCHES=(
     scripts/patches/llama-cpp-q4k-gemv-batch-invariant.patch   # the repacked Q4_K gemv rounds as its gemm
     scripts/patches/llama-cpp-multicolumn-dot.patch            # Q6_K and Q4_1 products over many columns at once
     scripts/patches/llama-cpp-tiled-q6k.patch                  # Q6_K in the tiled kernel's order; tiled for Q6_K only
-    scripts/patches/llama-cpp-q4k-gemm-row-groups.patch        # the repacked Q4_K gemm unpacks weights once for 4-16 rows
+    scripts/patches/llama-cpp-q4k-gemm-broadcast.patch         # the repacked Q4_K gemm: weights unpacked once, no per-row shuffles
 )
 
 if [ ! -x /usr/bin/chromium ] || [ ! -x /usr/bin/chromedriver ]; then
