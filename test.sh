@@ -5,4 +5,5 @@ set -euo pipefail
 cd "$(dirname "$0")"
 bash scripts/setup.sh
 bash scripts/setup_vllm.sh  # vLLM's CPU build in its own virtualenv, for tests/core/backends/engine/test_engine_vllm.py (not start.sh's)
-exec .venv/bin/python -m pytest "$@"
+# Two workers, one CPU each (tests/conftest.py pins them), whole files per worker, the real-model files first.
+exec .venv/bin/python -m pytest -n "${SPECDRAFT_TEST_WORKERS:-2}" --dist loadfile --no-loadscope-reorder "$@"

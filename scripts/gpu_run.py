@@ -332,7 +332,7 @@ def call2(args: argparse.Namespace) -> dict:
     join_s = time.perf_counter() - started
     say(f"joined and checked {gguf} in {join_s:.1f} s; loading it with transformers (float32, {args.device})")
     started = time.perf_counter()
-    eager = measure.load_gguf(gguf, args.device, manifest["model"])
+    eager, loaded_from = measure.load_gguf(gguf, args.device, manifest["model"], manifest["sha256"])
     load_s = time.perf_counter() - started
     report: dict = {
         "run": run_facts(args),
@@ -345,6 +345,7 @@ def call2(args: argparse.Namespace) -> dict:
             "registry_sha256_match": REGISTRY[manifest["model"]].sha256 == manifest["sha256"],
             "join_s": round(join_s, 2),
             "load_s": round(load_s, 1),
+            "loaded_from": loaded_from,
             "parameters": sum(p.numel() for p in eager.hf_model.parameters()),
             "dtype": str(eager.hf_model.dtype),
         },

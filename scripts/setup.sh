@@ -26,6 +26,7 @@ LLAMA_PATCHES=(
     scripts/patches/llama-cpp-multicolumn-dot.patch            # Q6_K and Q4_1 products over many columns at once
     scripts/patches/llama-cpp-tiled-q6k.patch                  # Q6_K in the tiled kernel's order; tiled for Q6_K only
     scripts/patches/llama-cpp-q4k-gemm-broadcast.patch         # the repacked Q4_K gemm: weights unpacked once, no per-row shuffles
+    scripts/patches/llama-cpp-q4k-gemm-any-rows.patch          # passes of 2+ rows take that gemm whole, not a gemv per leftover row
 )
 
 if [ ! -x /usr/bin/chromium ] || [ ! -x /usr/bin/chromedriver ]; then

@@ -17,6 +17,7 @@ folder above them, never imported from another module."""
 from __future__ import annotations
 
 import importlib.util
+import os
 import sys
 from pathlib import Path
 
@@ -45,6 +46,33 @@ def _register_benchmarks() -> None:
 
 
 _register_benchmarks()
+
+
+def _pin_xdist_worker() -> None:
+    """Under pytest-xdist (``./test.sh`` runs two workers), worker ``gwN`` runs on one CPU of its own
+    (N modulo the CPUs this process may use), so that llama.cpp and torch, which size their thread
+    pools from the CPUs a process may use, take one thread each and two workers never oversubscribe
+    the cores (ggml's threads spin at barriers: two 2-thread passes on 2 cores slow each other down many
+    times). Servers a test starts inherit the CPU. Without xdist nothing changes."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    cpus = sorted(os.sched_getaffinity(0))
+    if worker.startswith("gw") and len(cpus) > 1:
+        os.sched_setaffinity(0, {cpus[int(worker[2:]) % len(cpus)]})
+        torch.set_num_threads(1)
+
+
+_pin_xdist_worker()
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under pytest-xdist, the files with real-model (``slow``) tests first, each file's tests together and
+    in order: ``./test.sh`` hands whole files to its workers in collection order
+    (``--dist loadfile --no-loadscope-reorder``), so the long files start early and the many short ones
+    even out the end, instead of one worker finishing minutes before the other."""
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return
+    slow_files = {item.path for item in items if item.get_closest_marker("slow")}
+    items.sort(key=lambda item: item.path not in slow_files)  # stable: files stay whole and in order
 
 
 @pytest.fixture(scope="session")

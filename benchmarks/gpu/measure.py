@@ -98,14 +98,25 @@ TINY = Budget(
 )
 
 
-def load_gguf(path: Path, device: str, name: str) -> TransformersModel:
+def load_gguf(path: Path, device: str, name: str, sha256: str | None = None) -> tuple[TransformersModel, str]:
     """The model and tokenizer of GGUF file ``path``, dequantized to float32 by transformers (which
-    reads the file with ``gguf``), on ``device``."""
+    reads the file with ``gguf``), on ``device``; and where they came from. When ``path`` is registry
+    model ``name``'s file (``sha256`` matches the registry) and this machine already holds its
+    converted checkpoint (``specdraft.models``: the same transformers conversion, saved once), that is
+    loaded instead ("cached checkpoint"): on a fresh device machine there is none, and the GGUF is
+    read ("gguf"); a CPU rehearsal skips the half-minute tokenizer conversion it has done before."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    tokenizer = AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
-    hf_model = AutoModelForCausalLM.from_pretrained(str(path.parent), gguf_file=path.name, dtype=torch.float32)
-    return TransformersModel(hf_model.to(device), tokenizer, name=name)
+    from specdraft.models import REGISTRY, checkpoint_cache_path
+
+    cached = checkpoint_cache_path(name) if name in REGISTRY and REGISTRY[name].sha256 == sha256 else None
+    if cached is not None and (cached / "config.json").is_file():
+        folder, kwargs, source = str(cached), {}, "cached checkpoint"
+    else:
+        folder, kwargs, source = str(path.parent), {"gguf_file": path.name}, "gguf"
+    tokenizer = AutoTokenizer.from_pretrained(folder, **kwargs)
+    hf_model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32, **kwargs)
+    return TransformersModel(hf_model.to(device), tokenizer, name=name), source
 
 
 def pass_cost(eager: TransformersModel, fast: FastPathModel, budget: Budget) -> dict:

@@ -111,8 +111,9 @@ def markdown(report: dict) -> str:
         "",
         f"`{run['command']}`; torch {run['torch']}, transformers {run['transformers']}, Python {run['python']}; "
         f"{run['time']}. Model: `{model['gguf_file']}` (sha256 `{model['sha256'][:16]}...`, checked), dequantized by "
-        f"transformers in {model['load_s']:.0f} s. Paths: `eager` = the transformers backend, `fast` = the fast path "
-        "(static KV, CUDA graphs), `transformers` = transformers' own `generate` on the same weights."
+        f"transformers in {model['load_s']:.0f} s (from the {model.get('loaded_from', 'gguf')}). "
+        "Paths: `eager` = the transformers backend, `fast` = the fast path (static KV, CUDA graphs), "
+        "`transformers` = transformers' own `generate` on the same weights."
         + (" **Dry run** (CPU, tiny budgets): the numbers only show that every step runs." if run["dry_run"] else ""),
         "",
         "## (a) Exactness",

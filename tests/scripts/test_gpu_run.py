@@ -128,6 +128,7 @@ def check_result_folders(out: Path) -> None:
     } <= report.keys()
     assert report["run"]["dry_run"] and report["skipped_for_time"] == [] and report["errors"] == {}
     assert report["model"]["registry_sha256_match"] and report["model"]["name"] == "smollm2-135m"
+    assert report["model"]["loaded_from"] in ("gguf", "cached checkpoint")  # the latter where setup converted it
     imports = report["imports"]
     assert imports["specdraft_by_tree_finder"] and imports["specdraft_from"] == str(ROOT / "core")
     assert (

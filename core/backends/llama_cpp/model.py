@@ -38,7 +38,8 @@ class LlamaCppConfig:
     """``context``: tokens per request (0: min(the model's training context, ``DEFAULT_CONTEXT``)).
     ``batch``: most tokens one pass takes (a prompt is prefilled in such chunks; a draft is cut to
     fit). ``branches``: most root-to-leaf branches of one verified tree (llama.cpp sequences).
-    ``threads``: CPU threads (0: every core). ``repack``: let llama.cpp repack quantized weights
+    ``threads``: CPU threads (0: every core this process may run on, ``os.sched_getaffinity``).
+    ``repack``: let llama.cpp repack quantized weights
     (Q4_0, Q4_K, IQ4_NL on AVX2) into interleaved blocks for its gemm and gemv kernels, as stock
     llama-cpp-python does; on by default, since the patched build makes the Q4_K gemv round as its
     gemm does, so a wide pass still computes every row as a one-token pass (the probe at load checks
@@ -94,7 +95,7 @@ class LlamaCppModel:
         self.config = config
         self.tokenizer = LlamaTokenizer(file)
         self.cost = PassCostProfile()
-        self.threads = config.threads or os.cpu_count() or 1
+        self.threads = config.threads or len(os.sched_getaffinity(0))
         context = config.context or min(file.n_ctx_train or DEFAULT_CONTEXT, DEFAULT_CONTEXT)
         self._context = context
         self.lock = threading.Lock()  # one forward pass at a time: the cores are shared

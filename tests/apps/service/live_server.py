@@ -59,3 +59,7 @@ class LiveServer:
         self._server.close()
         self._thread.join(timeout=5)
         self._server.task_dispatcher.shutdown(timeout=5)
+        # the connections it accepted (a client's kept-alive ones): waitress's close leaves them open, and the
+        # garbage collector's ResourceWarning would then fail whichever test happens to run at that moment
+        for channel in list(self._server._map.values()):
+            channel.close()
