@@ -107,10 +107,10 @@ def load_gguf(path: Path, device: str, name: str, sha256: str | None = None) -> 
     read ("gguf"); a CPU rehearsal skips the half-minute tokenizer conversion it has done before."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from specdraft.models import REGISTRY, checkpoint_cache_path
+    from specdraft.models import REGISTRY, cached_checkpoint
 
-    cached = checkpoint_cache_path(name) if name in REGISTRY and REGISTRY[name].sha256 == sha256 else None
-    if cached is not None and (cached / "config.json").is_file():
+    cached = cached_checkpoint(name) if name in REGISTRY and REGISTRY[name].sha256 == sha256 else None
+    if cached is not None:
         folder, kwargs, source = str(cached), {}, "cached checkpoint"
     else:
         folder, kwargs, source = str(path.parent), {"gguf_file": path.name}, "gguf"

@@ -24,7 +24,7 @@ from ..files import cache_dir, file_lock, folder_swap
 from .catalog import REGISTRY, lookup, missing_packages
 from .gguf_files import gguf_path, progress
 
-__all__ = ["checkpoint_cache_path", "resolve_checkpoint", "list_models"]
+__all__ = ["cached_checkpoint", "checkpoint_cache_path", "resolve_checkpoint", "list_models"]
 
 _CONFIG_FILE = "config.json"
 _SOURCE_FILE = "specdraft_source.json"
@@ -33,6 +33,13 @@ _SOURCE_FILE = "specdraft_source.json"
 def checkpoint_cache_path(name: str) -> Path:
     """Where `resolve_checkpoint(name)` keeps registry model `name`'s converted checkpoint."""
     return cache_dir() / "hf" / lookup(name).name
+
+
+def cached_checkpoint(name: str) -> Path | None:
+    """Registry model `name`'s converted checkpoint if this machine holds it (a finished conversion
+    always has its config file), else None; converts nothing."""
+    path = checkpoint_cache_path(name)
+    return path if (path / _CONFIG_FILE).is_file() else None
 
 
 def _convert_gguf(gguf_file: Path, target: Path, label: str) -> None:
@@ -123,7 +130,7 @@ def list_models() -> list[dict[str, object]]:
             "description": model.description,
             "chat": model.chat,
             "installed": not missing_packages(model.name),
-            "cached": (checkpoint_cache_path(model.name) / _CONFIG_FILE).is_file(),
+            "cached": cached_checkpoint(model.name) is not None,
         }
         for model in REGISTRY.values()
     ]

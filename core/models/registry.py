@@ -29,7 +29,7 @@ from .catalog import (
     part_paths,
     pip_install_command,
 )
-from .checkpoints import checkpoint_cache_path, list_models, resolve_checkpoint
+from .checkpoints import cached_checkpoint, checkpoint_cache_path, list_models, resolve_checkpoint
 from .gguf_files import gguf_path
 
 __all__ = [  # the files module's cache folder, and the public names of catalog, gguf_files and checkpoints
@@ -44,6 +44,7 @@ __all__ = [  # the files module's cache folder, and the public names of catalog,
     "missing_packages",
     "part_paths",
     "gguf_path",
+    "cached_checkpoint",
     "checkpoint_cache_path",
     "resolve_checkpoint",
     "list_models",
