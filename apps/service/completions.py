@@ -56,10 +56,10 @@ from .answer_format import CHAT, TEXT, Answer, Format
 from .limits import RequestGuard, current_guard, drain, generating, until_stopped
 from .openai_logprobs import LogprobWriter
 from .protocol.chat import ChatMessage, Prompt
+from .protocol.completions import CompletionRequest, check_context_length, parse_completion_request
 from .protocol.errors import RequestError, check_token_ids, parse_json_body
 from .state import ServiceState, current_state
 from .structured_output import OutputPlan, plan_output
-from .validation import CompletionRequest, check_context_length, parse_completion_request
 
 bp = Blueprint("completions", __name__, url_prefix="/v1")
 

@@ -39,10 +39,10 @@ from . import sse
 from .answer_format import Answer
 from .config import ServiceConfig
 from .limits import LimitConfig, RequestGuard, until_stopped
+from .protocol.completions import CompletionRequest
 from .protocol.errors import RequestError
 from .state import ServiceState
 from .structured_output import OutputPlan
-from .validation import CompletionRequest
 
 PLAIN = OutputPlan()  # text only: no constraint, no tool calls
 

@@ -2,7 +2,7 @@
 
 A request is validated as a ``ResponsesBody`` and translated into the chat completion body it
 means (``protocol.openai_responses_request.to_chat``, after the conversation of its
-``previous_response_id``), which runs as every chat request runs: ``validation``'s checks, then
+``previous_response_id``), which runs as every chat request runs: ``parse_completion_request``'s checks, then
 ``completions.start`` (the chat template, the output plan for tools and ``text.format``, the drafter,
 the generation stream). A 400 of that path names the Responses API's field
 (``ChatTranslation.rename``). The answer is the chat answer rewritten (``responses_answer``): one
@@ -32,13 +32,13 @@ from . import completions, sse
 from .answer_format import CHAT
 from .config import ServiceConfig
 from .limits import current_guard, generating
+from .protocol.completions import CompletionRequest, parse_completion_request
 from .protocol.errors import RequestError, parse_json_body
 from .protocol.openai_responses import ResponseDeleted
 from .protocol.openai_responses_request import ChatTranslation, ResponsesBody, to_chat
 from .protocol.responses import answer
 from .responses_answer import ResponseWriter, assistant_message
 from .state import current_state
-from .validation import CompletionRequest, parse_completion_request
 
 bp = Blueprint("responses", __name__, url_prefix="/v1")
 STORE = "specdraft.responses"

@@ -38,15 +38,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Annotated, Any, Mapping
 
-from pydantic import (
-    ConfigDict,
-    Field,
-    PrivateAttr,
-    StrictBool,
-    StrictInt,
-    StrictStr,
-    model_validator,
-)
+from pydantic import ConfigDict, Field, PrivateAttr, StrictBool, StrictInt, StrictStr, model_validator
 
 from specdraft import GenerationConfig
 from specdraft.retrieval.drafter_registry import DrafterSpec, parse_drafter
@@ -54,14 +46,13 @@ from specdraft.retrieval.drafter_registry import DrafterSpec, parse_drafter
 from ..config import ServiceConfig
 from .chat import ChatMessage, Messages, Prompt, PromptField, prompts_of
 from .errors import RequestError, refuse
-from .openai_fields import (  # the names other modules import from here too
+from .openai_fields import (
     COMPLETION_DRAFTER,
     MAX_CHOICES,
     MAX_COMPLETION_LOGPROBS,
     MAX_N,
     MAX_SEED,
     MAX_STOP_STRINGS,
-    MAX_TEMPERATURE,
     MAX_TOP_LOGPROBS,
     SERVED_MODEL,
     TARGETS_OWN,
@@ -75,41 +66,16 @@ from .openai_fields import (  # the names other modules import from here too
     Sampling,
     StopStrings,
     StreamOptions,
-    served_models,
-    within,
 )
-from .structured import (
-    ResponseFormat,
-    ToolChoice,
-    ToolRequest,
-    Tools,
-    check_tools,
-    response_format_dict,
-)
+from .structured import ResponseFormatBody, ToolChoice, ToolRequest, Tools, check_tools
 from .types import FALSY, Bounds, Neutral
-
-__all__ = [  # the bodies, and the fields' names other modules read from here
-    "COMPLETION_DRAFTER",
-    "MAX_CHOICES",
-    "MAX_SEED",
-    "MAX_STOP_STRINGS",
-    "MAX_TEMPERATURE",
-    "SERVED_MODEL",
-    "TOKEN_LIMIT",
-    "ChatCompletionBody",
-    "CompletionBody",
-    "Sampling",
-    "TextCompletionBody",
-    "served_models",
-    "within",
-]
 
 
 class CompletionBody(Sampling):
     """The fields both completion endpoints read, and the request they make (module docstring)."""
 
     model: Annotated[StrictStr, SERVED_MODEL] | None = None
-    format_body: ResponseFormat | None = Field(
+    format_body: ResponseFormatBody | None = Field(
         None,
         alias="response_format",
         description="text, json_object (any JSON object) or json_schema: the answer "
@@ -297,7 +263,7 @@ class CompletionBody(Sampling):
     @property
     def response_format(self) -> dict[str, Any] | None:
         """``response_format`` in OpenAI's shape (None: text)."""
-        return response_format_dict(self.format_body)
+        return None if self.format_body is None else self.format_body.to_dict()
 
     def choice_generation(self, sample: int) -> GenerationConfig:
         """The settings of a prompt's ``sample``-th choice (0 .. n-1): seeded sampling gives choice i
@@ -404,3 +370,22 @@ class ChatCompletionBody(CompletionBody):
     @property
     def alternatives(self) -> int | None:
         return None if self.logprobs is not True else (self.top_logprobs or 0)
+
+
+CompletionRequest = CompletionBody  # a validated body is the request the endpoints run
+
+
+def parse_completion_request(body: Mapping[str, Any], chat: bool, config: ServiceConfig) -> CompletionRequest:
+    """Validate ``body`` for the chat endpoint (``chat``) or the text completion endpoint, against
+    ``config``'s model names, ``max_tokens`` limit and defaults (``RequestError`` when it is not valid)."""
+    return (ChatCompletionBody if chat else TextCompletionBody).parse(body, config)
+
+
+def check_context_length(prompt_tokens: int, max_tokens: int, max_length: int, param: str) -> None:
+    """Reject a request whose prompt plus ``max_tokens`` does not fit the model's context."""
+    if prompt_tokens + max_tokens > max_length:
+        raise RequestError(
+            f"the prompt has {prompt_tokens} tokens and max_tokens is {max_tokens}: together "
+            f"{prompt_tokens + max_tokens}, more than the model's context of {max_length} tokens",
+            param,
+        )

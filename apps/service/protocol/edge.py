@@ -12,8 +12,8 @@ from typing import Annotated, Any, Callable
 from pydantic import BeforeValidator, StrictBool, StrictInt, StrictStr, model_validator
 
 from .chat import Messages
-from .completions import Sampling
 from .errors import describe, refuse
+from .openai_fields import Sampling
 from .types import Bounds, RequestBody, absent_as_null
 
 

@@ -14,8 +14,8 @@ from typing import Annotated, Any, Mapping
 from pydantic import ConfigDict, Field, StrictBool, StrictStr
 
 from ..config import ServiceConfig
-from .completions import served_models
 from .errors import RequestError, refuse
+from .openai_fields import served_models
 from .types import ConfigRule, NotBlank, RequestBody
 
 

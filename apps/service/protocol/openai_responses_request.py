@@ -4,7 +4,7 @@ into the chat completion body the service already validates and runs (``to_chat`
 The Responses API is the chat request in other words, so it is validated in two steps: this model
 checks the shapes that only the Responses API has (``input`` items, flat function tools,
 ``text.format``), then ``to_chat`` writes the chat completion body, which
-``validation.parse_completion_request`` checks as it checks every chat request (tool names, the
+``protocol.completions.parse_completion_request`` checks as it checks every chat request (tool names, the
 tool choice against the tools, a tool output answering an earlier call, the token limit, the
 schema). A 400 from that step is reworded in the Responses API's names (``ChatTranslation.rename``:
 ``messages[2].tool_call_id`` becomes ``input[1].call_id``, ``response_format`` ``text.format``,
@@ -49,8 +49,8 @@ from pydantic import (
     model_validator,
 )
 
-from .completions import COMPLETION_DRAFTER, SERVED_MODEL, TOKEN_LIMIT, Sampling
 from .errors import RequestError, describe, refuse
+from .openai_fields import COMPLETION_DRAFTER, SERVED_MODEL, TOKEN_LIMIT, Sampling
 from .structured import MAX_TOOLS, JsonSchemaObject, Name
 from .types import FALSY, Neutral, RequestBody
 

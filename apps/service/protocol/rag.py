@@ -33,8 +33,8 @@ from specdraft.retrieval.pipeline import DRAFTERS, RAG_OFFERS
 
 from ..config import ServiceConfig
 from ..rag_indexes import NAME as INDEX_NAME
-from .completions import TOKEN_LIMIT, within
 from .errors import describe, refuse
+from .openai_fields import TOKEN_LIMIT, within
 from .types import ConfigRule, Keywords, NotBlank, RequestBody, absent_as_null
 
 DEFAULT_INDEX = "default"

@@ -127,14 +127,6 @@ class ResponseFormatBody(RequestBody):
         return {"type": self.type, "json_schema": self.json_schema.model_dump(by_alias=True, exclude_none=True)}
 
 
-ResponseFormat = ResponseFormatBody
-
-
-def response_format_dict(value: ResponseFormatBody | None) -> dict[str, Any] | None:
-    """A validated ``response_format`` in OpenAI's shape (None: absent)."""
-    return None if value is None else value.to_dict()
-
-
 # --- tools ----------------------------------------------------------------------------------------
 class FunctionDefinition(RequestBody):
     name: Name = Field(description=f"{NAME_WORDS}, unique among the tools")

@@ -5,9 +5,8 @@ import pytest
 from specdraft import GenerationConfig
 from specdraft.apps.service.config import ServiceConfig
 from specdraft.apps.service.protocol.chat import MAX_PROMPTS, ChatMessage
-from specdraft.apps.service.protocol.completions import MAX_CHOICES, MAX_N, MAX_SEED
+from specdraft.apps.service.protocol.completions import MAX_CHOICES, MAX_N, MAX_SEED, parse_completion_request
 from specdraft.apps.service.protocol.errors import RequestError
-from specdraft.apps.service.validation import parse_completion_request
 
 CONFIG = ServiceConfig(model="tiny", max_tokens_limit=100, default_max_tokens=16)
 USER = {"role": "user", "content": "hi"}

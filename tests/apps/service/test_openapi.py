@@ -23,14 +23,14 @@ from hypothesis import HealthCheck, assume, given, settings
 from tiny_service import DRAFT, GRAMMAR_TEXT, SERVED, UNLOADABLE, make_app, make_chat_model
 
 from specdraft.apps.service import ServiceConfig, openapi
-from specdraft.apps.service.protocol.completions import MAX_CHOICES, MAX_SEED, MAX_STOP_STRINGS, MAX_TEMPERATURE
+from specdraft.apps.service.protocol.completions import parse_completion_request
 from specdraft.apps.service.protocol.errors import RequestError
 from specdraft.apps.service.protocol.grammar import parse_grammar_request
+from specdraft.apps.service.protocol.openai_fields import MAX_CHOICES, MAX_SEED, MAX_STOP_STRINGS, MAX_TEMPERATURE
 from specdraft.apps.service.protocol.openai_responses_request import ResponsesBody, to_chat
 from specdraft.apps.service.protocol.rag import MAX_QUESTION_CHARS, parse_documents_request, parse_query_request
 from specdraft.apps.service.protocol.types import NOT_BLANK
 from specdraft.apps.service.responses_api import parse_responses_request
-from specdraft.apps.service.validation import parse_completion_request
 from specdraft.retrieval.chunker import validate_documents
 
 CONFIG = ServiceConfig(model=SERVED, grammar_model=SERVED, extra_models=(DRAFT, UNLOADABLE), index_root="unused")

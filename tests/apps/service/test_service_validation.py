@@ -5,8 +5,8 @@ import pytest
 from specdraft import GenerationConfig, ModelConfig
 from specdraft.apps.service.config import ServiceConfig
 from specdraft.apps.service.protocol.chat import ChatMessage
+from specdraft.apps.service.protocol.completions import check_context_length, parse_completion_request
 from specdraft.apps.service.protocol.errors import RequestError, parse_json_body
-from specdraft.apps.service.validation import check_context_length, parse_completion_request
 from specdraft.retrieval.drafter_registry import DrafterSpec
 
 CONFIG = ServiceConfig(model="tiny", drafter="prompt-lookup", max_tokens_limit=100, default_max_tokens=16)

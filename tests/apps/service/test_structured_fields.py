@@ -8,9 +8,9 @@ import pytest
 
 from specdraft.apps.service.config import ServiceConfig
 from specdraft.apps.service.protocol.chat import ChatMessage, HistoryCall
+from specdraft.apps.service.protocol.completions import parse_completion_request
 from specdraft.apps.service.protocol.errors import RequestError
 from specdraft.apps.service.structured_output import OutputPlan, ToolRequest, plan_output
-from specdraft.apps.service.validation import parse_completion_request
 from specdraft.constrained import ConstraintLimits
 from specdraft.tool_calls import ToolChoice
 

@@ -18,8 +18,8 @@ from __future__ import annotations
 import pytest
 
 from specdraft.apps.service import ServiceConfig
+from specdraft.apps.service.protocol.completions import parse_completion_request
 from specdraft.apps.service.protocol.openai_responses_request import ResponsesBody, to_chat
-from specdraft.apps.service.validation import parse_completion_request
 from specdraft.chat_template import render_chat
 
 pytestmark = pytest.mark.slow  # reads the packaged GGUF files' headers
