@@ -360,13 +360,6 @@ class EdgeSessionStore:
         self.closed_idle += len(idle)
         return len(idle)
 
-    def close_all(self) -> None:
-        with self._lock:
-            sessions, self._sessions = list(self._sessions.values()), {}
-        for session in sessions:
-            with session.lock:
-                session.close()
-
 
 def _prefill(model: Model, target: Target, prompt: list[int]) -> None:
     """The session's prefill, from the model's prefix cache unless it is off (so a chat's next turn, or

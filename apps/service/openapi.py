@@ -100,48 +100,28 @@ def document(config: ServiceConfig) -> dict[str, Any]:
         **{name: event(json_schema(model, config)) for name, model in EVENTS.items()},
     }
     paths = {
-        "/healthz": {
-            "get": _get("health", "Whether the server is up and its model loaded", _json("Health"), secured=False)
-        },
+        "/healthz": {"get": _get("health", "Whether the server is up and its model loaded", _json("Health"), False)},
         "/v1/models": {"get": _get("models", "OpenAI's model list: the one served model", _json("Models"))},
         "/v1/completions": {
-            "post": _post(
-                "completions",
-                "OpenAI-compatible text completion",
-                "CompletionRequest",
-                _json("Completion", stream=True),
-                GENERATING,
-            )
+            "post": _post("completions", "OpenAI-compatible text completion", "CompletionRequest", "Completion", True)
         },
         "/v1/chat/completions": {
-            "post": _post(
-                "chat",
-                "OpenAI-compatible chat completion",
-                "ChatCompletionRequest",
-                _json("ChatCompletion", stream=True),
-                GENERATING,
-            )
+            "post": _post("chat", "OpenAI-compatible chat completion", "ChatCompletionRequest", "ChatCompletion", True)
         },
         "/v1/responses": {
             "post": _post(
-                "responses",
-                "OpenAI's Responses API (run as a chat completion)",
-                "ResponsesRequest",
-                _json("Response", stream=True),
-                GENERATING,
+                "responses", "OpenAI's Responses API (run as a chat completion)", "ResponsesRequest", "Response", True
             )
         },
         "/v1/responses/{response_id}": {
-            "get": _with_path_id(_get("responses", "A stored response, as it was answered", _json("Response"))),
-            "delete": _with_path_id(_get("responses", "Forget a stored response", _json("ResponseDeleted"))),
+            "get": _with_id(
+                "response_id", _get("responses", "A stored response, as it was answered", _json("Response"))
+            ),
+            "delete": _with_id("response_id", _get("responses", "Forget a stored response", _json("ResponseDeleted"))),
         },
         "/v1/grammar/correct": {
             "post": _post(
-                "grammar",
-                "Correct a text's grammar (drafted from the text itself)",
-                "GrammarRequest",
-                _json("Grammar"),
-                GENERATING,
+                "grammar", "Correct a text's grammar (drafted from the text itself)", "GrammarRequest", "Grammar"
             )
         },
         "/v1/rag/documents": {
@@ -149,8 +129,8 @@ def document(config: ServiceConfig) -> dict[str, Any]:
                 "rag",
                 "Add documents to an index (created when missing); needs a write key",
                 "DocumentsRequest",
-                _json("DocumentsAdded"),
-                (409,),
+                "DocumentsAdded",
+                errors=(409,),
             )
         },
         "/v1/rag/query": {
@@ -158,21 +138,20 @@ def document(config: ServiceConfig) -> dict[str, Any]:
                 "rag",
                 "Answer a question from an index's passages",
                 "QueryRequest",
-                _json("Answer", stream=True),
+                "Answer",
+                True,
                 (404, 409, *GENERATING),
             )
         },
         "/v1/rag/indexes": {"get": _get("rag", "The indexes this server holds", _json("Indexes"))},
-        "/metrics": {
-            "get": _get("metrics", "Prometheus metrics (text format 0.0.4)", _content("text/plain", {"type": "string"}))
-        },
-        "/openapi.json": {
-            "get": _get("docs", "This document", _content("application/json", {"type": "object"}), secured=False)
-        },
-        "/demo/grammar": {"get": _get("demo", "The grammar correction page", _html(), secured=False)},
-        "/demo/rag": {"get": _get("demo", "The questions-over-your-documents page", _html(), secured=False)},
+        "/metrics": {"get": _get("metrics", "Prometheus metrics (text format 0.0.4)", _content("text/plain"))},
+        "/openapi.json": {"get": _get("docs", "This document", _content("application/json", "object"), False)},
+        "/demo/grammar": {"get": _get("demo", "The grammar correction page", _content("text/html"), False)},
+        "/demo/rag": {"get": _get("demo", "The questions-over-your-documents page", _content("text/html"), False)},
         **(
-            {"/demo/": {"get": _get("demo", "The edge demo page", _html(), secured=False)}} if config.model.edge else {}
+            {"/demo/": {"get": _get("demo", "The edge demo page", _content("text/html"), False)}}
+            if config.model.edge
+            else {}
         ),
         "/static/{filename}": {"get": _static()},
     }
@@ -212,8 +191,11 @@ def _get(tag: str, summary: str, ok: dict[str, Any], secured: bool = True) -> di
     return _operation(tag, summary, ok, ANY if secured else tuple(s for s in ANY if s != 401), secured)
 
 
-def _post(tag: str, summary: str, request: str, ok: dict[str, Any], errors: tuple[int, ...]) -> dict[str, Any]:
-    operation = _operation(tag, summary, ok, (*ANY, *BODY, *errors), secured=True)
+def _post(
+    tag: str, summary: str, request: str, answer: str, stream: bool = False, errors: tuple[int, ...] = GENERATING
+) -> dict[str, Any]:
+    """A route taking the JSON body ``request`` and answering ``answer`` (``stream``: or its events)."""
+    operation = _operation(tag, summary, _json(answer, stream), (*ANY, *BODY, *errors), secured=True)
     body = {"required": True, "content": {"application/json": {"schema": {"$ref": f"#/components/schemas/{request}"}}}}
     return {**operation, "requestBody": body}
 
@@ -245,30 +227,23 @@ def _json(name: str, stream: bool = False) -> dict[str, Any]:
     return {"description": description, "content": content}
 
 
-def _content(media_type: str, schema: dict[str, Any]) -> dict[str, Any]:
-    return {"description": "the answer", "content": {media_type: {"schema": schema}}}
+def _content(media_type: str, json_type: str = "string") -> dict[str, Any]:
+    return {"description": "the answer", "content": {media_type: {"schema": {"type": json_type}}}}
 
 
-def _html() -> dict[str, Any]:
-    return _content("text/html", {"type": "string"})
-
-
-def _with_path_id(operation: dict[str, Any]) -> dict[str, Any]:
-    """``operation`` on ``/v1/responses/{response_id}``: the id in the path (404 when not stored)."""
-    parameter = {"name": "response_id", "in": "path", "required": True, "schema": {"type": "string"}}
+def _with_id(name: str, operation: dict[str, Any]) -> dict[str, Any]:
+    """``operation`` on a route whose path holds ``name`` (a 404 when nothing has that name)."""
+    parameter = {"name": name, "in": "path", "required": True, "schema": {"type": "string"}}
     return {**operation, "parameters": [parameter]}
 
 
 def _static() -> dict[str, Any]:
-    parameter = {"name": "filename", "in": "path", "required": True, "schema": {"type": "string"}}
     ok = {
         "description": "a file of the demo pages",
         "content": {t: {"schema": {"type": "string"}} for t in ("text/css", "text/javascript")},
     }
-    return {
-        **_operation("demo", "Scripts and styles of the demo pages", ok, (404, 405, 421), secured=False),
-        "parameters": [parameter],
-    }
+    operation = _operation("demo", "Scripts and styles of the demo pages", ok, (404, 405, 421), secured=False)
+    return _with_id("filename", operation)
 
 
 def event(payload: Schema) -> Schema:

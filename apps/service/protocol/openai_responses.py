@@ -150,44 +150,40 @@ class ItemEvent(EventBase):
     item: OutputItem
 
 
-class PartEvent(EventBase):
-    type: Literal["response.content_part.added", "response.content_part.done"]
+class ItemPartEvent(EventBase):  # about the output item item_id
     item_id: str
     output_index: int
+
+
+class ContentPartEvent(ItemPartEvent):  # about a part of a message item's content
     content_index: int
+
+
+class PartEvent(ContentPartEvent):
+    type: Literal["response.content_part.added", "response.content_part.done"]
     part: OutputText
 
 
-class TextDeltaEvent(EventBase):
+class TextDeltaEvent(ContentPartEvent):
     type: Literal["response.output_text.delta"]
-    item_id: str
-    output_index: int
-    content_index: int
     delta: str
     logprobs: list[Any]
     source: Source = Field(None, description=SOURCE)
 
 
-class TextDoneEvent(EventBase):
+class TextDoneEvent(ContentPartEvent):
     type: Literal["response.output_text.done"]
-    item_id: str
-    output_index: int
-    content_index: int
     text: str
     logprobs: list[Any]
 
 
-class ArgumentsDeltaEvent(EventBase):
+class ArgumentsDeltaEvent(ItemPartEvent):
     type: Literal["response.function_call_arguments.delta"]
-    item_id: str
-    output_index: int
     delta: str
 
 
-class ArgumentsDoneEvent(EventBase):
+class ArgumentsDoneEvent(ItemPartEvent):
     type: Literal["response.function_call_arguments.done"]
-    item_id: str
-    output_index: int
     name: str
     arguments: str
 
