@@ -12,8 +12,9 @@ the same llama-cpp-python; without ``--baseline-lib`` "before" is skipped; witho
 - ``specdraft``: the installed (patched) build as specdraft loads it (weights repacked, ggml's tiled
   kernel for Q6_K only, every row's logits in a verification pass); also reports the load-time
   probe's verdict and the cost curve it measured.
-- ``before``: the baseline build as specdraft loaded it before (``GGML_CPU_TILED_MM=0``, as specdraft
-  set it until the tiled-q6k patch): the previous numbers.
+- ``before``: the baseline build, loaded as specdraft loads the installed one (``--baseline-as
+  specdraft``, the default: the previous kernels in today's configuration) or as specdraft loaded it
+  before the tiled-q6k patch (``--baseline-as untiled``: no repacking, ``GGML_CPU_TILED_MM=0``).
 - ``stock``: llama-cpp-python's own ``Llama`` with its defaults (repacking on, ggml's tiled kernel
   on for every K-quant, flash attention as it chooses), on the stock build: what a CPU user has
   without specdraft. Its passes are timed with ``logits_all=True`` (every row's logits, as a
@@ -38,6 +39,11 @@ from pathlib import Path
 
 WIDTHS = (1, 2, 3, 4, 5, 6, 8, 12, 16, 24, 32)
 CONFIGS = ("specdraft", "before", "stock")
+# how "before" is loaded (--baseline-as), as the report names it
+BASELINE_AS = {
+    "specdraft": "loaded as specdraft loads it today",
+    "untiled": "no repacking, GGML_CPU_TILED_MM=0",
+}
 
 
 def _median_seconds(run, reps: int) -> float:
@@ -154,9 +160,8 @@ def worker(args: argparse.Namespace) -> int:
     if args.worker == "stock":
         result = measure_stock(args.model, widths, args.context, args.prefill, args.reps, args.threads)
     else:
-        result = measure_specdraft(
-            args.model, args.worker == "specdraft", widths, args.context, args.prefill, args.reps, args.threads
-        )
+        repack = args.worker == "specdraft" or args.baseline_as == "specdraft"
+        result = measure_specdraft(args.model, repack, widths, args.context, args.prefill, args.reps, args.threads)
     print(json.dumps(result))
     return 0
 
@@ -169,7 +174,7 @@ def run_config(config: str, model: str, args: argparse.Namespace) -> dict | None
         return None
     if lib:
         env["LLAMA_CPP_LIB_PATH"] = str(Path(lib).expanduser())
-    if config == "before":
+    if config == "before" and args.baseline_as == "untiled":
         env["GGML_CPU_TILED_MM"] = "0"  # what specdraft's llama.cpp backend set before the tiled-q6k patch
     command = [
         sys.executable,
@@ -188,6 +193,8 @@ def run_config(config: str, model: str, args: argparse.Namespace) -> dict | None
         str(args.reps),
         "--threads",
         str(args.threads),
+        "--baseline-as",
+        args.baseline_as,
     ]
     print(f"[{model}] {config}", file=sys.stderr, flush=True)
     out = subprocess.run(command, env=env, capture_output=True, text=True, check=True).stdout
@@ -226,7 +233,8 @@ def report(results: list[dict], meta: dict) -> str:
         f"prefill of {meta['prefill']})\n"
     ]
     lines.append(
-        f"Builds: specdraft = the installed one; before = {meta['baseline_lib'] or '-'} (GGML_CPU_TILED_MM=0); "
+        f"Builds: specdraft = the installed one; before = {meta['baseline_lib'] or '-'} "
+        f"({BASELINE_AS[meta.get('baseline_as', 'untiled')]}); "
         f"stock = {meta['stock_lib'] or 'the installed one'} (its defaults).\n"
     )
     lines.append("Median ms of a pass over w tokens, every row's logits (x a one-token pass):\n")
@@ -278,6 +286,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--baseline-lib", help="llama_cpp/lib folder of specdraft's previous build ('before')")
     parser.add_argument(
+        "--baseline-as",
+        choices=sorted(BASELINE_AS),
+        default="specdraft",
+        help="load 'before' as specdraft loads its build today, or as before the tiled-q6k patch "
+        "(default: %(default)s)",
+    )
+    parser.add_argument(
         "--stock-lib", help="llama_cpp/lib folder of an unpatched build ('stock'; default: --baseline-lib)"
     )
     parser.add_argument(
@@ -312,6 +327,7 @@ def main(argv: list[str] | None = None) -> int:
         "prefill": args.prefill,
         "reps": args.reps,
         "baseline_lib": args.baseline_lib,
+        "baseline_as": args.baseline_as,
         "stock_lib": args.stock_lib or args.baseline_lib,
         "python": sys.version.split()[0],
     }

@@ -27,6 +27,7 @@ LLAMA_PATCHES=(
     scripts/patches/llama-cpp-tiled-q6k.patch                  # Q6_K in the tiled kernel's order; tiled for Q6_K only
     scripts/patches/llama-cpp-q4k-gemm-broadcast.patch         # the repacked Q4_K gemm: weights unpacked once, no per-row shuffles
     scripts/patches/llama-cpp-q4k-gemm-any-rows.patch          # passes of 2+ rows take that gemm whole, not a gemv per leftover row
+    scripts/patches/llama-cpp-q6k-cols-registers.patch         # Q6_K columns 4 at a time in registers, prefetched; tiled from 32
 )
 
 if [ ! -x /usr/bin/chromium ] || [ ! -x /usr/bin/chromedriver ]; then

@@ -25,12 +25,14 @@ from .library import LlamaContext
 from .runtime import LlamaRuntime
 
 MAIN = 0
-# The probe: after a 4-token prefix, passes of 2, 5, 8 and 20 tokens against one-token passes: each
-# on another side of the kernel switches seen on x86 (tinyBLAS from 2 rows; the repacked gemm takes
-# rows 4 at a time and its gemv the rest, so 5 is gemm + gemv; the tiled kernel from 8; 16-column
-# tiles and multi-column groups, so 20 is 16 + 4). Then passes of PROBE_COST_WIDTHS are only timed,
-# so that the cost profile holds the whole curve from 1 to 32 tokens before the first request.
-PROBE_PREFIX, PROBE_WIDTHS = 4, (2, 5, 8, 20)
+# The probe: after a 4-token prefix, passes of 2, 5, 8, 20 and 36 tokens against one-token passes:
+# each on another side of the kernel switches seen on x86 (tinyBLAS from 2 rows; the repacked gemm
+# takes rows 4 at a time and its gemv the rest, so 5 is gemm + gemv; stock's tiled kernel from 8;
+# multi-column groups of 16, so 20 is 16 + 4; the patched build's tiled kernel from 32, tiles of 16,
+# so 36 is 32 + 4). The one-token passes run once, for the widest. Then passes of PROBE_COST_WIDTHS
+# are only timed, so that the cost profile holds the whole curve from 1 to 32 tokens before the first
+# request.
+PROBE_PREFIX, PROBE_WIDTHS = 4, (2, 5, 8, 20, 36)
 PROBE_COST_WIDTHS = (4, 16, 32)
 
 

@@ -25,9 +25,10 @@ _initialised = False
 # ggml's CPU backend takes a "tiled" kernel for K-quant products over 8 or more rows and dot products
 # below that; stock, the two round differently, so a verification pass over 8+ tokens gave logits up to
 # 0.4 away from one-token passes (qwen2.5-coder-0.5b Q4_K_M) and could flip a near-tie. The patched
-# build (scripts/patches/llama-cpp-tiled-q6k.patch) gives the tiled kernel only Q6_K, from 16 rows, and
-# computes Q6_K's smaller products in the tiled kernel's order, so the kernel stays on, as in stock
-# llama.cpp, and every row is computed the same way in any pass (docs/llama-exactness.md). Nothing in the
+# build (scripts/patches/llama-cpp-tiled-q6k.patch) gives the tiled kernel only Q6_K, from 32 rows
+# (llama-cpp-q6k-cols-registers.patch), and computes Q6_K's smaller products in the tiled kernel's order,
+# so the kernel stays on, as in stock llama.cpp, and every row is computed the same way in any pass
+# (docs/llama-exactness.md). Nothing in the
 # environment needs setting; whatever it says, the probe at load (``exactness``) checks the result.
 
 

@@ -24,7 +24,7 @@ from specdraft.models import REGISTRY
 
 pytestmark = pytest.mark.slow
 
-# Every width on each side of the kernels' switches (tinyBLAS from 2 rows, the tiled kernel from 16,
+# Every width on each side of the kernels' switches (tinyBLAS from 2 rows, the tiled kernel from 32,
 # tiles of 4/8/16 columns) up to 48; benchmarks/llama_batch_invariance.py checks every width 1-48.
 WIDTHS = [1, 2, 3, 4, 5, 6, 7, 8, 9, 12, 15, 16, 17, 24, 31, 32, 33, 48]
 # Prefix lengths: the wide passes after them cross the 256-, 512- and 768-cell marks of the KV cache
@@ -54,8 +54,8 @@ print(json.dumps({"exact": model.exact, "differing": sum(not c.exact for c in co
 
 
 def test_negative_control_the_tiled_kernel_on_every_type_breaks_it_and_the_probe_sees_it():
-    env = dict(os.environ, GGML_CPU_TILED_MM_ALL_TYPES="1")  # Q4_K too, from 16 rows; dot products below
-    # qwen2.5-coder-0.5b: Q4_K_M as the 1.5b, a third of its load and passes (differs at 16 and 32 rows)
+    env = dict(os.environ, GGML_CPU_TILED_MM_ALL_TYPES="1")  # Q4_K too, from 32 rows; dot products below
+    # qwen2.5-coder-0.5b: Q4_K_M as the 1.5b, a third of its load and passes (differs at 32 rows)
     out = subprocess.run(
         [sys.executable, "-c", NEGATIVE_CONTROL, "qwen2.5-coder-0.5b"],
         env=env,

@@ -5,11 +5,11 @@ The weights are random, quantized by ggml; the products run through ``ggml_mul_m
 backend of the installed build, so each width takes the kernel a model's pass of that many tokens
 takes: the repacked Q4_K gemm (4 and 16 rows at a time) and gemv (the rest), the multi-column
 Q6_K, Q5_K, Q4_K and Q4_1 dot products (vec_dot itself for a lone column, but for Q6_K), and ggml's
-tiled kernel, which takes Q6_K products over 16 or more columns. ``k`` spans several super-blocks
+tiled kernel, which takes Q6_K products over 32 or more columns. ``k`` spans several super-blocks
 and the rows several threads' chunks.
 A negative control shows the comparison can fail: with ``GGML_CPU_TILED_MM_ALL_TYPES=1`` (read once per
 process, so in a subprocess) the tiled kernel also takes the types stock ggml gives it, whose dot
-products round differently, and a Q5_K product over 16 or more columns changes.
+products round differently, and a Q5_K product over 32 or more columns changes.
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ def test_every_width_gives_each_column_the_bytes_it_gets_alone(shape):
 
 @pytest.mark.parametrize("k", [1536, 8960])
 def test_q6_k_products_through_the_tiled_kernel_give_each_column_its_bytes_alone(k):
-    """From 16 columns ggml's tiled kernel takes Q6_K (its tiles of 8 and 16 columns and ragged ends);
+    """From 32 columns ggml's tiled kernel takes Q6_K (its tiles of 8 and 16 columns and ragged ends);
     below, the multi-column dot products in the tiled kernel's order: every width agrees with one column.
     ``k``: qwen2.5-coder-1.5b's output head and its ``ffn_down``."""
     with GgmlProduct(ProductShape("q6_K", k=k, rows=48)) as product:
@@ -70,16 +70,16 @@ NEGATIVE_CONTROL = """
 import json
 from specdraft.backends.llama_cpp.ggml_products import GgmlProduct, ProductShape, width_invariance
 with GgmlProduct(ProductShape("q5_K", k=2048, rows=64)) as product:
-    print(json.dumps(width_invariance(product, [1, 8, 15, 16, 20])))
+    print(json.dumps(width_invariance(product, [1, 8, 16, 31, 32, 40])))
 """
 
 
-def test_negative_control_the_tiled_kernel_on_every_type_differs_from_sixteen_columns():
+def test_negative_control_the_tiled_kernel_on_every_type_differs_from_32_columns():
     env = dict(os.environ, GGML_CPU_TILED_MM_ALL_TYPES="1")
     run = subprocess.run(
         [sys.executable, "-c", NEGATIVE_CONTROL], env=env, capture_output=True, text=True, timeout=300, check=True
     )
     out = run.stdout
     differing = {int(k): v for k, v in json.loads(out.strip().splitlines()[-1]).items()}
-    assert differing[1] == differing[8] == differing[15] == 0
-    assert differing[16] > 0 and differing[20] > 0
+    assert differing[1] == differing[8] == differing[16] == differing[31] == 0
+    assert differing[32] > 0 and differing[40] > 0
