@@ -153,7 +153,7 @@ class StructuredMeasurement(Measurement):
 class ConstrainedMethod:
     """specdraft's engine under the case's constraint, with ``speculation`` and a fresh drafter from
     ``make_drafter(case)`` (None: no drafter of the request's own). Every request prefills its whole
-    prompt (no prefix cache), as the peer does."""
+    prompt (no prefix cache), as the peer does, unless ``share_prefill`` (the model's prefix cache)."""
 
     def __init__(
         self,
@@ -161,8 +161,10 @@ class ConstrainedMethod:
         target: Model,
         make_drafter: Callable[[StructuredCase], Drafter | None],
         speculation: SpeculationConfig,
+        share_prefill: bool = False,
     ) -> None:
         self.name = name
+        self.share_prefill = share_prefill
         self.target = target
         self.make_drafter = make_drafter
         self.speculation = speculation
@@ -171,7 +173,7 @@ class ConstrainedMethod:
         config = GenerationConfig(max_new_tokens=case.max_new_tokens, constraint=case.constraint)
         drafter = self.make_drafter(case)
         start = time.perf_counter()
-        result = SpeculativeGenerator(self.target, self.speculation, prefix_cache=False).generate(
+        result = SpeculativeGenerator(self.target, self.speculation, prefix_cache=self.share_prefill).generate(
             list(case.prompt_ids), drafter, config
         )
         wall = time.perf_counter() - start
@@ -186,20 +188,24 @@ class ConstrainedMethod:
         )  # fmt: skip
 
 
-def constrained_methods(target: Model) -> list[ConstrainedMethod]:
+def constrained_methods(target: Model, share_prefill: bool = False) -> list[ConstrainedMethod]:
     """``METHODS`` on ``target``: plain constrained decoding (no drafter, ``grammar_drafts=False``),
     the grammar drafter alone, with prompt lookup, and with the ``documents`` drafter over the
     prompt's texts (the service's: ``prompt_passages.documents_drafter``, with the RAG answers'
-    speculation config, as the service gives it)."""
+    speculation config, as the service gives it). ``share_prefill``: see ``ConstrainedMethod``."""
     plain = SpeculationConfig(grammar_drafts=False)
     grammar = SpeculationConfig(grammar_drafts=True)
     documents = replace(RAG_SPECULATION, grammar_drafts=True)
     tokenizer = target.tokenizer
     return [
-        ConstrainedMethod(PLAIN, target, lambda case: None, plain),
-        ConstrainedMethod(METHODS[1], target, lambda case: None, grammar),
-        ConstrainedMethod(METHODS[2], target, lambda case: PromptLookupDrafter(), grammar),
+        ConstrainedMethod(PLAIN, target, lambda case: None, plain, share_prefill),
+        ConstrainedMethod(METHODS[1], target, lambda case: None, grammar, share_prefill),
+        ConstrainedMethod(METHODS[2], target, lambda case: PromptLookupDrafter(), grammar, share_prefill),
         ConstrainedMethod(
-            METHODS[3], target, lambda case: documents_drafter(tokenizer, prompt_texts(None, case.messages)), documents
+            METHODS[3],
+            target,
+            lambda case: documents_drafter(tokenizer, prompt_texts(None, case.messages)),
+            documents,
+            share_prefill,
         ),
     ]

@@ -257,7 +257,8 @@ def test_cli_runs_the_structured_bench_with_its_arguments(monkeypatch, tmp_path)
 )  # transformers exactness under constraints: tests/core/constrained/test_constrained_real.py (suite time)
 def test_real_suite_is_identical_to_plain_constrained_decoding(backend, tmp_path, real_model):
     target = real_model("qwen2.5-coder-0.5b", backend)
-    config = StructuredBenchConfig(limit=1, max_new_tokens=40, warm_up=False)  # the times are not read here
+    # the times are not read here: no warm-up, and the methods share each prompt's prefill (prefix cache)
+    config = StructuredBenchConfig(limit=1, max_new_tokens=40, warm_up=False, share_prefill=True)
     result = run_structured_bench(target, config, progress=lambda _: None)
     methods = list(METHODS) + ([PEER] if backend == "llama-cpp" else [])
     assert [row["method"] for row in result.summaries if row["task"] == ALL] == methods
