@@ -28,7 +28,7 @@ from urllib.parse import urlsplit
 
 from flask import Flask, current_app, g, request
 
-from .api_keys import READ, WRITE, KeyRing, Principal
+from .api_keys import WRITE, KeyRing, Principal
 from .protocol.errors import RequestError
 
 LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
@@ -141,6 +141,3 @@ def _hostname(host: str) -> str:
     if host.startswith("["):
         return host[1 : host.find("]")] if "]" in host else host
     return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
-
-
-__all__ = ["AccessDenied", "AccessPolicy", "install_access_control", "READ", "WRITE"]

@@ -116,12 +116,9 @@ class ServiceConfig:
                 f"default_max_tokens must be in [1, max_tokens_limit={self.max_tokens_limit}], "
                 f"got {self.default_max_tokens}"
             )
-        if self.max_request_bytes < 1:
-            raise ValueError(f"max_request_bytes must be >= 1, got {self.max_request_bytes}")
-        if self.max_stored_responses < 0:
-            raise ValueError(f"max_stored_responses must be >= 0, got {self.max_stored_responses}")
-        if self.max_grammar_chars < 1:
-            raise ValueError(f"max_grammar_chars must be >= 1, got {self.max_grammar_chars}")
+        for name, low in (("max_request_bytes", 1), ("max_stored_responses", 0), ("max_grammar_chars", 1)):
+            if getattr(self, name) < low:
+                raise ValueError(f"{name} must be >= {low}, got {getattr(self, name)}")
         try:
             require(parse_drafter(self.rag_drafter, offers=self.rag_offers), self.rag_offers)
         except ValueError as error:

@@ -133,9 +133,7 @@ def generating(view: Callable[..., Response]) -> Callable[..., Response]:
                 released.set()
                 gate.leave(entered)
 
-        request.environ["specdraft.guard"] = RequestGuard.start(
-            current_app.extensions["specdraft.gate"].config, request.environ
-        )
+        request.environ["specdraft.guard"] = RequestGuard.start(gate.config, request.environ)
         try:
             response = make_response(view(*args, **kwargs))
         except BaseException:

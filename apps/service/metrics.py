@@ -109,14 +109,8 @@ class ServiceMetrics:
         self.rejected = Counter(
             "specdraft_rejected_requests", "Requests refused for load (429)", ("route", "reason"), registry=r
         )
-        self._queued: Callable[[], float] = _zero
-        self._in_flight: Callable[[], float] = _zero
-        Gauge("specdraft_queued_requests", "Requests waiting for a generation slot", registry=r).set_function(
-            lambda: self._queued()
-        )
-        Gauge("specdraft_generations_in_flight", "Generations running now", registry=r).set_function(
-            lambda: self._in_flight()
-        )
+        self.queued = Gauge("specdraft_queued_requests", "Requests waiting for a generation slot", registry=r)
+        self.in_flight = Gauge("specdraft_generations_in_flight", "Generations running now", registry=r)
         self.prefix_cache: PrefixCache | None = None  # the served model's, set at each scrape
         self.batcher: Any = None  # the served model's VerifyBatcher, set at each scrape
         for fact in BATCHER_GAUGES:
@@ -135,9 +129,9 @@ class ServiceMetrics:
     ) -> None:
         """Read the queue length and the generations in flight from these callables at each scrape."""
         if queued is not None:
-            self._queued = queued
+            self.queued.set_function(queued)
         if in_flight is not None:
-            self._in_flight = in_flight
+            self.in_flight.set_function(in_flight)
 
     def record_request(self, route: str, method: str, status: int) -> None:
         self.requests.labels(route, method, str(status)).inc()
@@ -154,10 +148,6 @@ class ServiceMetrics:
 
     def exposition(self) -> bytes:
         return generate_latest(self.registry)
-
-
-def _zero() -> float:
-    return 0.0
 
 
 def init_app(app: Flask) -> ServiceMetrics:

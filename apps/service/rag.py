@@ -65,13 +65,6 @@ from .state import ServiceState, current_state
 bp = Blueprint("rag", __name__, url_prefix="/v1/rag")
 
 
-class IndexUnavailable(RequestError):
-    """The named index cannot serve the request; ``status`` is 404 (none) or 409 (unusable)."""
-
-    def __init__(self, message: str, status: int) -> None:
-        super().__init__(message, "index", status)
-
-
 @bp.post("/documents")
 def add_documents() -> Response:
     state = current_state()
@@ -82,7 +75,7 @@ def add_documents() -> Response:
         where = f"documents[{error.position}]" + (f" (id {error.doc_id!r})" if error.doc_id is not None else "")
         raise RequestError(f"{where}: {error.problem}", f"documents[{error.position}]") from None
     except (EmbedderMismatchError, CorruptIndexError) as error:
-        raise IndexUnavailable(_unusable(req.index, error), 409) from None
+        raise RequestError(_unusable(req.index, error), "index", 409) from None
     return jsonify(answer(responses.DocumentsAdded, **result.to_dict()))
 
 
@@ -208,14 +201,15 @@ def _index(state: ServiceState, name: str) -> DocumentIndex:
         return store.get(name)
     except IndexNotFoundError:
         known = ", ".join(store.names()) or "none yet"
-        raise IndexUnavailable(
-            f"no index named {name!r} (indexes: {known}); add documents with POST /v1/rag/documents", 404
+        raise RequestError(
+            f"no index named {name!r} (indexes: {known}); add documents with POST /v1/rag/documents", "index", 404
         ) from None
     except (EmbedderMismatchError, CorruptIndexError) as error:
-        raise IndexUnavailable(_unusable(name, error), 409) from None
+        raise RequestError(_unusable(name, error), "index", 409) from None
 
 
 def _unusable(name: str, error: Exception) -> str:
+    """An index that exists but cannot be used (another embedding model, damaged files): a 409's message."""
     return f"index {name!r} cannot be used by this server: {error}"
 
 

@@ -117,11 +117,8 @@ def _content(content: Any) -> Any:
 
 
 Content = Annotated[Union[StrictStr, list[TextPart]], BeforeValidator(_content)]
-NO_FUNCTION_CALL = Neutral(
-    lambda v: v is None,
-    {"type": "null"},
-    "{path} (legacy function calling) is not supported; send tool_calls",
-    "legacy function calling: send tool_calls",
+NO_FUNCTION_CALL = Neutral.null(
+    "{path} (legacy function calling) is not supported; send tool_calls", "legacy function calling: send tool_calls"
 )
 
 

@@ -68,7 +68,7 @@ from .openai_fields import (
     StreamOptions,
 )
 from .structured import ResponseFormatBody, ToolChoice, ToolRequest, Tools, check_tools
-from .types import FALSY, Bounds, Neutral
+from .types import Bounds, Neutral
 
 
 class CompletionBody(Sampling):
@@ -87,10 +87,7 @@ class CompletionBody(Sampling):
     presence_penalty: Penalty | None = None
     frequency_penalty: Penalty | None = None
     logit_bias: Annotated[
-        Any,
-        Neutral(
-            lambda v: not v, FALSY, "{path} is not supported (it would change the target's own output)", TARGETS_OWN
-        ),
+        Any, Neutral.falsy("{path} is not supported (it would change the target's own output)", TARGETS_OWN)
     ] = None
     echo: (
         Annotated[
@@ -113,16 +110,11 @@ class CompletionBody(Sampling):
         | None
     ) = None
     suffix: Annotated[
-        Any, Neutral(lambda v: not v, FALSY, "{path} is not supported (no fill-in-the-middle)", "no fill-in-the-middle")
+        Any, Neutral.falsy("{path} is not supported (no fill-in-the-middle)", "no fill-in-the-middle")
     ] = None
     audio: Annotated[
         Any,
-        Neutral(
-            lambda v: v is None,
-            {"type": "null"},
-            "{path} is not supported: the served model answers in text",
-            "the served model answers in text",
-        ),
+        Neutral.null("{path} is not supported: the served model answers in text", "the served model answers in text"),
     ] = None
     modalities: Annotated[
         Any,

@@ -18,7 +18,7 @@ from specdraft.retrieval.drafter_registry import MODEL, drafter_names, parse_dra
 from ..config import ServiceConfig
 from .chat import TextPart
 from .errors import describe, refuse
-from .types import FALSY, Bounds, ConfigRule, Neutral, RequestBody, in_range
+from .types import Bounds, ConfigRule, Neutral, RequestBody, within
 
 MAX_N = 8
 MAX_CHOICES = 20
@@ -33,12 +33,6 @@ def served_models(config: ServiceConfig) -> list[str]:
     """The model names a request may give (``ServiceConfig.allows_model``)."""
     spec = config.drafter_spec
     return list(dict.fromkeys([config.model_name, *config.extra_models, *([spec.model] if spec.model else [])]))
-
-
-def within(value: int, low: int, high: int | None) -> int:
-    if value < low or (high is not None and value > high):
-        raise refuse(f"{{path}} must be {in_range(low, high)}, got {value}")
-    return value
 
 
 def _served_model(name: str, config: ServiceConfig) -> str:
@@ -147,31 +141,23 @@ class Prediction(RequestBody):
 
 TARGETS_OWN = "it would change the target's own output"
 LEGACY = "legacy function calling: send tools"
-LegacyFunctions = Annotated[
-    Any, Neutral(lambda v: not v, FALSY, "{path} (legacy function calling) is not supported; send tools", LEGACY)
-]
+
+
+def _no_call(message: str, why: str) -> Neutral:
+    """Refused unless null, "none" or "auto" (a choice that calls nothing, or the model's own)."""
+    return Neutral(lambda v: v in (None, "none", "auto"), {"enum": ["none", "auto", None]}, message, why)
+
+
+LegacyFunctions = Annotated[Any, Neutral.falsy("{path} (legacy function calling) is not supported; send tools", LEGACY)]
 LegacyFunctionCall = Annotated[
-    Any,
-    Neutral(
-        lambda v: v in (None, "none", "auto"),
-        {"enum": ["none", "auto", None]},
-        "{path} {value} (legacy function calling) is not supported; send tools and tool_choice",
-        LEGACY,
-    ),
+    Any, _no_call("{path} {value} (legacy function calling) is not supported; send tools and tool_choice", LEGACY)
 ]
 CHAT_ONLY = "tools are for /v1/chat/completions"
 NoTools = Annotated[
-    Any,
-    Neutral(lambda v: not v, FALSY, "{path} are for /v1/chat/completions; this endpoint continues a text", CHAT_ONLY),
+    Any, Neutral.falsy("{path} are for /v1/chat/completions; this endpoint continues a text", CHAT_ONLY)
 ]
 NoToolChoice = Annotated[
-    Any,
-    Neutral(
-        lambda v: v in (None, "none", "auto"),
-        {"enum": ["none", "auto", None]},
-        "{path} {value} is for /v1/chat/completions; this endpoint continues a text",
-        CHAT_ONLY,
-    ),
+    Any, _no_call("{path} {value} is for /v1/chat/completions; this endpoint continues a text", CHAT_ONLY)
 ]
 Penalty = Annotated[
     StrictFloat,

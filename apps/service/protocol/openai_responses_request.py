@@ -52,7 +52,7 @@ from pydantic import (
 from .errors import RequestError, describe, refuse
 from .openai_fields import COMPLETION_DRAFTER, SERVED_MODEL, TOKEN_LIMIT, Sampling
 from .structured import MAX_TOOLS, JsonSchemaObject, Name
-from .types import FALSY, Neutral, RequestBody
+from .types import Neutral, RequestBody
 
 ITEM_TYPES = ("message", "function_call", "function_call_output")
 TEXT_PARTS = ("input_text", "output_text", "text")
@@ -225,13 +225,9 @@ class ResponsesBody(Sampling):
     stream: StrictBool | None = Field(None, description="answer with server-sent events")
     drafter: Annotated[StrictStr, COMPLETION_DRAFTER] | None = None
     background: Annotated[
-        Any,
-        Neutral(lambda v: not v, FALSY, "{path} is not supported; the answer comes while you wait", "no background"),
+        Any, Neutral.falsy("{path} is not supported; the answer comes while you wait", "no background")
     ] = None
-    conversation: Annotated[
-        Any,
-        Neutral(lambda v: v is None, {"type": "null"}, "{path} is not supported; send previous_response_id", "none"),
-    ] = None
+    conversation: Annotated[Any, Neutral.null("{path} is not supported; send previous_response_id", "none")] = None
 
     @property
     def stored(self) -> bool:

@@ -34,8 +34,8 @@ from specdraft.retrieval.pipeline import DRAFTERS, RAG_OFFERS
 from ..config import ServiceConfig
 from ..rag_indexes import NAME as INDEX_NAME
 from .errors import describe, refuse
-from .openai_fields import TOKEN_LIMIT, within
-from .types import ConfigRule, Keywords, NotBlank, RequestBody, absent_as_null
+from .openai_fields import TOKEN_LIMIT
+from .types import ConfigRule, Keywords, NotBlank, RequestBody, absent_as_null, within
 
 DEFAULT_INDEX = "default"
 ITERATIVE_RETRIEVERS = ("dense", "hnsw", "bm25")

@@ -124,18 +124,19 @@ class Bounds(_Rule):
                     f"{{path}} must be in {'(' if self.low_open else '['}{self.low:g}, {self.high:g}], got {value:g}"
                 )
             return float(value)
-        if value < self.low or (self.high is not None and value > self.high):
-            raise refuse(f"{{path}} must be {in_range(self.low, self.high)}, got {value}")
-        return value
+        return within(value, self.low, self.high)
 
     def keywords(self) -> dict[str, Any]:
         low = {"exclusiveMinimum" if self.low_open else "minimum": self.low}
         return {**low, **({} if self.high is None else {"maximum": self.high})}
 
 
-def in_range(low: int, high: int | None) -> str:
-    """``>= low`` or ``in [low, high]``."""
-    return f">= {low}" if high is None else f"in [{low}, {high}]"
+def within(value: int, low: float, high: float | None) -> int:
+    """``value``, refused when outside ``[low, high]`` (no upper bound when ``high`` is None)."""
+    if value < low or (high is not None and value > high):
+        span = f">= {low}" if high is None else f"in [{low}, {high}]"
+        raise refuse(f"{{path}} must be {span}, got {value}")
+    return value
 
 
 @dataclass(frozen=True)
@@ -162,6 +163,16 @@ class Neutral(_Rule):
     message: str
     why: str
     param: str = "{path}"
+
+    @classmethod
+    def falsy(cls, message: str, why: str) -> Neutral:
+        """Refused unless a value Python reads as false (``FALSY``: null, false, 0, "", [] or {})."""
+        return cls(lambda v: not v, FALSY, message, why)
+
+    @classmethod
+    def null(cls, message: str, why: str) -> Neutral:
+        """Refused unless null (or absent)."""
+        return cls(lambda v: v is None, {"type": "null"}, message, why)
 
     def check(self, value: Any, config: Any) -> Any:
         if not self.passes(value):
