@@ -77,25 +77,25 @@ def _edge_model(state: ServiceState) -> EdgeModel:
     return model
 
 
+def _server_info(state: ServiceState) -> dict[str, Any] | None:
+    """The verify server's info call (None: out of reach, or refusing the session)."""
+    try:
+        return _edge_model(state).info()
+    except EdgeRefused:
+        return None
+
+
 def served_name(state: ServiceState) -> str:
     """The name answers carry: the config's, for an edge model the verify server's while it answers."""
-    if not serves_edge(state.config):
-        return state.config.model_name
-    try:
-        info = _edge_model(state).info()
-    except EdgeRefused:
-        info = None
+    info = _server_info(state) if serves_edge(state.config) else None
     return str(info["model"]) if info else state.config.model_name
 
 
 def health(state: ServiceState) -> dict[str, Any]:
     """``/healthz``'s edge fields: the local model, the verify server, whether it answered its info call."""
-    model = _edge_model(state)
-    try:
-        reachable = model.info() is not None
-    except EdgeRefused:
-        reachable = False
-    server = state.config.model.edge.server if state.config.model.edge is not None else model.connection.url
+    reachable = _server_info(state) is not None
+    edge = state.config.model.edge
+    server = edge.server if edge is not None else _edge_model(state).connection.url
     return {"draft_model": state.config.model_name, "server": server, "server_reachable": reachable}
 
 

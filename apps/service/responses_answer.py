@@ -30,9 +30,6 @@ from .protocol import openai_responses as api
 from .protocol.openai_responses_request import ResponsesBody
 from .protocol.responses import answer
 
-FINISHED = "response.completed"
-CUT = "response.incomplete"
-
 
 def _id(prefix: str) -> str:
     return f"{prefix}_{uuid.uuid4().hex}"
@@ -159,8 +156,8 @@ class ResponseWriter:
                     yield from stream.close(status, empty=not stream.output)
                     response = self.response(status, stream.output, chunk)
                     done(response)
-                    kind = FINISHED if status == "completed" else CUT
-                    yield stream.event(api.ResponseEvent, kind, response=response)
+                    # response.completed, or response.incomplete when the token or time limit cut it
+                    yield stream.event(api.ResponseEvent, f"response.{status}", response=response)
 
 
 def _status(finish_reason: str) -> str:
