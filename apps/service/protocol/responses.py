@@ -312,27 +312,18 @@ class Error(Reply):
 
 
 # --- streamed event payloads ----------------------------------------------------------------------
-class ChunkBase(Reply):
-    id: str
-    object: str
-    created: int
-    model: str
-    choices: list[Any]
-    source: Source = Field(None, description=SOURCE)
+class ChunkBase(CompletionBase):
+    """A streamed piece of an answer: the envelope of a whole one, whose ``usage`` only the last chunk has."""
+
     usage: Usage = None
-    speculation: Speculation = None
-    spec_decode_metrics: SpecDecodeMetrics = None
-
-
-class TextChunkChoice(ChoiceBase):
-    text: str
+    source: Source = Field(None, description=SOURCE)
 
 
 class TextChunk(ChunkBase):
     """A piece of a streamed text completion; a last chunk with ``usage`` has no choices."""
 
     object: Literal["text_completion"]
-    choices: list[TextChunkChoice]
+    choices: list[TextChoice]  # a streamed choice has the fields of a whole one
 
 
 class FunctionDelta(Reply):
