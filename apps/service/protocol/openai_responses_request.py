@@ -56,7 +56,6 @@ from .types import Neutral, RequestBody
 
 ITEM_TYPES = ("message", "function_call", "function_call_output")
 TEXT_PARTS = ("input_text", "output_text", "text")
-FORMATS = ("text", "json_object", "json_schema")
 
 
 def _content(content: Any) -> Any:
