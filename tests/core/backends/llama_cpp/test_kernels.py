@@ -32,6 +32,7 @@ SHAPES = [
     ProductShape("q4_1", k=2048, rows=64),  # multi-column dot products (patch: multicolumn-dot)
     ProductShape("q4_0", k=2048, rows=64, repack=True),  # repacked as shipped (research: already invariant)
     ProductShape("q8_0", k=2048, rows=64),  # tinyBLAS from 2 columns, vec_dot for 1 (same arithmetic)
+    ProductShape("q5_0", k=2048, rows=64),  # the same; the 0.5B's 896-wide layers
 ]
 
 
