@@ -21,8 +21,6 @@ equals the server-only greedy text. ``results.json`` (every measurement), ``resu
 
 from __future__ import annotations
 
-import http.client
-import json
 import os
 import secrets
 import signal
@@ -34,26 +32,13 @@ import threading
 import time
 import urllib.request
 from dataclasses import asdict, dataclass, field
-from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import Any, Sequence
 
-from specdraft import GenerationConfig, ModelConfig, SpeculativeGenerator, load_model
-from specdraft.edge import EdgeClient, EdgeClientConfig, EdgeConnection, TransportConfig
-from specdraft.edge.trees import Calibration
+from specdraft import ModelConfig, load_model
 
 from .delay_proxy import DelayProxy, ProxyConfig
-from .result_files import write_results
-
-if TYPE_CHECKING:
-    from matplotlib.figure import Figure
-
-EDGE_VARIANTS = {  # method name -> (pipeline, adaptive)
-    "edge": (True, True),
-    "edge no-pipeline": (False, True),
-    "edge no-adaptive": (True, False),
-    "edge no-pipeline no-adaptive": (False, False),
-}
+from .edge_methods import EDGE_VARIANTS, EdgeCase, EdgeMeasurement, edge, forget_calibrations, local_only, server_only
 
 
 @dataclass(frozen=True)
@@ -80,36 +65,6 @@ class EdgeBenchConfig:
     def __post_init__(self) -> None:
         if self.limit < 1 or self.max_new_tokens < 1 or not self.delays_ms or min(self.delays_ms) < 0:
             raise ValueError("need limit >= 1, max_new_tokens >= 1 and at least one delay >= 0")
-
-
-@dataclass(frozen=True)
-class EdgeCase:
-    set: str
-    id: str
-    prompt_ids: tuple[int, ...]
-    max_new_tokens: int
-
-
-@dataclass
-class EdgeMeasurement:
-    set: str
-    prompt_id: str
-    delay_ms: int
-    method: str
-    generated_tokens: int
-    wall_s: float
-    server_forward_passes: int
-    round_trips: int = 0
-    verified_tokens: int = 0
-    verify_steps: int = 0
-    unverified_tokens: int = 0
-    text: str = ""
-    identical: bool | None = None
-    overlap_s: float = 0.0  # the client drafting while a verification was in flight (edge with the pipeline)
-    in_flight_s: float = 0.0  # verifications in flight
-    overlap_drafted_tokens: int = 0
-    overlap_emitted_tokens: int = 0  # of those, tokens that became verified output
-    side_passes: int = 0  # local passes on tree nodes off the main chain
 
 
 @dataclass
@@ -195,95 +150,6 @@ def stop_server(process: subprocess.Popen) -> None:
             process.wait()
 
 
-# --- the methods ---------------------------------------------------------------------------------------
-def server_only(
-    url: str, key: str, model_name: str, case: EdgeCase, delay_ms: int, timeout_s: float
-) -> EdgeMeasurement:
-    """The server generating alone, streamed: ``POST /v1/completions`` with the prompt's token ids."""
-    host, port = url.split("//", 1)[1].split(":")
-    body = json.dumps(
-        {
-            "model": model_name,
-            "prompt": list(case.prompt_ids),
-            "max_tokens": case.max_new_tokens,
-            "temperature": 0,
-            "stream": True,
-            "drafter": "none",
-        }
-    ).encode()
-    started = time.perf_counter()
-    conn = http.client.HTTPConnection(host, int(port), timeout=timeout_s)
-    conn.request(
-        "POST", "/v1/completions", body, {"Authorization": f"Bearer {key}", "Content-Type": "application/json"}
-    )
-    response = conn.getresponse()
-    if response.status != 200:
-        raise RuntimeError(f"server-only completion: HTTP {response.status}: {response.read()[:300]!r}")
-    text, tokens, passes = [], 0, 0
-    for raw in response:
-        line = raw.decode().strip()
-        if not line.startswith("data:") or line == "data: [DONE]":
-            continue
-        chunk = json.loads(line[5:])
-        if "error" in chunk:
-            raise RuntimeError(f"server-only completion failed: {chunk['error']}")
-        for choice in chunk.get("choices", ()):
-            text.append(choice.get("text", ""))
-        if "speculation" in chunk:
-            tokens = chunk["speculation"]["generated_tokens"]
-            passes = chunk["speculation"]["target_forward_passes"]
-    wall = time.perf_counter() - started
-    conn.close()
-    return EdgeMeasurement(
-        case.set, case.id, delay_ms, "server-only", tokens, wall, passes, round_trips=1, text="".join(text)
-    )
-
-
-def local_only(model, case: EdgeCase) -> EdgeMeasurement:
-    started = time.perf_counter()
-    result = SpeculativeGenerator(model).generate(
-        list(case.prompt_ids), None, GenerationConfig(max_new_tokens=case.max_new_tokens)
-    )
-    wall = time.perf_counter() - started
-    return EdgeMeasurement(case.set, case.id, -1, "local-only", len(result.token_ids), wall, 0, text=result.text)
-
-
-_CALIBRATIONS: dict[str, Calibration] = {}  # per method: what a laptop client learns over its session of prompts
-
-
-def edge(
-    url: str, key: str, model, case: EdgeCase, delay_ms: int, method: str, config: EdgeBenchConfig
-) -> EdgeMeasurement:
-    pipeline, adaptive = EDGE_VARIANTS[method]
-    client_config = EdgeClientConfig(max_draft_nodes=config.max_draft_nodes, pipeline=pipeline, adaptive=adaptive)
-    with EdgeConnection(url, key, TransportConfig(timeout_s=config.timeout_s)) as connection:
-        client = EdgeClient(connection, model, client_config)
-        client.calibration = _CALIBRATIONS.setdefault(method, client.calibration)
-        started = time.perf_counter()
-        result = client.generate(list(case.prompt_ids), GenerationConfig(max_new_tokens=case.max_new_tokens))
-        wall = time.perf_counter() - started
-    s = result.stats
-    return EdgeMeasurement(
-        case.set,
-        case.id,
-        delay_ms,
-        method,
-        len(result.token_ids),
-        wall,
-        s["server_forward_passes"],
-        s["round_trips"],
-        s["verified_tokens"],
-        s["verify_steps"],
-        s["unverified_tokens"],
-        result.text,
-        overlap_s=s["overlap_s"],
-        in_flight_s=s["in_flight_s"],
-        overlap_drafted_tokens=s["overlap_drafted_tokens"],
-        overlap_emitted_tokens=s["overlap_emitted_tokens"],
-        side_passes=s["side_passes"],
-    )
-
-
 # --- the cases -----------------------------------------------------------------------------------------
 def load_cases(model, config: EdgeBenchConfig) -> list[EdgeCase]:
     """``config.limit`` prompts of each set: prompt sets (``datasets``) as chat messages in the model's
@@ -323,7 +189,7 @@ def run_edge_bench(
     progress=lambda message: print(message, file=sys.stderr, flush=True),
 ) -> EdgeBenchResult:
     """Start the server, run every method on every case at every delay, stop the server."""
-    _CALIBRATIONS.clear()
+    forget_calibrations()
     model = load_model(ModelConfig(config.draft_model, "cpu", "auto", config.draft_backend, 0))
     cases = list(cases) if cases is not None else load_cases(model, config)
     key = "bench-" + secrets.token_hex(16)
@@ -356,7 +222,7 @@ def _measure(
     )
     with DelayProxy(port, ProxyConfig(0.0)) as proxy:  # one untimed run of each kind
         server_only(proxy.url, key, config.server_model, warm, 0, config.timeout_s)
-        edge(proxy.url, key, model, warm, 0, "edge", config)
+        edge(proxy.url, key, model, warm, 0, "edge", config.max_draft_nodes, config.timeout_s)
     local_only(model, warm)
     progress("  warmed up")
     measurements: list[EdgeMeasurement] = []
@@ -371,7 +237,9 @@ def _measure(
                 reference.setdefault((case.set, case.id), m.text)
                 measurements.append(m)
                 for method in EDGE_VARIANTS:
-                    measurements.append(edge(proxy.url, key, model, case, delay, method, config))
+                    measurements.append(
+                        edge(proxy.url, key, model, case, delay, method, config.max_draft_nodes, config.timeout_s)
+                    )
                 progress(f"  {delay} ms: {case.set} {case.id} done")
     for m in measurements:
         m.identical = m.text == reference[(m.set, m.prompt_id)]
@@ -407,63 +275,3 @@ def summarize(measurements: Sequence[EdgeMeasurement]) -> list[dict[str, Any]]:
             }
         )
     return rows
-
-
-# --- the report -----------------------------------------------------------------------------------------
-def markdown(result: EdgeBenchResult) -> str:
-    c, env = result.config, result.environment
-    lines = [
-        f"# edge on {c['server_model']} ({c['server_backend']}, {c['server_dtype']}, {c['server_device']}) verifying "
-        f"{c['draft_model']} ({c['draft_backend']}) drafts",
-        "",
-        f"Server (`specdraft serve --edge`) and client in separate processes on one machine ({env['processor']}, "
-        f"{os.cpu_count()} CPU cores shared by both), a TCP proxy adding {', '.join(str(d) for d in c['delays_ms'])} "
-        f"ms round trip; {c['limit']} prompts per set ({', '.join(c['sets'])}), up to {c['max_new_tokens']} new "
-        f"tokens, greedy; {env['time']}. tokens/s at the client, prefill included. Server passes/token: the server's "
-        "forward passes per generated token. Identical: text equal to the server-only greedy text. local-only runs "
-        "without the network (delay -). Overlap: the share of the wall time the client drafted while a verification "
-        "was in flight; overlap tokens: tokens drafted then that became verified output.",
-        "",
-        "| set | delay (ms) | method | tokens/s | server passes / token | verified / round trip | round trips | "
-        "unverified tokens | identical | overlap | overlap tokens |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
-    ]
-    for r in sorted(result.rows, key=lambda r: (r["set"], r["delay_ms"], r["method"] != "server-only", r["method"])):
-        vpr = "-" if r["verified_per_round_trip"] is None else str(r["verified_per_round_trip"])
-        lines.append(
-            f"| {r['set']} | {'-' if r['delay_ms'] < 0 else r['delay_ms']} | {r['method']} | {r['tokens_per_s']} | "
-            f"{r['server_passes_per_token']} | {vpr} | {r['round_trips']} | {r['unverified_tokens']} | "
-            f"{r['identical_rate']:.0%} | {r.get('overlap_share', 0.0):.0%} | {r.get('overlap_emitted_tokens', 0)} |"
-        )
-    return "\n".join(lines) + "\n"
-
-
-def draw(result: EdgeBenchResult, fig: Figure) -> None:
-    """Tokens/s at the client against the added round trip, one panel per prompt set."""
-    sets = sorted({r["set"] for r in result.rows})
-    fig.set_size_inches(6 * len(sets), 4.5)
-    axes = fig.subplots(1, len(sets), squeeze=False)
-    delays = sorted(d for d in {r["delay_ms"] for r in result.rows} if d >= 0)
-    for ax, name in zip(axes[0], sets):
-        rows = [r for r in result.rows if r["set"] == name]
-        for method in ["server-only", *EDGE_VARIANTS]:
-            points = sorted((r["delay_ms"], r["tokens_per_s"]) for r in rows if r["method"] == method)
-            if points:
-                ax.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=method)
-        local = [r["tokens_per_s"] for r in rows if r["method"] == "local-only"]
-        if local:
-            ax.axhline(local[0], color="grey", linestyle="--", label="local-only (no network)")
-        ax.set_xticks(delays)
-        ax.set_xlabel("added round trip (ms)")
-        ax.set_ylabel("tokens/s at the client")
-        ax.set_title(name)
-        ax.legend(fontsize=8)
-    c = result.config
-    fig.suptitle(
-        f"edge: {c['server_model']} ({c['server_backend']}) server, {c['draft_model']} ({c['draft_backend']}) client"
-    )
-
-
-def write_edge_report(result: EdgeBenchResult, out_dir: Path) -> dict[str, Path]:
-    """results.json, results.md and results.png in ``out_dir`` (``result_files.write_results``)."""
-    return write_results(out_dir, result.to_dict(), markdown(result), partial(draw, result))

@@ -211,7 +211,8 @@ def run_bench(args: argparse.Namespace) -> int:
 
 def run_edge_bench_cli(args: argparse.Namespace) -> int:
     from specdraft import GenerationConfig
-    from specdraft.apps.bench.edge_bench import EdgeBenchConfig, markdown, run_edge_bench, write_edge_report
+    from specdraft.apps.bench.edge_bench import EdgeBenchConfig, run_edge_bench
+    from specdraft.apps.bench.edge_report import markdown, write_edge_report
 
     config = EdgeBenchConfig(
         server_model=args.model,

@@ -6,7 +6,9 @@ import json
 import time
 
 from specdraft.apps.bench.delay_proxy import DelayProxy, ProxyConfig
-from specdraft.apps.bench.edge_bench import EDGE_VARIANTS, EdgeBenchConfig, EdgeCase, run_edge_bench, write_edge_report
+from specdraft.apps.bench.edge_bench import EdgeBenchConfig, run_edge_bench
+from specdraft.apps.bench.edge_methods import EDGE_VARIANTS, EdgeCase
+from specdraft.apps.bench.edge_report import write_edge_report
 
 
 def test_the_edge_bench_runs_every_method_and_writes_its_report(tiny_checkpoint, tmp_path):
