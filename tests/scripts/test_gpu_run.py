@@ -30,6 +30,7 @@ def _load(name: str, path: Path):
 
 
 carry = _load("gpu_run_carry", ROOT / "benchmarks" / "gpu" / "carry.py")
+gpu_sections = _load("gpu_run_sections", ROOT / "benchmarks" / "gpu" / "sections.py")
 _path = list(sys.path)
 gpu_run = _load("gpu_run_script", ROOT / "scripts" / "gpu_run.py")  # puts the repository root on sys.path ...
 sys.path[:] = _path  # ... which no other test should see
@@ -88,7 +89,7 @@ def test_finder_maps_package_dir_onto_the_tree(tmp_path):
 
 
 def test_a_failing_section_is_recorded_and_the_next_one_runs():
-    sections = gpu_run.Sections(limit_s=60)
+    sections = gpu_sections.Sections(limit_s=60)
     assert sections.run("broken", lambda: 1 / 0) is None
     assert sections.run("fine", lambda x: x + 1, 1) == 2
     report: dict = {}
@@ -98,7 +99,7 @@ def test_a_failing_section_is_recorded_and_the_next_one_runs():
 
 
 def test_no_section_starts_after_the_deadline():
-    sections = gpu_run.Sections(limit_s=0)
+    sections = gpu_sections.Sections(limit_s=0)
     assert sections.run("late", lambda: "ran") is None
     assert sections.skipped == ["late"] and sections.errors == {}
 
