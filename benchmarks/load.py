@@ -2,7 +2,7 @@
 
 ``python benchmarks/load.py --clients 4 --minutes 3 --name smollm2`` (see ``--help``).
 
-1. **Server**: starts ``specdraft serve`` in a subprocess on loopback (a free port, a fresh
+1. **Server** (``load_server``): starts ``specdraft serve`` in a subprocess on loopback (a free port, a fresh
    ``--index-root`` and a key file with one write key in a temporary folder, ``--grammar-model``
    the served model by default so corrections stay fast), or targets ``--url`` (loopback only;
    ``--key`` a write key when the server has keys). Its memory is sampled from the process
@@ -30,9 +30,7 @@ import contextlib
 import os
 import secrets
 import sys
-import tempfile
 import time
-import urllib.parse
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Sequence
@@ -46,18 +44,16 @@ from benchmarks.load_client import (  # noqa: E402
     Outcome,
     RequestBudget,
     add_documents,
-    check_loopback,
-    listening_pid,
     run_clients,
     sequential_pass,
 )
 from benchmarks.load_requests import MODES, PLAIN, load_requests  # noqa: E402
+from benchmarks.load_server import started_server  # noqa: E402
 from specdraft.apps.bench.datasets.archive_cache import say  # noqa: E402
 
 DEFAULT_MODEL = "smollm2-135m"
 MAX_CLIENTS, MAX_DURATION_S, MAX_REQUESTS = 64, 3600.0, 100_000
 BATCH_GATE = 8  # --compare-batch-verify: both servers' --max-concurrent (the batcher's default --batch-max)
-ENVIRONMENT_SHOWN = ("MALLOC_", "OMP_", "MKL_", "LD_PRELOAD")  # variables named in the report's server line
 
 
 @dataclass(frozen=True)
@@ -174,55 +170,6 @@ def run(
         and all(s["identical"] == s["compared"] for s in report["load"].values()),
     }
     return report, outcomes, result
-
-
-@contextlib.contextmanager
-def started_server(args: argparse.Namespace):
-    """``(client, pid, description)`` for ``--url``, or for a ``specdraft serve`` started here."""
-    if args.url:
-        if getattr(args, "batch_verify", False):
-            raise ValueError("--batch-verify starts the server with it; a server at --url has its own settings")
-        url = check_loopback(args.url)
-        pid = args.server_pid or listening_pid(urllib.parse.urlsplit(url).port or 80)
-        yield Client(url, args.key, args.request_timeout), pid, url
-        return
-    from benchmarks.http_rag import Server
-
-    with tempfile.TemporaryDirectory(prefix="specdraft-load-") as folder:
-        key = "load-" + secrets.token_urlsafe(24)
-        keys = Path(folder) / "keys"
-        keys.write_text(f"{key} write\n")
-        serve_args = [
-            "--model",
-            args.model,
-            "--grammar-model",
-            args.grammar_model or args.model,
-            "--device",
-            args.device,
-            "--dtype",
-            args.dtype,
-            "--backend",
-            args.backend,
-            "--index-root",
-            str(Path(folder) / "indexes"),
-            *args.serve_arg,
-            *(["--batch-verify"] if getattr(args, "batch_verify", False) else []),
-        ]
-        log = Path(folder) / "serve.log"
-        say(f"starting specdraft serve {' '.join(serve_args)} ...")
-        try:
-            with Server([*serve_args, "--api-key-file", str(keys)], log) as server:
-                yield Client(server.url, key, args.request_timeout), server._process.pid, _described(serve_args)
-        except (RuntimeError, TimeoutError) as error:  # the log goes with the folder: say what it ended with
-            tail = log.read_text(errors="replace")[-2000:] if log.exists() else ""
-            raise RuntimeError(f"{error}\nthe server's log ended with:\n{tail}") from None
-
-
-def _described(serve_args: Sequence[str]) -> str:
-    """The server's command line, after the settings of its environment that change its memory or
-    threads (it inherits this process's environment)."""
-    settings = [f"{name}={value}" for name, value in sorted(os.environ.items()) if name.startswith(ENVIRONMENT_SHOWN)]
-    return " ".join([*settings, "specdraft serve", *serve_args])
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
