@@ -1,7 +1,7 @@
-"""specdraft.tool_calls: the Qwen2.5 / Hermes tool-call format. Parsing a reply, streaming it one
+"""specdraft.tool_calls: the Qwen2.5 / Hermes tool-call format. Parsing a reply, and streaming it one
 character at a time (never a partial ``<tool_call`` as content, and the same answer as parsing it
-whole), validation messages that say where, the grammar's text, and (slow) the grammar compiled on
-qwen2.5-coder-0.5b's vocabulary on both backends, accepting a right call and refusing wrong ones."""
+whole), with and without the request's tool names (untagged calls). Validation messages: ``test_tool_spec.py``;
+the grammar's text and (slow) the grammar on qwen2.5-coder-0.5b's vocabulary: ``test_tool_call_grammar.py``."""
 
 from __future__ import annotations
 
@@ -10,42 +10,18 @@ import json
 import re
 
 import pytest
+from tool_call_fixtures import CALL
 
 from specdraft.tool_calls import (
     TOOL_CALL_OPEN,
     ContentDelta,
     ToolCallDelta,
     ToolCallStream,
-    ToolChoice,
-    ToolError,
-    ToolSpec,
     format_tool_call,
     new_call_id,
     parse_tool_calls,
-    tags_are_tokens,
-    tool_call_constraint,
-    tools_from_openai,
 )
 
-WEATHER = {
-    "type": "function",
-    "function": {
-        "name": "get_weather",
-        "description": "The weather in a city",
-        "parameters": {
-            "type": "object",
-            "properties": {"city": {"type": "string"}, "days": {"type": "integer"}},
-            "required": ["city", "days"],
-            "additionalProperties": False,
-        },
-    },
-}
-TIME = {"type": "function", "function": {"name": "get_time"}}
-SEARCH = {
-    "type": "function",
-    "function": {"name": "search", "parameters": {"type": "object", "properties": {"query": {"type": "string"}}}},
-}
-CALL = format_tool_call("get_weather", '{"city": "Paris", "days": 2}')
 TRICKY_ARGUMENTS = '{"city": "Pa}ri<tool_call>s \\"x\\"", "n": [1, {"a": "]"}]}'
 
 # (reply, content, [(name, arguments)])
@@ -282,183 +258,3 @@ def test_a_reply_cut_inside_the_arguments_keeps_the_call_begun():
 def test_format_tool_call_is_what_the_template_writes_and_reads_back():
     assert CALL == '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris", "days": 2}}\n</tool_call>'
     assert calls_of(parse_tool_calls(CALL)) == [("get_weather", '{"city": "Paris", "days": 2}')]
-
-
-# --- validation ------------------------------------------------------------------------------------
-def tool(**function):
-    return {"type": "function", "function": {"name": "f", **function}}
-
-
-@pytest.mark.parametrize(
-    "tools, message",
-    [
-        ("get_weather", "tools must be a list, got a string"),
-        ([WEATHER, "x"], "tools[1] must be an object, got a string"),
-        ([{"type": "retrieval", "function": {"name": "f"}}], "tools[0].type must be \"function\", got 'retrieval'"),
-        ([{"type": "function"}], "tools[0].function must be an object, got null"),
-        (
-            [WEATHER, tool(name="get weather")],
-            "tools[1].function.name must be letters, digits, underscores and dashes, 1 to 64 of them, "
-            "got 'get weather'",
-        ),
-        ([tool(name="x" * 65)], "tools[0].function.name must be letters, digits"),
-        ([tool(name="")], "tools[0].function.name must be"),
-        (
-            [{"type": "function", "function": {"description": "no name"}}],
-            "tools[0].function.name must be letters, digits, underscores and dashes, 1 to 64 of them, got None",
-        ),
-        ([tool(description=3)], "tools[0].function.description must be a string, got a number"),
-        ([tool(strict="yes")], "tools[0].function.strict must be true or false, got 'yes'"),
-        ([tool(parameters=[])], "tools[0].function.parameters must be a JSON schema object, got a list"),
-        ([tool(parameters={"type": "string"})], 'tools[0].function.parameters.type must be "object"'),
-        (
-            [TIME, tool(parameters={"type": "object", "properties": {"age": {"type": "integr"}}})],
-            "tools[1].function.parameters: invalid schema at /properties/age/type",
-        ),
-        ([WEATHER, WEATHER], "tools[1].function.name 'get_weather' repeats tools[0]'s"),
-    ],
-)
-def test_invalid_tools_say_what_and_where(tools, message):
-    with pytest.raises(ToolError) as error:
-        tools_from_openai(tools)
-    assert str(error.value).startswith(message)
-    assert isinstance(error.value, ValueError)
-
-
-def test_a_valid_tool_reads_back_as_given():
-    weather, time = tools_from_openai([WEATHER, TIME])
-    assert weather == ToolSpec("get_weather", "The weather in a city", WEATHER["function"]["parameters"], None)
-    assert weather.to_openai() == WEATHER and time.to_openai() == TIME
-    assert time.arguments_schema() == {"type": "object", "properties": {}, "additionalProperties": False}
-    open_ended = ToolSpec("f", parameters={"type": "object", "properties": {"a": {"type": "object"}}})
-    assert open_ended.arguments_schema() == {"additionalProperties": False, **open_ended.parameters}
-    assert (
-        ToolSpec("f", parameters={"type": "object", "additionalProperties": True}).arguments_schema()[
-            "additionalProperties"
-        ]
-        is True
-    )
-
-
-@pytest.mark.parametrize(
-    "choice, tools, want",
-    [
-        (None, [WEATHER], ToolChoice("auto")),
-        (None, [], ToolChoice("none")),
-        ("none", [WEATHER], ToolChoice("none")),
-        ("required", [WEATHER], ToolChoice("required")),
-        ({"type": "function", "function": {"name": "get_time"}}, [WEATHER, TIME], ToolChoice("function", "get_time")),
-    ],
-)
-def test_tool_choice(choice, tools, want):
-    got = ToolChoice.from_openai(choice, tools_from_openai(tools))
-    assert got == want
-    assert got.constrained == (want.mode in ("required", "function"))
-
-
-@pytest.mark.parametrize(
-    "choice, tools, message",
-    [
-        ("required", [], 'tool_choice is "required" but the request gives no tools'),
-        (
-            {"type": "function", "function": {"name": "get_time"}},
-            [WEATHER],
-            "tool_choice.function.name 'get_time' is not one of the request's tools (get_weather)",
-        ),
-        ("always", [WEATHER], 'tool_choice must be "none", "auto", "required" or'),
-        ({"type": "function"}, [WEATHER], 'tool_choice must be "none", "auto", "required" or'),
-    ],
-)
-def test_invalid_tool_choice_says_what(choice, tools, message):
-    with pytest.raises(ToolError) as error:
-        ToolChoice.from_openai(choice, tools_from_openai(tools))
-    assert str(error.value).startswith(message)
-
-
-# --- the grammar's text ----------------------------------------------------------------------------
-def test_required_grammar_offers_every_tool_and_parallel_calls():
-    source = tool_call_constraint(tools_from_openai([WEATHER, TIME]), ToolChoice("required"), parallel=True).source
-    assert source.splitlines()[:2] == [
-        'start: call ("\\n" call)* "\\n"?',
-        'call: <tool_call> "\\n{\\"name\\": " (fn_0 | fn_1) "}\\n" </tool_call>',
-    ]
-    assert 'fn_0: "\\"get_weather\\", \\"arguments\\": " args_0' in source
-    assert '"x-guidance": {"whitespace_flexible": false, "item_separator": ", ", "key_separator": ": "}' in source
-
-
-def test_a_named_function_grammar_offers_exactly_one_call_of_it():
-    source = tool_call_constraint(
-        tools_from_openai([WEATHER, TIME]), ToolChoice("function", "get_time"), parallel=True
-    ).source
-    assert source.startswith("start: call\n") and "fn_1" not in source and '"\\"get_time\\", ' in source
-
-
-def test_tags_are_text_where_the_vocabulary_has_no_tag_tokens():
-    source = tool_call_constraint(
-        tools_from_openai([TIME]), ToolChoice("required"), parallel=False, tag_tokens=False
-    ).source
-    assert 'call: "<tool_call>" "\\n{\\"name\\": " (fn_0) "}\\n" "</tool_call>"' in source
-
-
-@pytest.mark.parametrize(
-    "choice, error",
-    [(ToolChoice("auto"), ValueError), (ToolChoice("none"), ValueError), (ToolChoice("function", "nope"), ToolError)],
-)
-def test_a_grammar_only_for_required_or_a_known_function(choice, error):
-    with pytest.raises(error):
-        tool_call_constraint(tools_from_openai([WEATHER]), choice)
-
-
-def test_the_grammars_check():
-    tools = tools_from_openai([WEATHER, TIME])
-    for choice, parallel in [
-        (ToolChoice("required"), True),
-        (ToolChoice("required"), False),
-        (ToolChoice("function", "get_weather"), False),
-    ]:
-        tool_call_constraint(tools, choice, parallel).check()
-
-
-# --- the grammar on the real vocabulary (both backends) ----------------------------------------------
-@pytest.fixture(scope="module", params=["transformers", "llama-cpp"])
-def qwen(request, real_model):
-    return real_model("qwen2.5-coder-0.5b", request.param)
-
-
-def accepted(model, constraint, text):
-    """How many of the tokens of ``text`` then the end of turn the grammar takes, and of how many."""
-    grammar = model.grammar_compiler().grammar(constraint)
-    tokens = model.tokenizer.encode(text) + [model.tokenizer.encode("<|im_end|>")[0]]
-    return grammar.advance(tokens), len(tokens)
-
-
-@pytest.mark.slow
-def test_the_grammar_takes_a_right_call_and_refuses_wrong_ones_on_qwen(qwen):
-    assert tags_are_tokens(qwen.tokenizer)
-    assert qwen.tokenizer.encode(CALL)[0] == qwen.tokenizer.encode("<tool_call>")[0]
-    tools = tools_from_openai([WEATHER, TIME, SEARCH])
-    required = tool_call_constraint(tools, ToolChoice("required"), parallel=True)
-    single = tool_call_constraint(tools, ToolChoice("required"), parallel=False)
-    named = tool_call_constraint(tools, ToolChoice("function", "get_time"))
-    two = f"{CALL}\n{format_tool_call('get_time', '{}')}"
-    right = [
-        (required, CALL),
-        (required, two),
-        (single, CALL),
-        (named, format_tool_call("get_time", "{}")),
-        (required, format_tool_call("search", '{"query": "x"}')),
-    ]
-    for constraint, text in right:
-        taken, total = accepted(qwen, constraint, text)
-        assert taken == total, text
-    for constraint, text in [
-        (required, CALL.replace("get_weather", "get_wether")),  # a name not in tools
-        (named, CALL),  # another function than the named one
-        (single, two),  # two calls where one is allowed
-        (required, CALL.replace('"city": "Paris"', '"city":"Paris"')),  # not the fixed JSON style
-        (required, CALL.replace('"days": 2', '"days": "2"')),  # arguments outside the schema
-        (required, CALL.replace("<tool_call>", "<tool_call> ")),
-        (required, format_tool_call("search", '{"query": "x", "limit": 3}')),  # an argument the tool does not declare
-    ]:
-        taken, total = accepted(qwen, constraint, text)
-        assert taken < total, text
