@@ -28,6 +28,7 @@ LLAMA_PATCHES=(
     scripts/patches/llama-cpp-q4k-gemm-broadcast.patch         # the repacked Q4_K gemm: weights unpacked once, no per-row shuffles
     scripts/patches/llama-cpp-q4k-gemm-any-rows.patch          # passes of 2+ rows take that gemm whole, not a gemv per leftover row
     scripts/patches/llama-cpp-q6k-cols-registers.patch         # Q6_K columns 4 at a time in registers, prefetched; tiled from 32
+    scripts/patches/llama-cpp-q0-tinyblas-prefetch.patch       # tinyBLAS's Q8_0/Q5_0/Q4_0 tiles prefetch their weight rows
 )
 
 if [ ! -x /usr/bin/chromium ] || [ ! -x /usr/bin/chromedriver ]; then
