@@ -53,12 +53,9 @@ class IdsOnlyTokenizer:
         return " ".join(map(str, ids))
 
 
-def random_model(arch: str, device: str, dtype: str):
-    """A ``TransformersModel`` of ``arch``'s shape with random weights (no download)."""
-    from transformers import AutoModelForCausalLM, LlamaConfig, Qwen2Config
-
-    from specdraft import ModelConfig, TransformersModel
-    from specdraft.backends.transformers.model import resolved_device, resolved_dtype
+def arch_config(arch: str):
+    """The Hugging Face config of ``arch`` ("qwen2.5-1.5b" or "tiny"), for random weights (no download)."""
+    from transformers import LlamaConfig, Qwen2Config
 
     if arch == "qwen2.5-1.5b":
         config = Qwen2Config(
@@ -83,6 +80,17 @@ def random_model(arch: str, device: str, dtype: str):
         )
     else:
         raise ValueError(f"unknown --arch {arch!r}")
+    return config
+
+
+def random_model(arch: str, device: str, dtype: str):
+    """A ``TransformersModel`` of ``arch``'s shape with random weights (no download)."""
+    from transformers import AutoModelForCausalLM
+
+    from specdraft import ModelConfig, TransformersModel
+    from specdraft.backends.transformers.model import resolved_device, resolved_dtype
+
+    config = arch_config(arch)
     config.bos_token_id = config.eos_token_id = config.pad_token_id = None
     model_config = ModelConfig(device=device, dtype=dtype)
     torch.manual_seed(0)

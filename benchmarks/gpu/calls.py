@@ -105,18 +105,10 @@ def call1(args: argparse.Namespace) -> dict:
         raise ValueError(f"{layout.part(1)} does not match the manifest's sha256")
     budget = measure.TINY if args.tiny else measure.FULL
     if args.tiny:  # cuda_check's default shape is Qwen2.5-1.5B's: far too big for a CPU rehearsal
-        from transformers import LlamaConfig
+        from benchmarks.pass_cost import arch_config as tiny_config
 
         arch_config = layout.root / "tiny-arch" / "config.json"
-        LlamaConfig(
-            vocab_size=512,
-            hidden_size=64,
-            intermediate_size=128,
-            num_hidden_layers=2,
-            num_attention_heads=4,
-            num_key_value_heads=2,
-            max_position_embeddings=2048,
-        ).save_pretrained(arch_config.parent)
+        tiny_config("tiny").save_pretrained(arch_config.parent)
         checks = (
             arch_config,
             budget.context,
