@@ -28,8 +28,8 @@ _initialised = False
 # build (scripts/patches/llama-cpp-tiled-q6k.patch) gives the tiled kernel only Q6_K, from 32 rows
 # (llama-cpp-q6k-cols-registers.patch), and computes Q6_K's smaller products in the tiled kernel's order,
 # so the kernel stays on, as in stock llama.cpp, and every row is computed the same way in any pass
-# (docs/llama-exactness.md). Nothing in the
-# environment needs setting; whatever it says, the probe at load (``exactness``) checks the result.
+# (docs/llama-exactness.md). Nothing in the environment needs setting; whatever it says, the probe at
+# load (``exactness``) checks the result.
 
 
 def library():
