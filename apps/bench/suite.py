@@ -33,6 +33,9 @@ class Suite:
     retrieval: Callable[[dict[str, list[int]]], dict] = field(default=lambda outputs: {})
 
 
+STOCK_PEER = "llama-cpp-python(stock build):plain"  # the --stock-llama-lib peer's method name
+
+
 def draft_model_methods(args: argparse.Namespace, pool: ModelPool, target: Model) -> list[Method]:
     """specdraft's draft-model drafter for ``--draft-model`` (none without it)."""
     if not args.draft_model:
@@ -43,17 +46,23 @@ def draft_model_methods(args: argparse.Namespace, pool: ModelPool, target: Model
 def peers(args: argparse.Namespace, pool: ModelPool, target: Model) -> list[Method]:
     """What a user of the target's backend would otherwise run (none with ``--no-peers``):
     transformers' prompt lookup, and assisted generation with ``--draft-model``; on llama.cpp,
-    llama-cpp-python's plain generation and its ``LlamaPromptLookupDecoding``."""
+    llama-cpp-python's plain generation and its ``LlamaPromptLookupDecoding`` (on the installed build),
+    and with ``--stock-llama-lib`` its plain generation on that (unpatched) build too."""
     if args.no_peers:
         return []
     if target.backend == "llama-cpp":
         from .llama_peers import LlamaCppPeer
 
         path, context, threads = target.file.path, target.max_length, target.threads
-        return [
+        found_llama: list[Method] = [
             LlamaCppPeer("llama-cpp-python:plain", path, context, threads),
             LlamaCppPeer("llama-cpp-python:prompt-lookup", path, context, threads, prompt_lookup=10),
         ]
+        if getattr(args, "stock_llama_lib", None):
+            from .llama_build_peer import OtherBuildPeer
+
+            found_llama.append(OtherBuildPeer(STOCK_PEER, args.stock_llama_lib, path, context, threads))
+        return found_llama
     found: list[Method] = [transformers_prompt_lookup(target)]
     if args.draft_model:
         found.append(transformers_assisted(target, pool.get(args.draft_model), args.draft_model))

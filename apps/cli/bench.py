@@ -102,6 +102,14 @@ def add_bench_parser(sub) -> None:
         help="skip the peers (transformers' generate; llama-cpp-python's generation on --backend llama-cpp)",
     )
     bench.add_argument(
+        "--stock-llama-lib",
+        default=None,
+        metavar="DIR",
+        help="--backend llama-cpp: also time llama-cpp-python's plain generation on this other llama.cpp build, "
+        "in a process of its own: the llama_cpp/lib folder of an unpatched build, what a CPU user has without "
+        "specdraft (`bash scripts/build_stock_llama.sh` builds one and prints its folder)",
+    )
+    bench.add_argument(
         "--out", type=Path, default=None, help="output folder (default: results/<benchmark>-<model>-<time>)"
     )
     edge = bench.add_argument_group(
@@ -175,6 +183,15 @@ def run_bench(args: argparse.Namespace) -> int:
     from specdraft.apps.bench.result_files import pyplot
 
     pyplot()  # every benchmark writes a plot: without the bench extra, say so before loading anything
+    if args.stock_llama_lib:
+        from specdraft.apps.bench.llama_build_peer import lib_folder
+
+        if args.backend != "llama-cpp" or args.benchmark in ("edge", "iterative-rag", "structured"):
+            raise SystemExit("--stock-llama-lib: only for the text benchmarks with --backend llama-cpp")
+        try:
+            lib_folder(args.stock_llama_lib)
+        except ValueError as error:
+            raise SystemExit(f"--stock-llama-lib {error}") from None
     if args.benchmark == "edge":
         return run_edge_bench_cli(args)
     if args.benchmark == "iterative-rag":
