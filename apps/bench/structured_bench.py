@@ -38,6 +38,7 @@ from tqdm import tqdm
 from specdraft import Model
 
 from .datasets.structured_data import TASKS, structured_items
+from .llama_build_peer import STOCK_PEERS, OtherBuildPeer
 from .runner import environment, with_derived_fields
 from .runner import summarize as runner_summarize
 from .structured_methods import (
@@ -67,7 +68,8 @@ ALL = "all"  # the summaries over every task
 
 @dataclass(frozen=True)
 class StructuredBenchConfig:
-    """``limit`` documents per task of ``tasks``; ``peers``: the llama-cpp-python peer (llama.cpp only);
+    """``limit`` documents per task of ``tasks``; ``peers``: the llama-cpp-python peer (llama.cpp only),
+    and with ``stock_llama_lib`` (a build's ``llama_cpp/lib`` folder) the same peer on that build too;
     ``warm_up``: one untimed run of each method before the timed ones. ``share_prefill``: specdraft's
     methods reuse each prompt's prefill through the model's prefix cache, so only the first method's
     time includes it (for the test suite, where times are not read; the benchmark prefills per method,
@@ -80,6 +82,7 @@ class StructuredBenchConfig:
     peers: bool = True
     warm_up: bool = True
     share_prefill: bool = False
+    stock_llama_lib: str | None = None
 
     def __post_init__(self) -> None:
         if self.limit < 1 or self.max_new_tokens < 1:
@@ -109,10 +112,15 @@ def build_cases(target: Model, config: StructuredBenchConfig) -> list[Structured
 
 
 def build_methods(target: Model, config: StructuredBenchConfig) -> list:
-    """``constrained_methods`` and, on llama.cpp with ``peers``, the llama-cpp-python peer."""
+    """``constrained_methods`` and, on llama.cpp with ``peers``, the llama-cpp-python peer (and with
+    ``stock_llama_lib`` the same peer on that build, in a worker process)."""
     methods: list = list(constrained_methods(target, share_prefill=config.share_prefill))
     if config.peers and target.backend == "llama-cpp":
         methods.append(LlamaCppChatPeer(target.file.path, target.max_length, target.threads))
+        if config.stock_llama_lib:
+            name, path = STOCK_PEERS["constrained"], target.file.path
+            stock = OtherBuildPeer(name, config.stock_llama_lib, path, target.max_length, target.threads, "constrained")
+            methods.append(stock)
     return methods
 
 
@@ -165,7 +173,7 @@ def summarize(
             tokens = sum(m.generated_tokens for m in mine)
             decode = sum(m.decode_s for m in mine)
             grammar = sum(m.grammar_s for m in mine)
-            peer = base.method == PEER
+            peer = base.method in (PEER, STOCK_PEERS["constrained"])
             row = {"task": task, **asdict(base)}
             row.update(
                 identical_rate=None if peer else base.identical_rate,

@@ -33,9 +33,6 @@ class Suite:
     retrieval: Callable[[dict[str, list[int]]], dict] = field(default=lambda outputs: {})
 
 
-STOCK_PEER = "llama-cpp-python(stock build):plain"  # the --stock-llama-lib peer's method name
-
-
 def draft_model_methods(args: argparse.Namespace, pool: ModelPool, target: Model) -> list[Method]:
     """specdraft's draft-model drafter for ``--draft-model`` (none without it)."""
     if not args.draft_model:
@@ -59,9 +56,9 @@ def peers(args: argparse.Namespace, pool: ModelPool, target: Model) -> list[Meth
             LlamaCppPeer("llama-cpp-python:prompt-lookup", path, context, threads, prompt_lookup=10),
         ]
         if getattr(args, "stock_llama_lib", None):
-            from .llama_build_peer import OtherBuildPeer
+            from .llama_build_peer import STOCK_PEERS, OtherBuildPeer
 
-            found_llama.append(OtherBuildPeer(STOCK_PEER, args.stock_llama_lib, path, context, threads))
+            found_llama.append(OtherBuildPeer(STOCK_PEERS["plain"], args.stock_llama_lib, path, context, threads))
         return found_llama
     found: list[Method] = [transformers_prompt_lookup(target)]
     if args.draft_model:

@@ -186,8 +186,8 @@ def run_bench(args: argparse.Namespace) -> int:
     if args.stock_llama_lib:
         from specdraft.apps.bench.llama_build_peer import lib_folder
 
-        if args.backend != "llama-cpp" or args.benchmark in ("edge", "iterative-rag", "structured"):
-            raise SystemExit("--stock-llama-lib: only for the text benchmarks with --backend llama-cpp")
+        if args.backend != "llama-cpp" or args.benchmark in ("edge", "iterative-rag"):
+            raise SystemExit("--stock-llama-lib: only for the text and structured benchmarks with --backend llama-cpp")
         try:
             lib_folder(args.stock_llama_lib)
         except ValueError as error:
@@ -291,6 +291,7 @@ def run_structured_bench_cli(args: argparse.Namespace) -> int:
         seed=args.seed,
         max_new_tokens=given_or(args, StructuredBenchConfig().max_new_tokens),
         peers=not args.no_peers,
+        stock_llama_lib=args.stock_llama_lib,
     )
     target = model_pool(args).get(args.model)
     result = run_structured_bench(target, config)
