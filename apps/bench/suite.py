@@ -55,7 +55,7 @@ def peers(args: argparse.Namespace, pool: ModelPool, target: Model) -> list[Meth
             LlamaCppPeer("llama-cpp-python:plain", path, context, threads),
             LlamaCppPeer("llama-cpp-python:prompt-lookup", path, context, threads, prompt_lookup=10),
         ]
-        if getattr(args, "stock_llama_lib", None):
+        if args.stock_llama_lib:  # declared by the bench parser, like no_peers
             from .llama_build_peer import STOCK_PEERS, OtherBuildPeer
 
             found_llama.append(OtherBuildPeer(STOCK_PEERS["plain"], args.stock_llama_lib, path, context, threads))
