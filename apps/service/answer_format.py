@@ -33,41 +33,11 @@ ASSISTANT = "assistant"
 
 class Deltas:
     """One streamed choice's reader: ``push`` each piece of text, ``finish`` once; both return the
-    deltas to send (each the body of one chunk's choice, without index and finish_reason)."""
+    deltas to send (each the body of one chunk's choice, without index and finish_reason). This one
+    is the text endpoint's (each piece as it comes); the chat endpoint's reads tool calls too."""
 
     calls: int = 0  # tool calls the answer made so far
 
-    def push(self, text: str) -> list[dict[str, Any]]:
-        raise NotImplementedError
-
-    def finish(self) -> list[dict[str, Any]]:
-        raise NotImplementedError
-
-    def final(self) -> dict[str, Any]:
-        """The body of the choice's last chunk (the one with ``finish_reason``)."""
-        raise NotImplementedError
-
-
-class Format:
-    """How one endpoint spells its answer; everything else is shared (``completions``)."""
-
-    chat: bool
-    object: str  # of a whole response
-    chunk_object: str  # of a streamed chunk
-    whole_model: type[Reply]  # a whole response's model
-    chunk_model: type[Reply]  # a streamed chunk's
-    id_prefix: str
-    prompt_param: str  # the request field holding the prompt
-
-    def choice(self, text: str, plan: OutputPlan) -> tuple[dict[str, Any], int]:
-        """The generated ``text`` as a non-streamed choice's fields, and the number of tool calls made."""
-        raise NotImplementedError
-
-    def deltas(self, plan: OutputPlan) -> Deltas:
-        raise NotImplementedError
-
-
-class _TextDeltas(Deltas):
     def push(self, text: str) -> list[dict[str, Any]]:
         return [{"text": text}]
 
@@ -75,21 +45,27 @@ class _TextDeltas(Deltas):
         return []
 
     def final(self) -> dict[str, Any]:
+        """The body of the choice's last chunk (the one with ``finish_reason``)."""
         return {"text": ""}
 
 
-class _TextFormat(Format):
+class Format:
+    """How one endpoint spells its answer; everything else is shared (``completions``). This one is
+    the text endpoint's (``TEXT``); the chat endpoint's (``CHAT``) overrides it."""
+
     chat = False
-    object = chunk_object = "text_completion"
-    whole_model, chunk_model = Completion, TextChunk
+    object = chunk_object = "text_completion"  # of a whole response, of a streamed chunk
+    whole_model: type[Reply] = Completion  # a whole response's model
+    chunk_model: type[Reply] = TextChunk  # a streamed chunk's
     id_prefix = "cmpl-"
-    prompt_param = "prompt"
+    prompt_param = "prompt"  # the request field holding the prompt
 
     def choice(self, text: str, plan: OutputPlan) -> tuple[dict[str, Any], int]:
+        """The generated ``text`` as a non-streamed choice's fields, and the number of tool calls made."""
         return {"text": text}, 0
 
     def deltas(self, plan: OutputPlan) -> Deltas:
-        return _TextDeltas()
+        return Deltas()
 
 
 def _untagged_names(plan: OutputPlan) -> list[str] | None:
@@ -169,7 +145,7 @@ class _ChatFormat(Format):
         return _ChatDeltas(plan)
 
 
-TEXT, CHAT = _TextFormat(), _ChatFormat()
+TEXT, CHAT = Format(), _ChatFormat()
 
 
 @dataclass(frozen=True)

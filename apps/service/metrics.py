@@ -146,9 +146,6 @@ class ServiceMetrics:
         for name, counter in self.stats.items():
             counter.labels(route, drafter).inc(getattr(stats, name))
 
-    def exposition(self) -> bytes:
-        return generate_latest(self.registry)
-
 
 def init_app(app: Flask) -> ServiceMetrics:
     """Give ``app`` its metrics and the hooks that count every request (register ``bp`` as well)."""
@@ -164,13 +161,6 @@ def current_metrics() -> ServiceMetrics:
     return current_app.extensions[EXTENSION]
 
 
-def set_load_readers(
-    app: Flask, queued: Callable[[], float] | None = None, in_flight: Callable[[], float] | None = None
-) -> None:
-    """Plug the concurrency limiter's queue length and in-flight count into ``app``'s gauges."""
-    app.extensions[EXTENSION].set_load_readers(queued, in_flight)
-
-
 def record_generation(drafter: str, stats: Stats, ttft_s: float | None = None) -> None:
     """Record a generation that finished while handling the current request (see ``ServiceMetrics``)."""
     current_metrics().record_generation(_route(), drafter, stats, ttft_s)
@@ -179,7 +169,7 @@ def record_generation(drafter: str, stats: Stats, ttft_s: float | None = None) -
 def observe(stream: S, drafter: str) -> S:
     """``stream`` (a ``GenerationStream`` or ``RAGStream``), recording as it is used: the time to its
     first piece of text (for the request's first stream only: with ``n`` choices, the others start
-    later), then its ``Stats`` once it ends (iterated to the end, ``consume()`` or ``stop()``). Call
+    later), then its ``Stats`` once it ends (iterated to the end, or ``stop()``). Call
     inside the request; the stream may be used after the handler returned (server-sent events).
     Other attributes (``hits``, ``result``, ``answer``) read through."""
     timed = not g.get("metrics_observed", False)
@@ -203,12 +193,6 @@ class _Observed:
             self._first_token()
             yield piece
         self._record(self._outcome())
-
-    def consume(self) -> Any:
-        """As the stream's own: iterate to the end and return its result (a RAG stream's answer)."""
-        for _ in self:
-            pass
-        return self._outcome()
 
     def stop(self) -> Any:
         """As the stream's own: end it now and return what it produced."""
@@ -242,7 +226,7 @@ def metrics() -> Response:
     state, found = current_state(), current_metrics()
     found.prefix_cache = prefix_cache_for(state.target()) if state.loaded else None
     found.batcher = state.verify_batcher
-    return Response(found.exposition(), content_type=CONTENT_TYPE_PLAIN_0_0_4)
+    return Response(generate_latest(found.registry), content_type=CONTENT_TYPE_PLAIN_0_0_4)
 
 
 def _route() -> str:

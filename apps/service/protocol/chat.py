@@ -96,24 +96,34 @@ def _role(role: Any) -> Any:
     return role
 
 
-def _content(content: Any) -> Any:
+def text_content(content: Any, types: tuple[str, ...], neither: str, not_an_object: str | None = None) -> Any:
+    """``content``, a string or a list of text parts (``type`` one of ``types``), checked whole so that
+    an error names the part, not a union's branch. ``neither``: the message for a value of neither
+    shape (``{value}``: the value); ``not_an_object``: what a part that is not an object must be (None:
+    it is worded as a part of another type)."""
     if isinstance(content, str):
         return content
     if not isinstance(content, list):
-        raise refuse(f"{{path}} must be a string, got {describe(content)} (or a list of text parts)")
+        raise refuse(neither.replace("{value}", describe(content)))
     for i, part in enumerate(content):
         where = f"{{path}}[{i}]"
-        if not isinstance(part, dict):
-            raise refuse(f'{where} must be a part {{"type": "text", "text": "..."}}, got {describe(part)}', where)
-        if part.get("type") != "text":
+        is_object = isinstance(part, dict)
+        if not is_object and not_an_object is not None:
+            raise refuse(f"{where} must be {not_an_object}, got {describe(part)}", where)
+        if not is_object or part.get("type") not in types:
             raise refuse(
-                f"{where} is a {describe(part.get('type'))} part; the served model reads text only: "
-                'send {"type": "text", "text": "..."} parts',
+                f"{where} is a {describe(part.get('type') if is_object else part)} part; the served model reads "
+                f'text only: send {{"type": "{types[0]}", "text": "..."}} parts',
                 where,
             )
         if not isinstance(part.get("text"), str):
             raise refuse(f"{where}.text must be a string, got {describe(part.get('text'))}", f"{where}.text")
     return content
+
+
+def _content(content: Any) -> Any:
+    neither = "{path} must be a string, got {value} (or a list of text parts)"
+    return text_content(content, ("text",), neither, 'a part {"type": "text", "text": "..."}')
 
 
 Content = Annotated[Union[StrictStr, list[TextPart]], BeforeValidator(_content)]

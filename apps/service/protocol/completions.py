@@ -92,20 +92,15 @@ class CompletionBody(Sampling):
     echo: (
         Annotated[
             StrictBool,
-            Neutral(
-                lambda v: v is False,
-                {"enum": [False]},
-                "{path} is not supported; the prompt is not repeated in the answer",
-                "the prompt is not repeated",
+            Neutral.only(
+                False, "{path} is not supported; the prompt is not repeated in the answer", "the prompt is not repeated"
             ),
         ]
         | None
     ) = None
     best_of: (
         Annotated[
-            StrictInt,
-            Bounds(1),
-            Neutral(lambda v: v == 1, {"enum": [1]}, "{path} > 1 is not supported; use n for several choices", "use n"),
+            StrictInt, Bounds(1), Neutral.only(1, "{path} > 1 is not supported; use n for several choices", "use n")
         ]
         | None
     ) = None

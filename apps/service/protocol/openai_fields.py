@@ -162,11 +162,8 @@ NoToolChoice = Annotated[
 Penalty = Annotated[
     StrictFloat,
     Bounds(-2.0, 2.0),
-    Neutral(
-        lambda v: v == 0,
-        {"enum": [0]},
-        "{path} is not supported (it would change the target's own output); send 0 or omit it",
-        TARGETS_OWN,
+    Neutral.only(
+        0, "{path} is not supported (it would change the target's own output); send 0 or omit it", TARGETS_OWN
     ),
 ]
 StopStrings = Annotated[

@@ -49,9 +49,10 @@ from pydantic import (
     model_validator,
 )
 
+from .chat import text_content
 from .errors import RequestError, describe, refuse
 from .openai_fields import COMPLETION_DRAFTER, SERVED_MODEL, TOKEN_LIMIT, Sampling
-from .structured import MAX_TOOLS, JsonSchemaObject, Name
+from .structured import MAX_TOOLS, JsonSchemaObject, Name, function_tool
 from .types import Neutral, RequestBody
 
 ITEM_TYPES = ("message", "function_call", "function_call_output")
@@ -59,24 +60,7 @@ TEXT_PARTS = ("input_text", "output_text", "text")
 
 
 def _content(content: Any) -> Any:
-    """A string or text parts, checked whole (so that an error names the part, not a union's branch)."""
-    if isinstance(content, str):
-        return content
-    if not isinstance(content, list):
-        raise refuse(f"{{path}} must be a string or a list of text parts, got {describe(content)}")
-    for i, part in enumerate(content):
-        kind = part.get("type") if isinstance(part, dict) else None
-        if kind not in TEXT_PARTS:
-            raise refuse(
-                f"{{path}}[{i}] is a {describe(kind if isinstance(part, dict) else part)} part; the served model "
-                'reads text only: send {"type": "input_text", "text": "..."} parts',
-                f"{{path}}[{i}]",
-            )
-        if not isinstance(part.get("text"), str):
-            raise refuse(
-                f"{{path}}[{i}].text must be a string, got {describe(part.get('text'))}", f"{{path}}[{i}].text"
-            )
-    return content
+    return text_content(content, TEXT_PARTS, "{path} must be a string or a list of text parts, got {value}")
 
 
 class TextPart(RequestBody):
@@ -159,15 +143,6 @@ class FunctionTool(RequestBody):
     strict: StrictBool | None = None
 
 
-def _tool(value: Any) -> Any:
-    if isinstance(value, dict) and value.get("type") != "function":
-        raise refuse(
-            f'{{path}}.type must be "function" (the only tools served), got {describe(value.get("type"))}',
-            "{path}.type",
-        )
-    return value
-
-
 class NamedFunction(RequestBody):
     type: Literal["function"]
     name: StrictStr
@@ -216,7 +191,7 @@ class ResponsesBody(Sampling):
     instructions: StrictStr | None = Field(None, description="a system message first (not carried over)")
     previous_response_id: StrictStr | None = Field(None, description="continue a stored response's conversation")
     store: StrictBool | None = Field(None, description="false: not kept for a later previous_response_id")
-    tools: Annotated[list[Annotated[FunctionTool, BeforeValidator(_tool)]], MaxLen(MAX_TOOLS)] | None = None
+    tools: Annotated[list[Annotated[FunctionTool, BeforeValidator(function_tool)]], MaxLen(MAX_TOOLS)] | None = None
     tool_choice: ToolChoice | None = Field(None, description="none, auto (default with tools), required or a function")
     parallel_tool_calls: StrictBool | None = None
     text: TextParam | None = Field(None, description="format: text, json_object or json_schema")

@@ -146,14 +146,18 @@ class FunctionTool(RequestBody):
         return self.model_dump(exclude_none=True)
 
 
-def _tool(value: Any) -> Any:
-    _an_object(value, 'a function tool {"type": "function", "function": {"name": ...}}')
-    if value.get("type") != "function":
+def function_tool(value: Any) -> Any:
+    """``value``, refused when it is an object whose ``type`` is not "function" (the only tools served)."""
+    if isinstance(value, dict) and value.get("type") != "function":
         raise refuse(
             f'{{path}}.type must be "function" (the only tools served), got {describe(value.get("type"))}',
             "{path}.type",
         )
     return value
+
+
+def _tool(value: Any) -> Any:
+    return function_tool(_an_object(value, 'a function tool {"type": "function", "function": {"name": ...}}'))
 
 
 Tool = Annotated[FunctionTool, BeforeValidator(_tool)]

@@ -170,6 +170,11 @@ class Neutral(_Rule):
         return cls(lambda v: not v, FALSY, message, why)
 
     @classmethod
+    def only(cls, neutral: Any, message: str, why: str) -> Neutral:
+        """Refused unless ``neutral`` (equal to it: 0 and 0.0 alike)."""
+        return cls(lambda v: v == neutral, {"enum": [neutral]}, message, why)
+
+    @classmethod
     def null(cls, message: str, why: str) -> Neutral:
         """Refused unless null (or absent)."""
         return cls(lambda v: v is None, {"type": "null"}, message, why)

@@ -170,7 +170,7 @@ def test_grammar_corrections_count_both_ways_when_compared(client):
 
 
 def test_load_gauges_read_the_callables_plugged_in(app, client):
-    metrics.set_load_readers(app, queued=lambda: 3, in_flight=lambda: 2)
+    app.extensions[metrics.EXTENSION].set_load_readers(queued=lambda: 3, in_flight=lambda: 2)
     samples = scrape(client)
     assert value(samples, "specdraft_queued_requests") == 3 and value(samples, "specdraft_generations_in_flight") == 2
 
