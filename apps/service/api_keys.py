@@ -57,9 +57,7 @@ class KeyRing:
         if not keys:
             raise KeyFileError("no API keys given")
         for key, scope in keys.items():
-            _check_key(key)
-            if scope not in SCOPES:
-                raise KeyFileError(f"scope must be one of {', '.join(SCOPES)}, got {scope!r}")
+            _check_key(key, scope)
         self._entries = tuple(_Entry(_digest(key), scope) for key, scope in keys.items())
 
     @classmethod
@@ -76,10 +74,8 @@ class KeyRing:
             if len(fields) > 2:
                 raise KeyFileError(f"{path}:{number}: expected 'KEY [read|write]', got {len(fields)} fields")
             key, scope = fields[0], (fields[1] if len(fields) == 2 else READ)
-            if scope not in SCOPES:
-                raise KeyFileError(f"{path}:{number}: scope must be one of {', '.join(SCOPES)}, got {scope!r}")
             try:
-                _check_key(key)
+                _check_key(key, scope)
             except KeyFileError as error:
                 raise KeyFileError(f"{path}:{number}: {error}") from None
             if key in keys:
@@ -106,7 +102,9 @@ def _digest(key: str) -> bytes:
     return hashlib.sha256(key.encode("utf-8", "surrogatepass")).digest()
 
 
-def _check_key(key: str) -> None:
+def _check_key(key: str, scope: str) -> None:
+    if scope not in SCOPES:
+        raise KeyFileError(f"scope must be one of {', '.join(SCOPES)}, got {scope!r}")
     if len(key) < MIN_KEY_LENGTH:
         raise KeyFileError(f"a key must be at least {MIN_KEY_LENGTH} characters long (got {len(key)})")
     if any(c.isspace() for c in key):

@@ -109,24 +109,22 @@ class ServiceConfig:
         if not self.model_name.strip():
             raise ValueError("model must name a model")
         require(self.drafter_spec, self.completion_offers)  # validates the drafter's name and what it needs
-        if self.max_tokens_limit < 1:
-            raise ValueError(f"max_tokens_limit must be >= 1, got {self.max_tokens_limit}")
+        for name in ("max_tokens_limit", "max_request_bytes", "max_grammar_chars", "max_rag_documents"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.max_stored_responses < 0:
+            raise ValueError(f"max_stored_responses must be >= 0, got {self.max_stored_responses}")
         if not 1 <= self.default_max_tokens <= self.max_tokens_limit:
             raise ValueError(
                 f"default_max_tokens must be in [1, max_tokens_limit={self.max_tokens_limit}], "
                 f"got {self.default_max_tokens}"
             )
-        for name, low in (("max_request_bytes", 1), ("max_stored_responses", 0), ("max_grammar_chars", 1)):
-            if getattr(self, name) < low:
-                raise ValueError(f"{name} must be >= {low}, got {getattr(self, name)}")
         try:
             require(parse_drafter(self.rag_drafter, offers=self.rag_offers), self.rag_offers)
         except ValueError as error:
             raise ValueError(f"rag_drafter: {error}") from None
         if not 1 <= self.rag_top_k <= self.max_rag_top_k:
             raise ValueError(f"rag_top_k must be in [1, max_rag_top_k={self.max_rag_top_k}], got {self.rag_top_k}")
-        if self.max_rag_documents < 1:
-            raise ValueError(f"max_rag_documents must be >= 1, got {self.max_rag_documents}")
         names = [name for name, _ in self.stores]
         if len(set(names)) != len(names) or not all(isinstance(name, str) and name.strip() for name in names):
             raise ValueError(f"stores must have distinct, non-empty names, got {names}")

@@ -22,6 +22,7 @@ conversation keeps it (``previous_response_id``).
 from __future__ import annotations
 
 import time
+import typing
 import uuid
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator
@@ -142,8 +143,8 @@ class ResponseWriter:
         """The chat ``chunks`` as the Responses API's events (module docstring); ``done`` gets the
         finished response before its last event is sent."""
         stream = _EventStream()
-        yield stream.event(api.ResponseEvent, "response.created", response=self.response("in_progress", []))
-        yield stream.event(api.ResponseEvent, "response.in_progress", response=self.response("in_progress", []))
+        yield stream.event("response.created", response=self.response("in_progress", []))
+        yield stream.event("response.in_progress", response=self.response("in_progress", []))
         for chunk in chunks:
             for choice in chunk["choices"]:
                 delta = choice["delta"]
@@ -157,7 +158,15 @@ class ResponseWriter:
                     response = self.response(status, stream.output, chunk)
                     done(response)
                     # response.completed, or response.incomplete when the token or time limit cut it
-                    yield stream.event(api.ResponseEvent, f"response.{status}", response=response)
+                    yield stream.event(f"response.{status}", response=response)
+
+
+_EVENT_MODELS = {
+    kind: model
+    for model in typing.get_args(api.StreamEvent.model_fields["root"].annotation)
+    if model is not api.Error
+    for kind in typing.get_args(model.model_fields["type"].annotation)
+}
 
 
 def _status(finish_reason: str) -> str:
@@ -173,9 +182,10 @@ class _EventStream:
         self.item: dict[str, Any] | None = None  # the item being written
         self.text_so_far = ""
 
-    def event(self, model: type[api.EventBase], kind: str, **fields: Any) -> dict[str, Any]:
+    def event(self, kind: str, **fields: Any) -> dict[str, Any]:
+        """The next event, of type ``kind`` (its model: the event model whose ``type`` names it)."""
         self.sequence += 1
-        return answer(model, type=kind, sequence_number=self.sequence - 1, **fields)
+        return answer(_EVENT_MODELS[kind], type=kind, sequence_number=self.sequence - 1, **fields)
 
     def _where(self) -> dict[str, Any]:
         assert self.item is not None
@@ -185,22 +195,12 @@ class _EventStream:
         if self.item is None or self.item["type"] != "message":
             yield from self.close("completed")
             yield from self._open(_message(_id("msg"), None, "in_progress"))
-            yield self.event(
-                api.PartEvent, "response.content_part.added", **self._where(), content_index=0, part=_part("")
-            )
+            yield self.event("response.content_part.added", **self._where(), content_index=0, part=_part(""))
         if not text:
             return
         self.text_so_far += text
-        extra = {} if source is None else {"source": source}
-        yield self.event(
-            api.TextDeltaEvent,
-            "response.output_text.delta",
-            **self._where(),
-            content_index=0,
-            delta=text,
-            logprobs=[],
-            **extra,
-        )
+        fields = {"delta": text, "logprobs": [], **({} if source is None else {"source": source})}
+        yield self.event("response.output_text.delta", **self._where(), content_index=0, **fields)
 
     def call(self, delta: dict[str, Any]) -> Iterator[dict[str, Any]]:
         arguments = delta.get("function", {}).get("arguments") or ""
@@ -210,13 +210,11 @@ class _EventStream:
         assert self.item is not None and self.item["type"] == "function_call"
         if arguments:
             self.item["arguments"] += arguments
-            yield self.event(
-                api.ArgumentsDeltaEvent, "response.function_call_arguments.delta", **self._where(), delta=arguments
-            )
+            yield self.event("response.function_call_arguments.delta", **self._where(), delta=arguments)
 
     def _open(self, item: dict[str, Any]) -> Iterator[dict[str, Any]]:
         self.item, self.text_so_far = item, ""
-        yield self.event(api.ItemEvent, "response.output_item.added", output_index=len(self.output), item=item)
+        yield self.event("response.output_item.added", output_index=len(self.output), item=item)
 
     def close(self, status: str, empty: bool = False) -> Iterator[dict[str, Any]]:
         """Finish the item being written (``empty``: an answer with no item gets an empty message)."""
@@ -227,20 +225,13 @@ class _EventStream:
         item, where = self.item, self._where()
         if item["type"] == "message":
             part = _part(self.text_so_far)
-            yield self.event(
-                api.TextDoneEvent, "response.output_text.done", **where, content_index=0, text=part["text"], logprobs=[]
-            )
-            yield self.event(api.PartEvent, "response.content_part.done", **where, content_index=0, part=part)
+            yield self.event("response.output_text.done", **where, content_index=0, text=part["text"], logprobs=[])
+            yield self.event("response.content_part.done", **where, content_index=0, part=part)
             item = {**item, "content": [part]}
         else:
-            yield self.event(
-                api.ArgumentsDoneEvent,
-                "response.function_call_arguments.done",
-                **where,
-                name=item["name"],
-                arguments=item["arguments"],
-            )
+            arguments = {"name": item["name"], "arguments": item["arguments"]}
+            yield self.event("response.function_call_arguments.done", **where, **arguments)
         item = {**item, "status": status}
-        yield self.event(api.ItemEvent, "response.output_item.done", output_index=len(self.output), item=item)
+        yield self.event("response.output_item.done", output_index=len(self.output), item=item)
         self.output.append(item)
         self.item = None

@@ -241,17 +241,11 @@ class QueryBody(RequestBody):
 
     @model_validator(mode="after")
     def _fields_of_the_kind_of_answer(self) -> QueryBody:
-        given = {
-            "drafter": self.drafter,
-            "top_k": self.top_k,
-            "retriever": self.retriever,
-            "speculative_retrieval": self.speculative_retrieval,
-        }
         for name, why in NOT_ITERATIVE.items():
-            if self.iterative is True and given[name] is not None:
+            if self.iterative is True and getattr(self, name) is not None:
                 raise refuse(f'{name} does not apply with "iterative": true ({why})', name)
         for name in ITERATIVE_ONLY:
-            if self.iterative is not True and given[name] is not None:
+            if self.iterative is not True and getattr(self, name) is not None:
                 raise refuse(f'{name} applies to iterative answers only: add "iterative": true', name)
         if self.store is not None and self.index is not None:
             raise refuse("store and index name two sources: give one", "store")
