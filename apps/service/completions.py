@@ -57,7 +57,7 @@ from .limits import RequestGuard, current_guard, drain, generating, until_stoppe
 from .openai_logprobs import LogprobWriter
 from .protocol.chat import ChatMessage, Prompt
 from .protocol.completions import CompletionRequest, check_context_length, parse_completion_request
-from .protocol.errors import RequestError, check_token_ids, parse_json_body
+from .protocol.errors import RequestError, as_request_error, check_token_ids, parse_json_body
 from .state import ServiceState, current_state
 from .structured_output import OutputPlan, plan_output
 
@@ -211,10 +211,9 @@ def _chat_ids(
 ) -> list[int]:
     if not model.has_chat_template:
         raise RequestError(f"model {served!r} has no chat template; send a prompt to /v1/completions", "messages")
-    try:
+    # templates may reject e.g. a system message that is not first
+    with as_request_error("messages", TemplateError, prefix="the model's chat template rejected the messages: "):
         return model.encode_chat([m.to_dict() for m in messages], tools=tools)
-    except TemplateError as error:  # templates may reject e.g. a system message that is not first
-        raise RequestError(f"the model's chat template rejected the messages: {error}", "messages") from None
 
 
 def _token_ids(model: Model, prompt: Prompt, param: str) -> list[int]:

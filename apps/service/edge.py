@@ -44,7 +44,7 @@ from specdraft import Draft
 from .edge_sessions import DraftRows, EdgeConfig, EdgeError, EdgeSession, EdgeSessionStore
 from .limits import generating
 from .protocol.edge import AppendBody, Commit, OpenSessionBody, VerifyBody
-from .protocol.errors import RequestError, check_token_ids, describe, parse_json_body
+from .protocol.errors import RequestError, as_request_error, check_token_ids, describe, parse_json_body
 from .protocol.types import Body
 from .state import current_state
 
@@ -162,10 +162,8 @@ def open_session() -> tuple[Response, int]:
                 f"the served model {current_state().config.model_name} has no chat template; send prompt token ids",
                 "messages",
             )
-        try:
+        with as_request_error("messages", TemplateError, prefix="the chat template cannot render these messages: "):
             prompt = list(model.encode_chat([m.chat_message().to_dict() for m in body.messages]))
-        except TemplateError as error:
-            raise RequestError(f"the chat template cannot render these messages: {error}", "messages") from None
     else:
         assert body.prompt is not None  # OpenSessionBody: exactly one of the two
         prompt = body.prompt
@@ -199,10 +197,9 @@ def _draft(body: VerifyBody, model) -> Draft:
             body.draft_probs, tokens, parents, model.tokenizer.vocab_size, _store().config.max_draft_prob_entries
         )
         probs = DraftRows(rows, model.vocab_size)
-    try:
+    # a parent after its child, or a repeated sibling
+    with as_request_error("parents", ValueError, prefix="the draft is not a valid tree: "):
         return Draft(tuple(tokens), tuple(parents), probs)
-    except ValueError as error:  # a parent after its child, or a repeated sibling
-        raise RequestError(f"the draft is not a valid tree: {error}", "parents") from None
 
 
 def draft_probs(

@@ -32,7 +32,7 @@ from specdraft.text_stream import merge_pieces
 from . import metrics
 from .limits import generating
 from .protocol import responses
-from .protocol.errors import RequestError, parse_json_body
+from .protocol.errors import as_request_error, parse_json_body
 from .protocol.grammar import parse_grammar_request
 from .protocol.responses import answer
 from .state import current_state
@@ -61,10 +61,8 @@ def correct() -> Response:
 
 
 def _correct(corrector: GrammarCorrector, text: str, speculate: bool) -> CorrectionResult:
-    try:
+    with as_request_error("text", ValueError):  # the corrector's own input checks (e.g. a paragraph too long)
         result = corrector.correct(text, speculate=speculate)
-    except ValueError as error:  # the corrector's own input checks (e.g. a paragraph too long for the model)
-        raise RequestError(str(error), "text") from None
     metrics.record_generation(COPY_DRAFTER if speculate else NO_DRAFTER, result.stats)
     return result
 

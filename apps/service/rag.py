@@ -57,7 +57,7 @@ from . import metrics, sse
 from .errors import error_response
 from .limits import RequestGuard, current_guard, drain, generating, until_stopped
 from .protocol import responses
-from .protocol.errors import RequestError, parse_json_body
+from .protocol.errors import RequestError, as_request_error, parse_json_body
 from .protocol.rag import QueryRequest, parse_documents_request, parse_query_request
 from .protocol.responses import answer
 from .state import ServiceState, current_state
@@ -70,13 +70,13 @@ def add_documents() -> Response:
     state = current_state()
     req = parse_documents_request(parse_json_body(request.get_data()), state.config)
     try:
-        result = state.indexes().add(req.index, req.documents)
+        added = state.indexes().add(req.index, req.documents)
     except InvalidDocumentError as error:
         where = f"documents[{error.position}]" + (f" (id {error.doc_id!r})" if error.doc_id is not None else "")
         raise RequestError(f"{where}: {error.problem}", f"documents[{error.position}]") from None
     except (EmbedderMismatchError, CorruptIndexError) as error:
         raise RequestError(_unusable(req.index, error), "index", 409) from None
-    return jsonify(answer(responses.DocumentsAdded, **result.to_dict()))
+    return jsonify(added)
 
 
 @bp.post("/query")
@@ -189,10 +189,8 @@ def _retriever(state: ServiceState, req: QueryRequest) -> Retriever:
 
 def _store(state: ServiceState, name: str) -> StoreRetriever:
     """The configured store ``name``, opened; a 409 naming ``store`` when it cannot be."""
-    try:
+    with as_request_error("store", StoreError, prefix=f"store {name!r} cannot be used by this server: ", status=409):
         return state.store(name)
-    except StoreError as error:
-        raise RequestError(f"store {name!r} cannot be used by this server: {error}", "store", 409) from None
 
 
 def _index(state: ServiceState, name: str) -> DocumentIndex:
@@ -216,14 +214,10 @@ def _unusable(name: str, error: Exception) -> str:
 def _start(state: ServiceState, req: QueryRequest, index: Retriever) -> RAGStream:
     """Retrieve and build the prompt now, so that every input error is a 4xx before any streaming."""
     config = RAGConfig(top_k=req.top_k, max_new_tokens=req.max_tokens, speculation=state.config.rag_speculation)
-    try:
+    with as_request_error("drafter", ValueError):  # a datastore built for another tokenizer
         pipeline = RAGPipeline(index, state.target(), req.drafter, state.datastore(), config)
-    except ValueError as error:  # a datastore built for another tokenizer
-        raise RequestError(str(error), "drafter") from None
-    try:
+    with as_request_error("top_k", ValueError):  # the passages do not fit the model's context
         return pipeline.stream(req.question)
-    except ValueError as error:  # the passages do not fit the model's context
-        raise RequestError(str(error), "top_k") from None
 
 
 def _limit_reached(guard: RequestGuard) -> dict[str, Any]:

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import re
 import threading
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -25,6 +24,8 @@ import numpy as np
 
 from specdraft.retrieval.embedder import TextEmbedder
 from specdraft.retrieval.index import DocumentIndex, IndexNotFoundError
+
+from .protocol.responses import DocumentsAdded, answer
 
 NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9_.-]{0,63}")
 
@@ -81,25 +82,6 @@ class SerializedEmbedder:
         return np.concatenate(parts, axis=0)
 
 
-@dataclass(frozen=True)
-class AddResult:
-    index: str
-    created: bool
-    added_documents: int
-    added_chunks: int
-    documents: int  # in the index now
-    chunks: int
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "index": self.index,
-            "created": self.created,
-            "added": {"documents": self.added_documents, "chunks": self.added_chunks},
-            "documents": self.documents,
-            "chunks": self.chunks,
-        }
-
-
 class IndexStore:
     """Named indexes under ``root`` (created on the first add), embedded with ``embedder``."""
 
@@ -143,8 +125,9 @@ class IndexStore:
                 self._kept[name] = index
             return index
 
-    def add(self, name: str, documents: Sequence[Mapping[str, Any]]) -> AddResult:
-        """Add ``documents`` to index ``name`` (created when missing); see the module docstring."""
+    def add(self, name: str, documents: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+        """Add ``documents`` to index ``name`` (created when missing; see the module docstring); the
+        answer's body (``DocumentsAdded``: what was added, and the documents and chunks in the index now)."""
         folder = self.folder(name)
         with self._name_lock(name):
             try:
@@ -157,7 +140,10 @@ class IndexStore:
             index.save(folder)
             with self._lock:
                 self._kept[name] = index
-        return AddResult(name, created, index.documents - before, chunks, index.documents, len(index))
+        added = {"documents": index.documents - before, "chunks": chunks}
+        return answer(
+            DocumentsAdded, index=name, created=created, added=added, documents=index.documents, chunks=len(index)
+        )
 
     def _name_lock(self, name: str) -> threading.Lock:
         with self._lock:

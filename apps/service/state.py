@@ -26,7 +26,7 @@ from specdraft.retrieval.embedder import Embedder, EmbedderConfig, TextEmbedder
 from specdraft.retrieval.prompt_passages import prompt_passages
 
 from .config import ServiceConfig
-from .protocol.errors import RequestError
+from .protocol.errors import RequestError, as_request_error
 from .protocol.grammar import check_model_allowed
 from .rag_indexes import IndexStore
 
@@ -86,10 +86,8 @@ class ServiceState:
         if name == self.config.model_name:
             return self.target()
         check_model_allowed(name, self.config)
-        try:
+        with as_request_error("model", *_DRAFT_MODEL_ERRORS, prefix=f"cannot load model {name!r}: "):
             return self.pool.get(name)
-        except _DRAFT_MODEL_ERRORS as error:
-            raise RequestError(f"cannot load model {name!r}: {error}", "model") from None
 
     def corrector(self, name: str) -> GrammarCorrector:
         """The ``GrammarCorrector`` for model ``name`` (see ``model``), built once per name."""
@@ -163,18 +161,14 @@ class ServiceState:
             allowed = ", ".join(f"model:{name}" for name in self.config.extra_models) or "none configured"
             raise RequestError(f"draft model {spec.model!r} is not served here (allowed: {allowed})", "drafter")
         if spec not in self._prepared:
-            try:
+            with as_request_error("drafter", *_DRAFT_MODEL_ERRORS, prefix=f"cannot use drafter {str(spec)!r}: "):
                 self.pool.prepare(spec, target)
-            except _DRAFT_MODEL_ERRORS as error:
-                raise RequestError(f"cannot use drafter {str(spec)!r}: {error}", "drafter") from None
             with self._lock:
                 self._prepared.add(spec)
         passages = prompt_passages(prompt_texts) if PASSAGES in spec.needs else ()
         datastore = self.datastore() if DATASTORE in spec.needs else None
-        try:
+        with as_request_error("drafter", ValueError):
             check_datastore(spec, datastore, target.tokenizer.vocab_size)
-        except ValueError as error:
-            raise RequestError(str(error), "drafter") from None
         return self.pool.drafter(spec, target, sampling, seed, passages, datastore)
 
 

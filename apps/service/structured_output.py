@@ -32,7 +32,7 @@ from specdraft import Tokenizer
 from specdraft.constrained import Constraint, ConstraintError, ConstraintLimits, from_response_format
 from specdraft.tool_calls import DEFAULT, ToolCallFormat, ToolChoice, ToolError, ToolSpec, check_parameters
 
-from .protocol.errors import RequestError
+from .protocol.errors import RequestError, as_request_error
 from .protocol.structured import ToolRequest
 
 NO_TOOLS = ToolChoice("none")
@@ -90,10 +90,8 @@ def plan_output(
         constraint = tool_format.constraint(specs, choice, tools.parallel, tokenizer)
         _check(constraint, limits, "the tools' call grammar", "tools")
         return OutputPlan(constraint, specs, choice, tools.parallel, tool_format)
-    try:
+    with as_request_error("response_format", ConstraintError, prefix="response_format: "):
         constraint = from_response_format(response_format)
-    except ConstraintError as error:
-        raise RequestError(f"response_format: {error}", "response_format") from None
     if constraint is not None:
         if choice.mode == "auto":
             raise RequestError(
@@ -107,7 +105,5 @@ def plan_output(
 
 
 def _check(constraint: Constraint, limits: ConstraintLimits, what: str, param: str) -> None:
-    try:
+    with as_request_error(param, ConstraintError, prefix=f"{what}: "):
         constraint.check(limits)
-    except ConstraintError as error:
-        raise RequestError(f"{what}: {error}", param) from None

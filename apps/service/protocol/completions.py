@@ -45,7 +45,7 @@ from specdraft.retrieval.drafter_registry import DrafterSpec, parse_drafter
 
 from ..config import ServiceConfig
 from .chat import ChatMessage, Messages, Prompt, PromptField, prompts_of
-from .errors import RequestError, refuse
+from .errors import RequestError, as_request_error, refuse
 from .openai_fields import (
     COMPLETION_DRAFTER,
     MAX_CHOICES,
@@ -152,10 +152,8 @@ class CompletionBody(Sampling):
             "stop": None if req.stop is None else tuple([req.stop] if isinstance(req.stop, str) else req.stop),
             "logprobs": req.alternatives,
         }
-        try:
+        with as_request_error(None, ValueError):  # the core's own checks, should the service's ever be looser
             req._generation = GenerationConfig(**{k: v for k, v in settings.items() if v is not None})
-        except ValueError as error:  # the core's own checks, should the service's ever be looser
-            raise RequestError(str(error)) from None
         name = req.drafter_name
         req._drafter = config.drafter_spec if name is None else parse_drafter(name, offers=config.completion_offers)
         return req

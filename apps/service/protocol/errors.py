@@ -19,7 +19,8 @@ one check of token ids against a vocabulary. Validation raises pydantic's ``Vali
 from __future__ import annotations
 
 import json
-from typing import Any, Iterable
+from contextlib import contextmanager
+from typing import Any, Iterable, Iterator
 
 from pydantic import ValidationError
 from pydantic_core import PydanticCustomError
@@ -71,6 +72,18 @@ def error_body(message: str, type: str, param: str | None = None, code: str | No
     """The one error body: ``{"error": {"message", "type", "param"}}``, with ``code`` when there is one."""
     detail = {"message": message, "type": type, "param": param, **({} if code is None else {"code": code})}
     return answer(Error, error=detail)
+
+
+@contextmanager
+def as_request_error(
+    param: str | None, *errors: type[BaseException], prefix: str = "", status: int = 400
+) -> Iterator[None]:
+    """Inside, an error of the types ``errors`` (a library's own check refusing the input) is raised
+    as the ``RequestError`` ``prefix`` + its message, naming ``param``."""
+    try:
+        yield
+    except errors as error:
+        raise RequestError(f"{prefix}{error}", param, status) from None
 
 
 def check_token_ids(tokens: Iterable[int], vocabulary: int, param: str) -> None:
@@ -165,10 +178,9 @@ def parse_json_body(data: bytes) -> dict[str, Any]:
     """Decode a request body that must be one JSON object (``RequestError`` otherwise)."""
     if not data.strip():
         raise RequestError("the request body is empty; send a JSON object")
-    try:
+    # UnicodeDecodeError and JSONDecodeError are ValueErrors
+    with as_request_error(None, ValueError, RecursionError, prefix="the request body is not valid JSON: "):
         body = json.loads(data)
-    except (ValueError, RecursionError) as error:  # UnicodeDecodeError and JSONDecodeError are ValueErrors
-        raise RequestError(f"the request body is not valid JSON: {error}") from None
     if not isinstance(body, dict):
         raise RequestError(f"the request body must be a JSON object, got {json_type(body)}")
     try:
