@@ -4,8 +4,9 @@
 ``body()`` the one error body of the service and its streams: ``message`` says what is wrong in words
 a client can act on, ``param`` names the offending field (``None``: the body as a whole), ``status`` is
 400 unless a rule says otherwise (413 for a grammar text over the limit). ``check_token_ids`` is the
-one check of token ids against a vocabulary. Validation raises pydantic's ``ValidationError``;
-``request_error`` turns its first error into a ``RequestError``:
+one check of token ids against a vocabulary; ``as_request_error`` turns a library's refusal of the
+input (a ``ValueError``, a template error, ...) into a ``RequestError``. Validation raises pydantic's
+``ValidationError``; ``request_error`` turns its first error into a ``RequestError``:
 
 - A rule of ours (``refuse``) carries its own wording: a template in which ``{path}`` is the field's
   place in the body (``messages[0].content``) and ``{parent}`` the object holding it (``messages[0]``).
