@@ -8,6 +8,7 @@ that follows instructions well enough to extract (the default smollm2-135m is to
     .venv/bin/python demos/structured_extraction.py
     .venv/bin/python demos/structured_extraction.py --url http://127.0.0.1:8000 --key sk-...   # with keys
     .venv/bin/python demos/structured_extraction.py --json   # the records as one JSON document
+    .venv/bin/python demos/structured_extraction.py catering   # one of the documents below only
 
 The SDK turns the pydantic model into a strict JSON schema (``response_format={"type": "json_schema",
 ...}``); the server constrains every token to it, so each answer parses. Most of such an answer is
@@ -77,6 +78,12 @@ def extract(client: OpenAI, model: str, document: str, drafter: str, max_tokens:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "documents",
+        nargs="*",
+        metavar="DOCUMENT",
+        help=f"the documents to extract: {' '.join(DOCUMENTS)} (default: all)",
+    )
     parser.add_argument("--url", default="http://127.0.0.1:8000", help="the specdraft server (default: %(default)s)")
     parser.add_argument(
         "--key",
@@ -86,10 +93,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-tokens", type=int, default=200)
     parser.add_argument("--json", action="store_true", help="print the records as one JSON document")
     args = parser.parse_args(argv)
+    if unknown := [name for name in args.documents if name not in DOCUMENTS]:
+        parser.error(f"no document named {', '.join(unknown)}: choose from {' '.join(DOCUMENTS)}")
     client = OpenAI(base_url=args.url.rstrip("/") + "/v1", api_key=args.key or "not-needed")  # no keys: any string
     model = client.models.list().data[0].id  # the served model
     records, report = {}, {}
-    for name, document in DOCUMENTS.items():
+    for name in args.documents or DOCUMENTS:
+        document = DOCUMENTS[name]
         record, stats, seconds = extract(client, model, document, "prompt-lookup", args.max_tokens)
         plain, plain_stats, plain_seconds = extract(client, model, document, "none", args.max_tokens)
         records[name] = record.model_dump()

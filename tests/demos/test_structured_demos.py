@@ -30,6 +30,14 @@ def test_the_demo_says_how_to_run_it_against_start_sh(name):
     assert run_demo(name, "--help").startswith("usage: ")  # without a server
 
 
+def test_the_extraction_demo_names_its_documents_when_asked_for_another():
+    done = subprocess.run(
+        [sys.executable, str(DEMOS / "structured_extraction.py"), "catering", "nosuch"], capture_output=True, text=True
+    )  # refused before it connects to any server
+    assert done.returncode == 2
+    assert "no document named nosuch: choose from office-supplies web-hosting catering" in done.stderr
+
+
 @pytest.fixture(scope="module")
 def server(llama_server):
     return llama_server(MODEL)
@@ -78,9 +86,9 @@ def test_structured_extraction_gives_one_valid_record_per_document_as_the_server
         },
     )
     assert json.loads(body["choices"][0]["message"]["content"]) == out["records"][name]
-    text = run_demo("structured_extraction.py", "--url", server.url)
-    assert f"[{name}] {json.dumps(out['records'][name], ensure_ascii=False)}\n" in text
-    assert text.rstrip().endswith(f"records: {len(demo.DOCUMENTS)}; all identical: True")
+    text = run_demo("structured_extraction.py", name, "--url", server.url)  # the text report, of one document
+    assert text.startswith(f"[{name}] {json.dumps(out['records'][name], ensure_ascii=False)}\n")
+    assert text.rstrip().endswith("records: 1; all identical: True")
 
 
 @pytest.mark.slow

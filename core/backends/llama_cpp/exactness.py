@@ -59,9 +59,17 @@ def _decode_chain(context: LlamaContext, tokens: Sequence[int], start: int) -> n
 
 
 def _decode_range(context: LlamaContext, tokens: Sequence[int], start: int, stop: int) -> None:
-    """Feed ``tokens[start:stop]`` at positions ``start...``, in batches the context takes."""
+    """Feed ``tokens[start:stop]`` at positions ``start...``, in batches the context takes. Only the KV
+    cache is wanted: each batch asks for its last row's logits alone (llama.cpp then runs the output
+    head on that row only, which leaves every other row's keys and values as they are)."""
     for first in range(start, stop, context.n_batch):
-        _decode_chain(context, tokens[first : min(stop, first + context.n_batch)], first)
+        batch = tokens[first : min(stop, first + context.n_batch)]
+        context.decode(
+            list(batch),
+            list(range(first, first + len(batch))),
+            [(MAIN,)] * len(batch),
+            [False] * (len(batch) - 1) + [True],
+        )
 
 
 def _timed(context: LlamaContext, tokens: Sequence[int], start: int, cost: PassCostProfile | None) -> np.ndarray:
