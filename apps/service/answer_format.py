@@ -155,18 +155,14 @@ class Answer:
 
     fmt: Format
     model: str
-    id: str = ""
+    id: str = field(default_factory=lambda: uuid.uuid4().hex)  # after the format's prefix
     created: int = field(default_factory=lambda: int(time.time()))
-
-    def __post_init__(self) -> None:
-        if not self.id:
-            object.__setattr__(self, "id", f"{self.fmt.id_prefix}{uuid.uuid4().hex}")
 
     def head(self, chunk: bool) -> dict[str, Any]:
         """The fields every body (a ``protocol.responses`` model) starts with (``object``: a chunk's
         or the whole answer's)."""
         return {
-            "id": self.id,
+            "id": f"{self.fmt.id_prefix}{self.id}",
             "object": self.fmt.chunk_object if chunk else self.fmt.object,
             "created": self.created,
             "model": self.model,

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from itertools import chain
-from typing import Any, Iterable, Iterator, Sequence
+from typing import Any, Iterator, Sequence
 
 from flask import Blueprint, Response, jsonify, request
 from jinja2 import TemplateError
@@ -88,18 +88,7 @@ def _complete(fmt: Format) -> Response:
         [(_, ids)] = _prompts(state.target(), req, state.config.model_name, fmt.prompt_param, edge_model.PLAIN)
         return edge_model.answer(state, ids, req, Answer(fmt, edge_model.served_name(state)), guard)
     run = start(state, req, fmt)
-    if req.stream:
-        return sse.response(run.reply.chunks(run.streams, guard), guard)
-    return jsonify(run.reply.whole(results(run.streams, guard), guard))
-
-
-@dataclass(frozen=True)
-class Run:
-    """A request under way: its answer's writer (``reply.whole``, ``reply.chunks``) and its choices'
-    streams, the first one built (``start``)."""
-
-    reply: _Reply
-    streams: Iterator[tuple[int, GenerationStream]]
+    return sse.response(run.chunks(guard), guard) if req.stream else jsonify(run.whole(guard))
 
 
 def start(state: ServiceState, req: CompletionRequest, fmt: Format) -> Run:
@@ -115,9 +104,13 @@ def start(state: ServiceState, req: CompletionRequest, fmt: Format) -> Run:
         for i, (text, ids) in enumerate(prompts)
         for j in range(req.n)
     ]
-    reply = _Reply(
+    drafter = "prediction" if prediction_ids is not None else str(req.drafter)
+    streams = (_start(state, model, req, choice, prediction_ids, drafter) for choice in choices)
+    first = next(streams)  # now: a drafter or logprobs the server cannot give is a 400 before the answer starts
+    return Run(
         Answer(fmt, state.config.model_name),
-        "prediction" if prediction_ids is not None else str(req.drafter),
+        chain([first], streams),  # the others are built in turn, as each choice's turn comes
+        drafter,
         prediction_ids,
         prompt_tokens=sum(len(ids) for _, ids in prompts),
         choices=len(choices),
@@ -125,9 +118,6 @@ def start(state: ServiceState, req: CompletionRequest, fmt: Format) -> Run:
         tokenizer=None if req.generation.logprobs is None else model.tokenizer,
         include_usage=req.include_usage,
     )
-    streams = (_start(state, model, req, choice, prediction_ids, reply.drafter) for choice in choices)
-    first = next(streams)  # now: a drafter or logprobs the server cannot give is a 400 before the answer starts
-    return Run(reply, chain([first], streams))  # the others are built in turn, as each choice's turn comes
 
 
 @dataclass(frozen=True)
@@ -174,17 +164,6 @@ def _constrained_by(req: CompletionRequest) -> str:
     )
 
 
-def results(streams: Iterable[tuple[int, GenerationStream]], guard: RequestGuard) -> list[tuple[int, GenerationResult]]:
-    """Each choice's result, in turn (the one place a non-streamed answer is drained). A time limit
-    or a client gone ends the choice under way and starts no other."""
-    results = []
-    for index, stream in streams:
-        results.append((index, drain(stream, guard)))
-        if guard.timed_out or guard.client_gone:
-            break
-    return results
-
-
 def _prompts(
     model: Model, req: CompletionRequest, served: str, param: str, plan: OutputPlan
 ) -> list[tuple[str | None, list[int]]]:
@@ -222,11 +201,13 @@ def _token_ids(model: Model, prompt: Prompt, param: str) -> list[int]:
 
 
 @dataclass(frozen=True)
-class _Reply:
-    """One request's answer: the whole body, or its stream of chunks. ``tokenizer``: spells logprobs
+class Run:
+    """A request under way (``start``): its choices' ``streams``, the first one built, and its answer,
+    written whole (``whole``) or as a stream of chunks (``chunks``). ``tokenizer``: spells logprobs
     (None: none were asked for)."""
 
     answer: Answer
+    streams: Iterator[tuple[int, GenerationStream]]
     drafter: str
     prediction_ids: list[int] | None
     prompt_tokens: int  # every prompt once, however many choices it has
@@ -235,7 +216,14 @@ class _Reply:
     tokenizer: Tokenizer | None = None
     include_usage: bool = False
 
-    def whole(self, results: list[tuple[int, GenerationResult]], guard: RequestGuard) -> dict[str, Any]:
+    def whole(self, guard: RequestGuard) -> dict[str, Any]:
+        """The whole answer: each choice's result, in turn (the one place a non-streamed answer is
+        drained). A time limit or a client gone ends the choice under way and starts no other."""
+        results = []
+        for index, stream in self.streams:
+            results.append((index, drain(stream, guard)))
+            if guard.timed_out or guard.client_gone:
+                break
         done = [result for _, result in results]
         choices = [
             self.answer.choice(i, r.text, self.plan, r.finish_reason, self._logprobs(self._writer(), r.logprobs))
@@ -243,7 +231,7 @@ class _Reply:
         ]
         return self.answer.whole(choices, self._usage(done), **self._speculation(done, guard))
 
-    def chunks(self, streams: Iterable[tuple[int, GenerationStream]], guard: RequestGuard) -> Iterator[dict[str, Any]]:
+    def chunks(self, guard: RequestGuard) -> Iterator[dict[str, Any]]:
         """The choices' chunks, one choice after the other: one per text piece (with the logprobs of
         the tokens accepted since the last chunk), a final one with ``finish_reason`` and the choice's
         ``speculation`` and ``spec_decode_metrics``; the last choice's also carries the whole answer's
@@ -251,7 +239,7 @@ class _Reply:
         ``usage``). Generation stops early when ``guard`` says so (time limit: the final chunk
         follows and no other choice starts; client gone: nothing more)."""
         done: list[GenerationResult] = []
-        for index, stream in streams:
+        for index, stream in self.streams:
             deltas, writer, sent = self.answer.fmt.deltas(self.plan), self._writer(), 0
             for piece in until_stopped(stream, guard):
                 for delta in deltas.push(piece.text):  # none while text is held back (a tag may be starting)

@@ -34,6 +34,7 @@ generation gate.
 from __future__ import annotations
 
 import math
+from contextlib import closing
 from typing import Any
 
 from flask import Blueprint, Response, current_app, g, jsonify, request
@@ -41,7 +42,7 @@ from jinja2 import TemplateError
 
 from specdraft import Draft
 
-from .edge_sessions import DraftRows, EdgeConfig, EdgeError, EdgeSession, EdgeSessionStore
+from .edge_sessions import DraftRows, EdgeConfig, EdgeSession, EdgeSessionStore
 from .limits import generating
 from .protocol.edge import AppendBody, Commit, OpenSessionBody, VerifyBody
 from .protocol.errors import RequestError, as_request_error, check_token_ids, describe, parse_json_body
@@ -65,8 +66,8 @@ def _store() -> EdgeSessionStore:
 def _owner() -> str:
     principal = getattr(g, "principal", None)
     if principal is None:  # serve --edge refuses to start without keys; never serve sessions keyless
-        raise EdgeError(
-            401, "edge sessions need an API key: start the server with --api-key-file", None, "invalid_api_key"
+        raise RequestError(
+            "edge sessions need an API key: start the server with --api-key-file", None, 401, "invalid_api_key"
         )
     return principal.key_id
 
@@ -82,7 +83,7 @@ def _session(session_id: str) -> EdgeSession:
 
 def _locked(session: EdgeSession) -> EdgeSession:
     if session.closed:  # closed between the lookup and the lock (idle sweep, DELETE)
-        raise EdgeError(404, f"edge session {session.id!r} was closed", None, "session_not_found")
+        raise RequestError(f"edge session {session.id!r} was closed", None, 404, "session_not_found")
     return session
 
 
@@ -91,11 +92,11 @@ def _check_context(session: EdgeSession, expected: int | None) -> None:
     any ``previous`` commit) is refused when the session holds another length: a retried call whose
     first attempt was applied (its answer lost) cannot then be applied twice."""
     if expected is not None and expected != session.context_length:
-        raise EdgeError(
-            409,
+        raise RequestError(
             f"the session holds {session.context_length} tokens, not {expected}: the client's view is out of date "
             "(a retried call already applied?); open a new session from the whole context",
             "context_length",
+            409,
             "context_mismatch",
         )
 
@@ -114,7 +115,7 @@ def info() -> Response:
             "tokenizer": model.tokenizer.fingerprint(),
             "vocab_size": model.vocab_size,
             "tokenizer_vocab_size": model.tokenizer.vocab_size,
-            "max_length": model.max_length if not config.max_length else min(model.max_length, config.max_length),
+            "max_length": config.session_length(model),
             "eos_token_ids": sorted(model.eos_token_ids),
             "has_chat_template": model.has_chat_template,
             "max_draft_nodes": config.max_draft_nodes,
@@ -128,16 +129,12 @@ def info() -> Response:
 
 def _branches_limit(model) -> int:
     """The most branches a verification takes: the config's, capped by the target's (asked once)."""
-    cached = current_app.extensions.get(STORE + ".branches")
-    if cached is None:
-        probe = model.new_target()
-        try:
-            cached = current_app.extensions[STORE + ".branches"] = min(
-                _store().config.max_branches, int(probe.max_branches)
-            )
-        finally:
-            probe.close()
-    return cached
+
+    def ask() -> int:
+        with closing(model.new_target()) as probe:
+            return min(_store().config.max_branches, int(probe.max_branches))
+
+    return current_state().once(STORE + ".branches", ask)
 
 
 @bp.post("/sessions")
@@ -147,15 +144,14 @@ def open_session() -> tuple[Response, int]:
     body = _body(OpenSessionBody)
     model = current_state().target()
     if body.tokenizer != model.tokenizer.fingerprint():
-        raise EdgeError(
-            409,
+        raise RequestError(
             f"the client's tokenizer differs from the served model's ({current_state().config.model_name}): "
             "draft with a model that shares its tokenizer",
             "tokenizer",
+            409,
             "tokenizer_mismatch",
         )
     sampling, seed = body.sampling_params(), body.seed
-    from_messages = body.messages is not None
     if body.messages is not None:
         if not model.has_chat_template:
             raise RequestError(
@@ -184,7 +180,7 @@ def open_session() -> tuple[Response, int]:
         "idle_timeout_s": _store().config.idle_timeout_s,
         "draft_probs_max_entries": _store().config.max_draft_prob_entries,
     }
-    if from_messages:
+    if body.messages is not None:
         answer["prompt_token_ids"] = prompt
     return jsonify(answer), 201
 

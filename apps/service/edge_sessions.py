@@ -21,8 +21,8 @@ every argument validated first, so that a refused call leaves the session exactl
 ``EdgeSessionStore`` owns the sessions: at most ``max_sessions_per_key`` open per API key (the
 owner is ``Principal.key_id``; another key's session is a 403), idle ones closed after
 ``idle_timeout_s`` (swept on every store call), each closed session's target released at once.
-Every method raises ``EdgeError(status, message, param, code)`` (a ``RequestError``) for a bad call; nothing here
-knows HTTP beyond that status.
+Every method raises a ``RequestError`` (a message a client can act on, the field at fault, a 4xx status and a
+code) for a bad call; nothing here knows HTTP beyond that status.
 """
 
 from __future__ import annotations
@@ -67,12 +67,9 @@ class EdgeConfig:
         if not (math.isfinite(self.idle_timeout_s) and self.idle_timeout_s > 0):
             raise ValueError(f"idle_timeout_s must be a positive number of seconds, got {self.idle_timeout_s}")
 
-
-class EdgeError(RequestError):
-    """A refused call: ``status`` (4xx), a message a client can act on, the field at fault, a code."""
-
-    def __init__(self, status: int, message: str, param: str | None, code: str) -> None:
-        super().__init__(message, param, status, code)
+    def session_length(self, model: Model) -> int:
+        """The longest context of a session on ``model``: ``max_length``, or the model's when shorter or 0."""
+        return model.max_length if not self.max_length else min(model.max_length, self.max_length)
 
 
 def _merge_repeats(draft: Draft) -> tuple[Draft, list[int]]:
@@ -133,37 +130,33 @@ class EdgeSession:
         parent = ROOT
         for i, node in enumerate(path):
             if not 0 <= node < len(draft) or draft.parents[node] != parent:
-                raise EdgeError(
-                    400,
+                raise RequestError(
                     f"{param}[{i}] = {node} does not continue the path below node {parent} of the verified draft",
                     param,
-                    "invalid_path",
+                    code="invalid_path",
                 )
             parent = node
 
     def check_room(self, draft: Draft, extra: int, config: EdgeConfig, branches_limit: int) -> None:
         if len(draft) > config.max_draft_nodes:
-            raise EdgeError(
-                400,
+            raise RequestError(
                 f"the draft has {len(draft)} nodes; this server verifies at most {config.max_draft_nodes}",
                 "tokens",
-                "draft_too_large",
+                code="draft_too_large",
             )
         if len(draft.leaves) > branches_limit:
-            raise EdgeError(
-                400,
+            raise RequestError(
                 f"the draft has {len(draft.leaves)} branches; this server verifies at most {branches_limit}",
                 "parents",
-                "draft_too_large",
+                code="draft_too_large",
             )
         room = self.max_length - (self.context_length + extra) - 1
         if len(draft) > max(room, 0) or room < 0:
-            raise EdgeError(
-                400,
+            raise RequestError(
                 f"the context holds {self.context_length + extra} of {self.max_length} tokens: a draft of "
                 f"{len(draft)} nodes does not fit (at most {max(room, 0)})",
                 "tokens",
-                "context_length_exceeded",
+                code="context_length_exceeded",
             )
 
     # --- calls ------------------------------------------------------------------------------------
@@ -176,25 +169,24 @@ class EdgeSession:
         branches_limit: int,
     ) -> VerifyOutcome:
         if previous is None and self.pending is not None:
-            raise EdgeError(
-                409,
+            raise RequestError(
                 "this session awaits the commit of its last verification: send it as previous (or POST .../commit)",
                 "previous",
+                409,
                 "commit_pending",
             )
         if previous is not None and self.pending is None:
-            raise EdgeError(
-                409,
+            raise RequestError(
                 "previous commits a verification, but this session has none waiting",
                 "previous",
+                409,
                 "no_commit_pending",
             )
         if draft.probs is not None and not commit:
-            raise EdgeError(
-                400,
+            raise RequestError(
                 "draft_probs need commit: true (the server accepts by rejection sampling and commits itself)",
                 "commit",
-                "invalid_request",
+                code="invalid_request",
             )
         self.check_tokens(draft.tokens, "tokens")
         extra = 0
@@ -223,7 +215,7 @@ class EdgeSession:
 
     def commit(self, path: list[int], next_token: int) -> None:
         if self.pending is None:
-            raise EdgeError(409, "this session has no verification waiting for a commit", None, "no_commit_pending")
+            raise RequestError("this session has no verification waiting for a commit", None, 409, "no_commit_pending")
         self.check_path(self.pending, path, "path")
         self.check_tokens([next_token], "next_token")
         self._commit(path, next_token)
@@ -236,19 +228,18 @@ class EdgeSession:
 
     def append(self, tokens: list[int], config: EdgeConfig) -> None:
         if self.pending is not None:
-            raise EdgeError(
-                409,
+            raise RequestError(
                 "this session awaits the commit of its last verification; commit before appending",
                 None,
+                409,
                 "commit_pending",
             )
         self.check_tokens(tokens, "tokens")
         if self.context_length + len(tokens) > self.max_length:
-            raise EdgeError(
-                400,
+            raise RequestError(
                 f"the context holds {self.context_length} of {self.max_length} tokens: {len(tokens)} more do not fit",
                 "tokens",
-                "context_length_exceeded",
+                code="context_length_exceeded",
             )
         chain = Draft.chain(tokens[:-1])  # one pass over the pending token and all but the last
         self.target.verify(chain)
@@ -280,21 +271,20 @@ class EdgeSessionStore:
     ) -> EdgeSession:
         """A new session of ``owner`` holding ``prompt`` (prefilled: one forward pass)."""
         self.sweep()
-        max_length = model.max_length if not self.config.max_length else min(model.max_length, self.config.max_length)
+        max_length = self.config.session_length(model)
         if len(prompt) >= max_length:
-            raise EdgeError(
-                400,
+            raise RequestError(
                 f"the prompt holds {len(prompt)} tokens; a session holds at most {max_length} (prompt and answer)",
                 "prompt",
-                "context_length_exceeded",
+                code="context_length_exceeded",
             )
         with self._lock:
             held = sum(1 for s in self._sessions.values() if s.owner == owner)
             if held >= self.config.max_sessions_per_key:
-                raise EdgeError(
-                    429,
+                raise RequestError(
                     f"this API key holds {held} open edge sessions, the most it may; close one (DELETE) first",
                     None,
+                    429,
                     "too_many_sessions",
                 )
             seed = secrets.randbits(62) if seed is None else seed
@@ -324,15 +314,15 @@ class EdgeSessionStore:
         with self._lock:
             session = self._sessions.get(session_id)
         if session is None:
-            raise EdgeError(
-                404,
+            raise RequestError(
                 f"no open edge session {session_id!r} (closed, timed out after {self.config.idle_timeout_s:g} s idle, "
                 "or never opened)",
                 None,
+                404,
                 "session_not_found",
             )
         if session.owner != owner:
-            raise EdgeError(403, "this edge session belongs to another API key", None, "session_forbidden")
+            raise RequestError("this edge session belongs to another API key", None, 403, "session_forbidden")
         session.last_used = self._clock()
         return session
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
-from flask import Blueprint, Response, current_app, jsonify
+from flask import Blueprint, Response, jsonify
 from pydantic import BaseModel
 
 from .config import ServiceConfig
@@ -181,9 +181,8 @@ def document(config: ServiceConfig) -> dict[str, Any]:
 @bp.get("/openapi.json")
 def openapi() -> Response:
     """The document for this app's config (built once)."""
-    if CACHE not in current_app.extensions:
-        current_app.extensions[CACHE] = document(current_state().config)
-    return jsonify(current_app.extensions[CACHE])
+    state = current_state()
+    return jsonify(state.once(CACHE, lambda: document(state.config)))
 
 
 # --- building blocks ------------------------------------------------------------------------------

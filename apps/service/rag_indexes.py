@@ -90,7 +90,7 @@ class IndexStore:
         self.embedder = SerializedEmbedder(embedder)
         self._kept: dict[str, DocumentIndex] = {}
         self._locks: dict[str, threading.Lock] = {}
-        self._lock = threading.Lock()  # guards the two dicts
+        self._lock = threading.Lock()  # guards _locks
 
     @staticmethod
     def valid_name(name: str) -> bool:
@@ -112,18 +112,12 @@ class IndexStore:
     def get(self, name: str) -> DocumentIndex:
         """The index ``name``; IndexNotFoundError when there is none, EmbedderMismatchError or
         CorruptIndexError when it cannot be used."""
-        with self._lock:
-            kept = self._kept.get(name)
-        if kept is not None:
-            return kept
-        with self._name_lock(name):
-            with self._lock:
-                if name in self._kept:
-                    return self._kept[name]
-            index = DocumentIndex.load(self.folder(name), self.embedder)
-            with self._lock:
-                self._kept[name] = index
-            return index
+        if name in self._kept:
+            return self._kept[name]
+        with self._name_lock(name):  # loaded once, by the first caller (a later one waits for it)
+            if name not in self._kept:
+                self._kept[name] = DocumentIndex.load(self.folder(name), self.embedder)
+            return self._kept[name]
 
     def add(self, name: str, documents: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         """Add ``documents`` to index ``name`` (created when missing; see the module docstring); the
@@ -138,8 +132,7 @@ class IndexStore:
             chunks = index.add(documents)
             self.root.mkdir(parents=True, exist_ok=True)
             index.save(folder)
-            with self._lock:
-                self._kept[name] = index
+            self._kept[name] = index  # only now do searches see the added documents
         added = {"documents": index.documents - before, "chunks": chunks}
         return answer(
             DocumentsAdded, index=name, created=created, added=added, documents=index.documents, chunks=len(index)

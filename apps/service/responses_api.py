@@ -26,7 +26,7 @@ import threading
 from collections import OrderedDict
 from typing import Any
 
-from flask import Blueprint, Response, current_app, jsonify, request
+from flask import Blueprint, Response, jsonify, request
 
 from . import completions, sse
 from .answer_format import CHAT
@@ -104,10 +104,8 @@ def _not_found(response_id: str) -> RequestError:
 
 def current_store() -> ResponseStore:
     """The app's store (made on first use, sized by ``ServiceConfig.max_stored_responses``)."""
-    store = current_app.extensions.get(STORE)
-    if store is None:
-        store = current_app.extensions.setdefault(STORE, ResponseStore(current_state().config.max_stored_responses))
-    return store
+    state = current_state()
+    return state.once(STORE, lambda: ResponseStore(state.config.max_stored_responses))
 
 
 def parse_responses_request(
@@ -144,8 +142,8 @@ def create_response() -> Response:
             store.keep(response["id"], (*chat.conversation, assistant_message(response["output"])), response)
 
     if body.stream:
-        return sse.response(writer.events(run.reply.chunks(run.streams, guard), done), guard, named=True)
-    response = writer.whole(run.reply.whole(completions.results(run.streams, guard), guard))
+        return sse.response(writer.events(run.chunks(guard), done), guard, named=True)
+    response = writer.whole(run.whole(guard))
     done(response)
     return jsonify(response)
 

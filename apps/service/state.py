@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Hashable, Sequence
 
 from flask import current_app
 
@@ -48,34 +48,41 @@ class ServiceState:
         self.config = config
         self.pool = pool
         self._embedder = embedder  # None: config.embedding_model, loaded on first use
-        self._indexes: IndexStore | None = None
-        self._datastore: Datastore | None = None
-        self._stores: dict[str, StoreRetriever] = {}  # the vector stores opened so far, by name
-        self._store_lock = threading.Lock()  # one store opened at a time
         self.started = int(time.time())  # Unix time the app was created (OpenAI's model "created")
-        self._target: Model | None = None
         self.verify_batcher: "VerifyBatcher | None" = None  # the target's, with config.batch_verify (once loaded)
-        self._prepared: set[DrafterSpec] = set()  # drafters whose models are loaded and checked
-        self._correctors: dict[str, GrammarCorrector] = {}  # by model name
-        self._lock = threading.Lock()
+        self._kept: dict[Hashable, Any] = {}  # what ``once`` made: "target", ("store", name), ("prepared", spec), ...
+        self._locks: dict[Hashable, threading.Lock] = {}  # one per key of ``_kept``
+        self._lock = threading.Lock()  # guards ``_locks``
+
+    def once(self, key: Hashable, make: Callable[[], Any]) -> Any:
+        """The value kept under ``key``, made by ``make()`` on first use, once (thread-safe: a key's
+        value is made under the key's own lock, so making one may use another; a ``make`` that
+        raises keeps nothing, and a later call tries again)."""
+        if key in self._kept:
+            return self._kept[key]
+        with self._lock:
+            lock = self._locks.setdefault(key, threading.Lock())
+        with lock:
+            if key not in self._kept:
+                self._kept[key] = make()
+            return self._kept[key]
 
     @property
     def loaded(self) -> bool:
         """Whether the target model has been loaded (requests load it; health checks do not)."""
-        return self._target is not None
+        return "target" in self._kept
 
     def target(self) -> Model:
         """The served model, loading it on the first call; later calls return the same instance."""
-        if self._target is None:
-            with self._lock:
-                if self._target is None:
-                    target = self.pool.get(self.config.model_name)
-                    if self.config.batch_verify is not None:  # ServiceConfig checked the backend
-                        from specdraft.backends.transformers.model import enable_verify_batching
+        return self.once("target", self._load_target)
 
-                        self.verify_batcher = enable_verify_batching(target, self.config.batch_verify)
-                    self._target = target
-        return self._target
+    def _load_target(self) -> Model:
+        target = self.pool.get(self.config.model_name)
+        if self.config.batch_verify is not None:  # ServiceConfig checked the backend
+            from specdraft.backends.transformers.model import enable_verify_batching
+
+            self.verify_batcher = enable_verify_batching(target, self.config.batch_verify)
+        return target
 
     def model(self, name: str) -> Model:
         """The served model or an allowed extra model, loaded on first use (thread-safe: the pool's).
@@ -91,23 +98,18 @@ class ServiceState:
 
     def corrector(self, name: str) -> GrammarCorrector:
         """The ``GrammarCorrector`` for model ``name`` (see ``model``), built once per name."""
-        if name not in self._correctors:
-            model = self.model(name)  # outside the lock: target() takes it too
-            config = CorrectorConfig(
-                max_text_chars=self.config.max_grammar_chars,
-                editor=EditorConfig(speculation=self.config.grammar_speculation),
-            )
-            with self._lock:
-                self._correctors.setdefault(name, GrammarCorrector(model, config))
-        return self._correctors[name]
+        return self.once(("corrector", name), lambda: GrammarCorrector(self.model(name), self._corrector_config()))
+
+    def _corrector_config(self) -> CorrectorConfig:
+        speculation = EditorConfig(speculation=self.config.grammar_speculation)
+        return CorrectorConfig(max_text_chars=self.config.max_grammar_chars, editor=speculation)
 
     def indexes(self) -> IndexStore:
         """The named document indexes (no embedding model is loaded until one is used)."""
-        with self._lock:
-            if self._indexes is None:
-                embedder = self._embedder or Embedder(EmbedderConfig(model=self.config.embedding_model))
-                self._indexes = IndexStore(self.config.index_root, embedder)
-            return self._indexes
+        return self.once("indexes", lambda: IndexStore(self.config.index_root, self._embedder or self._new_embedder()))
+
+    def _new_embedder(self) -> Embedder:
+        return Embedder(EmbedderConfig(model=self.config.embedding_model))
 
     def store(self, name: str) -> "StoreRetriever":
         """The vector store collection ``name`` of ``config.stores``, opened on first use with the
@@ -115,31 +117,16 @@ class ServiceState:
         cannot be opened (no such collection, a missing extra); a later call tries again."""
         from specdraft.retrieval.stores import open_store
 
-        with self._lock:
-            opened = self._stores.get(name)
-        if opened is not None:
-            return opened
         config = self.config.store(name)
         if config is None:
             raise KeyError(name)
-        embedder = self.indexes().embedder  # outside the lock: indexes() takes it
-        with self._store_lock:
-            with self._lock:
-                if name in self._stores:
-                    return self._stores[name]
-            opened = open_store(config, embedder)
-            with self._lock:
-                self._stores[name] = opened
-            return opened
+        return self.once(("store", name), lambda: open_store(config, self.indexes().embedder))
 
     def datastore(self) -> Datastore | None:
         """The configured REST datastore, opened (memory-mapped) on first use; None when there is none."""
         if self.config.datastore is None:
             return None
-        with self._lock:
-            if self._datastore is None:
-                self._datastore = Datastore.load(self.config.datastore)
-            return self._datastore
+        return self.once("datastore", lambda: Datastore.load(self.config.datastore))
 
     def speculation(self, spec: DrafterSpec) -> SpeculationConfig:
         """The draft-length policy of a completion with drafter ``spec``: the RAG answers' one
@@ -160,11 +147,8 @@ class ServiceState:
         if spec.model is not None and not self.config.allows_model(spec.model):
             allowed = ", ".join(f"model:{name}" for name in self.config.extra_models) or "none configured"
             raise RequestError(f"draft model {spec.model!r} is not served here (allowed: {allowed})", "drafter")
-        if spec not in self._prepared:
-            with as_request_error("drafter", *_DRAFT_MODEL_ERRORS, prefix=f"cannot use drafter {str(spec)!r}: "):
-                self.pool.prepare(spec, target)
-            with self._lock:
-                self._prepared.add(spec)
+        with as_request_error("drafter", *_DRAFT_MODEL_ERRORS, prefix=f"cannot use drafter {str(spec)!r}: "):
+            self.once(("prepared", spec), lambda: self.pool.prepare(spec, target))  # loaded and checked once
         passages = prompt_passages(prompt_texts) if PASSAGES in spec.needs else ()
         datastore = self.datastore() if DATASTORE in spec.needs else None
         with as_request_error("drafter", ValueError):

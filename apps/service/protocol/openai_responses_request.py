@@ -171,8 +171,7 @@ class Format(RequestBody):
         """The chat request's ``response_format``."""
         if self.type != "json_schema":
             return {"type": self.type}
-        spec = {"name": self.name, "description": self.description, "schema": self.schema_, "strict": self.strict}
-        return {"type": "json_schema", "json_schema": {k: v for k, v in spec.items() if v is not None}}
+        return {"type": self.type, "json_schema": self.model_dump(by_alias=True, exclude_none=True, exclude={"type"})}
 
 
 class TextParam(RequestBody):

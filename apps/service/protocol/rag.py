@@ -263,24 +263,16 @@ def parse_documents_request(body: Mapping[str, Any], config: ServiceConfig) -> D
 def parse_query_request(body: Mapping[str, Any], config: ServiceConfig) -> QueryRequest:
     """Validate a query (module docstring) and fill in ``config``'s defaults."""
     req = QueryBody.parse(body, config)
-    common = dict(
+    iterative = req.iterative is True  # then top_k and drafter are absent; otherwise the iterative fields are
+    return QueryRequest(
         index=req.index or DEFAULT_INDEX,
         store=req.store,
         question=req.question.strip(),
         max_tokens=config.default_max_tokens if req.max_tokens is None else req.max_tokens,
         stream=req.stream is True,
-    )
-    if req.iterative is True:
-        return QueryRequest(
-            **common,
-            top_k=1,
-            drafter="none",
-            iterative=True,
-            retriever=req.retriever or ITERATIVE_RETRIEVERS[0],
-            speculative_retrieval=req.speculative_retrieval is True,
-        )
-    return QueryRequest(
-        **common,
-        top_k=config.rag_top_k if req.top_k is None else req.top_k,
-        drafter=config.rag_drafter if req.drafter is None else req.drafter,
+        top_k=1 if iterative else config.rag_top_k if req.top_k is None else req.top_k,
+        drafter="none" if iterative else config.rag_drafter if req.drafter is None else req.drafter,
+        iterative=iterative,
+        retriever=req.retriever or ITERATIVE_RETRIEVERS[0],
+        speculative_retrieval=req.speculative_retrieval is True,
     )
