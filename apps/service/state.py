@@ -53,6 +53,7 @@ class ServiceState:
         self._kept: dict[Hashable, Any] = {}  # what ``once`` made: "target", ("store", name), ("prepared", spec), ...
         self._locks: dict[Hashable, threading.Lock] = {}  # one per key of ``_kept``
         self._lock = threading.Lock()  # guards ``_locks``
+        self._store_lock = threading.Lock()
 
     def once(self, key: Hashable, make: Callable[[], Any]) -> Any:
         """The value kept under ``key``, made by ``make()`` on first use, once (thread-safe: a key's
@@ -120,7 +121,12 @@ class ServiceState:
         config = self.config.store(name)
         if config is None:
             raise KeyError(name)
-        return self.once(("store", name), lambda: open_store(config, self.indexes().embedder))
+
+        def open_it() -> StoreRetriever:
+            with self._store_lock:  # one store opened at a time
+                return open_store(config, self.indexes().embedder)
+
+        return self.once(("store", name), open_it)
 
     def datastore(self) -> Datastore | None:
         """The configured REST datastore, opened (memory-mapped) on first use; None when there is none."""

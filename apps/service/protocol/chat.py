@@ -121,6 +121,11 @@ def text_content(content: Any, types: tuple[str, ...], neither: str, not_an_obje
     return content
 
 
+def joined(content: str | list[Any], separator: str = "\n") -> str:
+    """A validated content's text: a string as it is, text parts' texts joined with ``separator``."""
+    return content if isinstance(content, str) else separator.join(part.text for part in content)
+
+
 def _content(content: Any) -> Any:
     neither = "{path} must be a string, got {value} (or a list of text parts)"
     return text_content(content, ("text",), neither, 'a part {"type": "text", "text": "..."}')
@@ -214,13 +219,7 @@ class Message(RequestBody):
         return self
 
     def chat_message(self) -> ChatMessage:
-        content = (
-            ""
-            if self.content is None
-            else self.content
-            if isinstance(self.content, str)
-            else "\n".join(part.text for part in self.content)
-        )
+        content = "" if self.content is None else joined(self.content)
         calls = tuple(HistoryCall(c.id, c.function.name, c.function.arguments) for c in self.tool_calls or ())
         return ChatMessage(
             TEMPLATE_ROLES.get(self.role, self.role), content, calls, self.tool_call_id if self.role == "tool" else None

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Callable
 
-from pydantic import BeforeValidator, StrictBool, StrictInt, StrictStr, model_validator
+from pydantic import BeforeValidator, Field, StrictBool, StrictInt, StrictStr, model_validator
 
 from .chat import Messages
 from .errors import describe, refuse
 from .openai_fields import Sampling
-from .types import Bounds, RequestBody, absent_as_null
+from .types import Bounds, RequestBody
 
 
 def _token_ids(allow_empty: bool) -> Callable[[Any], Any]:
@@ -45,14 +45,10 @@ def _fingerprint(value: Any) -> Any:
 class OpenSessionBody(Sampling):
     """``POST /v1/edge/sessions``: exactly one of ``prompt`` (token ids) and ``messages``."""
 
-    tokenizer: Annotated[StrictStr, BeforeValidator(_fingerprint)]
+    # absent: null, which the check words as it words null (validate_default)
+    tokenizer: Annotated[StrictStr, BeforeValidator(_fingerprint)] = Field(None, validate_default=True)
     prompt: TokenIds | None = None
     messages: Messages | None = None
-
-    @model_validator(mode="before")
-    @classmethod
-    def _absent_tokenizer_reads_as_null(cls, body: Any) -> Any:
-        return absent_as_null(body, ("tokenizer",)) if isinstance(body, dict) else body
 
     @model_validator(mode="after")
     def _one_prompt(self) -> OpenSessionBody:

@@ -16,7 +16,7 @@ from specdraft import SamplingParams
 from specdraft.retrieval.drafter_registry import MODEL, drafter_names, parse_drafter, require
 
 from ..config import ServiceConfig
-from .chat import TextPart
+from .chat import TextPart, joined
 from .errors import describe, refuse
 from .types import Bounds, ConfigRule, Neutral, RequestBody, within
 
@@ -136,7 +136,7 @@ class Prediction(RequestBody):
 
     @property
     def text(self) -> str:
-        return self.content if isinstance(self.content, str) else "".join(part.text for part in self.content)
+        return joined(self.content, "")
 
 
 TARGETS_OWN = "it would change the target's own output"

@@ -49,7 +49,7 @@ from pydantic import (
     model_validator,
 )
 
-from .chat import text_content
+from .chat import joined, text_content
 from .errors import RequestError, describe, refuse
 from .openai_fields import COMPLETION_DRAFTER, SERVED_MODEL, TOKEN_LIMIT, Sampling
 from .structured import MAX_TOOLS, JsonSchemaObject, Name, function_tool
@@ -258,11 +258,6 @@ _PARAMS = (
 _WORDS = (("max_tokens", "max_output_tokens"), ("response_format", "text.format"))
 
 
-def _text(content: Any) -> str:
-    """A content's text: its parts joined with newlines, as the chat endpoint joins a message's parts."""
-    return content if isinstance(content, str) else "\n".join(part.text for part in content)
-
-
 def to_chat(body: ResponsesBody, history: tuple[dict[str, Any], ...] = ()) -> ChatTranslation:
     """``body`` (after ``history``, a stored response's conversation) as a chat completion body."""
     messages: list[dict[str, Any]] = []
@@ -289,10 +284,10 @@ def to_chat(body: ResponsesBody, history: tuple[dict[str, Any], ...] = ()) -> Ch
             last.setdefault("tool_calls", []).append(call)
             sources[-1] = (sources[-1][0], (*sources[-1][1], where))
         elif item.type == "function_call_output":
-            messages.append({"role": "tool", "tool_call_id": item.call_id, "content": _text(item.output)})
+            messages.append({"role": "tool", "tool_call_id": item.call_id, "content": joined(item.output)})
             sources.append((where, ()))
         else:
-            messages.append({"role": item.role, "content": _text(item.content)})
+            messages.append({"role": item.role, "content": joined(item.content)})
             sources.append((where, ()))
     chat: dict[str, Any] = {"model": body.model, "messages": messages}
     if body.tools is not None:
