@@ -3,10 +3,11 @@ column, byte for byte, what the same column gets alone (``ggml_products.width_in
 
 The weights are random, quantized by ggml; the products run through ``ggml_mul_mat`` on the CPU
 backend of the installed build, so each width takes the kernel a model's pass of that many tokens
-takes: the repacked Q4_K gemm (4 and 16 rows at a time) and gemv (the rest), the multi-column
-Q6_K, Q5_K, Q4_K and Q4_1 dot products (vec_dot itself for a lone column, but for Q6_K), and ggml's
-tiled kernel, which takes Q6_K products over 32 or more columns. ``k`` spans several super-blocks
-and the rows several threads' chunks.
+takes: the repacked Q4_K gemm (4 and 16 rows at a time) and gemv (the rest), the repacked Q8_0 and
+Q5_0 rows (8 interleaved, one kernel for every width), the multi-column Q6_K, Q5_K, Q4_K and Q4_1
+dot products (vec_dot itself for a lone column, but for Q6_K), and ggml's tiled kernel, which takes
+Q6_K products over 32 or more columns. ``k`` spans several super-blocks and the rows several threads'
+chunks.
 A negative control shows the comparison can fail: with ``GGML_CPU_TILED_MM_ALL_TYPES=1`` (read once per
 process, so in a subprocess) the tiled kernel also takes the types stock ggml gives it, whose dot
 products round differently, and a Q5_K product over 32 or more columns changes.
@@ -31,8 +32,10 @@ SHAPES = [
     ProductShape("q4_K", k=2048, rows=64),  # not repacked: multi-column dot products (patch: multicolumn-dot)
     ProductShape("q4_1", k=2048, rows=64),  # multi-column dot products (patch: multicolumn-dot)
     ProductShape("q4_0", k=2048, rows=64, repack=True),  # repacked as shipped (research: already invariant)
-    ProductShape("q8_0", k=2048, rows=64),  # tinyBLAS from 2 columns, vec_dot for 1 (same arithmetic)
-    ProductShape("q5_0", k=2048, rows=64),  # the same; the 0.5B's 896-wide layers
+    ProductShape("q8_0", k=2048, rows=64),  # not repacked: tinyBLAS from 2 columns, vec_dot for 1 (same arithmetic)
+    ProductShape("q5_0", k=2048, rows=64),  # the same
+    ProductShape("q8_0", k=896, rows=48, repack=True),  # 8 rows interleaved, every width (patch: q8-q5-rows8)
+    ProductShape("q5_0", k=896, rows=48, repack=True),  # the same; the 0.5B's 896-wide layers
 ]
 
 
@@ -65,6 +68,21 @@ def test_the_product_is_the_product():
         got = product.run(x)
     want = x @ weights.T
     assert np.abs(got - want).max() < 0.05 * np.abs(want).max()
+
+
+@pytest.mark.parametrize("weight_type", ["q8_0", "q5_0"])
+def test_the_interleaved_rows_compute_the_product_tinyblas_computes(weight_type):
+    """The Q8_0 and Q5_0 rows repacked 8 at a time sum the same integer products as tinyBLAS and round
+    their floats in another order: the two agree to float rounding (not bit for bit, which they need not:
+    the one-token pass takes the interleaved kernel too)."""
+    import numpy as np
+
+    x = np.random.default_rng(1).standard_normal((7, 896), dtype=np.float32)
+    with GgmlProduct(ProductShape(weight_type, k=896, rows=64, repack=True)) as product:
+        interleaved = product.run(x)
+    with GgmlProduct(ProductShape(weight_type, k=896, rows=64)) as product:
+        tinyblas = product.run(x)
+    assert np.abs(interleaved - tinyblas).max() < 1e-5 * np.abs(tinyblas).max()
 
 
 NEGATIVE_CONTROL = """
