@@ -184,13 +184,11 @@ def _source(req: QueryRequest) -> dict[str, str]:
 
 def _retriever(state: ServiceState, req: QueryRequest) -> Retriever:
     """The store (``req.store``) or the index a query searches."""
-    return _store(state, req.store) if req.store is not None else _index(state, req.index)
-
-
-def _store(state: ServiceState, name: str) -> StoreRetriever:
-    """The configured store ``name``, opened; a 409 naming ``store`` when it cannot be."""
-    with as_request_error("store", StoreError, prefix=f"store {name!r} cannot be used by this server: ", status=409):
-        return state.store(name)
+    if req.store is None:
+        return _index(state, req.index)
+    prefix = f"store {req.store!r} cannot be used by this server: "  # configured, but cannot be opened: a 409
+    with as_request_error("store", StoreError, prefix=prefix, status=409):
+        return state.store(req.store)
 
 
 def _index(state: ServiceState, name: str) -> DocumentIndex:

@@ -36,7 +36,7 @@ in errors).
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Annotated, Any, Mapping
+from typing import Annotated, Any, ClassVar, Mapping
 
 from pydantic import ConfigDict, Field, PrivateAttr, StrictBool, StrictInt, StrictStr, model_validator
 
@@ -73,6 +73,8 @@ from .types import Bounds, Neutral
 
 class CompletionBody(Sampling):
     """The fields both completion endpoints read, and the request they make (module docstring)."""
+
+    chat: ClassVar[bool] = False  # the chat endpoint's request
 
     model: Annotated[StrictStr, SERVED_MODEL] | None = None
     format_body: ResponseFormatBody | None = Field(
@@ -187,10 +189,6 @@ class CompletionBody(Sampling):
         return None
 
     @property
-    def chat(self) -> bool:
-        return False
-
-    @property
     def prompts(self) -> tuple[Prompt, ...] | None:
         """``/v1/completions``' prompts: texts and token ids (None: chat)."""
         return None
@@ -290,6 +288,8 @@ class TextCompletionBody(CompletionBody):
 class ChatCompletionBody(CompletionBody):
     """OpenAI's chat completion request (``developer`` reaches the chat template as ``system``)."""
 
+    chat: ClassVar[bool] = True
+
     model_config = ConfigDict(
         json_schema_extra={
             "examples": [{"messages": [{"role": "user", "content": "Name three primary colours."}]}],
@@ -332,10 +332,6 @@ class ChatCompletionBody(CompletionBody):
             raise refuse("top_logprobs needs logprobs: true", "top_logprobs")
         check_tools(self.tool_bodies, self.tool_choice)
         return self
-
-    @property
-    def chat(self) -> bool:
-        return True
 
     @property
     def messages(self) -> tuple[ChatMessage, ...]:

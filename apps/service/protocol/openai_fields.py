@@ -190,12 +190,8 @@ class Sampling(RequestBody):
 
     def sampling_params(self) -> SamplingParams:
         """The settings as the core takes them (absent: greedy)."""
-        defaults = SamplingParams()
-        return SamplingParams(
-            defaults.temperature if self.temperature is None else self.temperature,
-            defaults.top_p if self.top_p is None else self.top_p,
-            defaults.top_k if self.top_k is None else self.top_k,
-        )
+        sent = {name: getattr(self, name) for name in ("temperature", "top_p", "top_k")}
+        return SamplingParams(**{name: value for name, value in sent.items() if value is not None})
 
 
 PredictionField = Annotated[Prediction, BeforeValidator(_prediction)]
