@@ -51,25 +51,19 @@ class Comparison:
         return self.rows_differing == 0
 
 
-def _decode_chain(context: LlamaContext, tokens: Sequence[int], start: int) -> np.ndarray:
-    """Every row's logits of ``tokens`` fed as one pass at positions ``start...``: ``[len, vocab]``."""
-    return context.decode(
-        list(tokens), list(range(start, start + len(tokens))), [(MAIN,)] * len(tokens), [True] * len(tokens)
-    )
+def _decode_chain(context: LlamaContext, tokens: Sequence[int], start: int, every_row: bool = True) -> np.ndarray:
+    """``tokens`` fed as one pass at positions ``start...``: every row's logits ``[len, vocab]``, or with
+    ``every_row=False`` the last row's alone ``[1, vocab]`` (llama.cpp then runs the output head on that
+    row only, which leaves every row's keys and values as they are)."""
+    n = len(tokens)
+    return context.decode(list(tokens), list(range(start, start + n)), [(MAIN,)] * n, [every_row] * (n - 1) + [True])
 
 
 def _decode_range(context: LlamaContext, tokens: Sequence[int], start: int, stop: int) -> None:
-    """Feed ``tokens[start:stop]`` at positions ``start...``, in batches the context takes. Only the KV
-    cache is wanted: each batch asks for its last row's logits alone (llama.cpp then runs the output
-    head on that row only, which leaves every other row's keys and values as they are)."""
+    """Feed ``tokens[start:stop]`` at positions ``start...``, in batches the context takes; only the KV
+    cache is wanted, so each batch asks for its last row's logits alone."""
     for first in range(start, stop, context.n_batch):
-        batch = tokens[first : min(stop, first + context.n_batch)]
-        context.decode(
-            list(batch),
-            list(range(first, first + len(batch))),
-            [(MAIN,)] * len(batch),
-            [False] * (len(batch) - 1) + [True],
-        )
+        _decode_chain(context, tokens[first : min(stop, first + context.n_batch)], first, every_row=False)
 
 
 def _timed(context: LlamaContext, tokens: Sequence[int], start: int, cost: PassCostProfile | None) -> np.ndarray:
