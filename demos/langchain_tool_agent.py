@@ -115,6 +115,7 @@ def main(argv: list[str] | None = None) -> int:
     for call in calls:
         print(f"tool call: {call['name']}({json.dumps(call['args'], ensure_ascii=False)}) -> {call['result']}")
     print(f"answer: {answer if answer is not None else '(none: the model was still calling tools after --max-rounds)'}")
+    print(f"model turns: {turns}")
     return 0
 
 
