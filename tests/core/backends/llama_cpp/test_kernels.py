@@ -85,6 +85,46 @@ def test_the_interleaved_rows_compute_the_product_tinyblas_computes(weight_type)
     assert np.abs(interleaved - tinyblas).max() < 1e-5 * np.abs(tinyblas).max()
 
 
+VNNI_PRODUCT = """
+import sys
+import numpy as np
+from specdraft.backends.llama_cpp.ggml_products import GgmlProduct, ProductShape
+weight_type, out = sys.argv[1], sys.argv[2]
+x = np.random.default_rng(2).standard_normal((21, 896), dtype=np.float32)
+with GgmlProduct(ProductShape(weight_type, k=896, rows=64, repack=True)) as product:
+    np.save(out, np.concatenate([product.run(x[:n]) for n in (1, 3, 4, 9, 21)]))  # 1-4 columns at a time
+"""
+
+
+def _cpu_has_vpdpbusd() -> bool:
+    try:
+        with open("/proc/cpuinfo") as cpuinfo:
+            flags = cpuinfo.read().split()
+    except OSError:
+        return False
+    return "avx_vnni" in flags or ("avx512_vnni" in flags and "avx512vl" in flags)
+
+
+@pytest.mark.skipif(not _cpu_has_vpdpbusd(), reason="this CPU has no vpdpbusd: the interleaved rows take AVX2 only")
+@pytest.mark.parametrize("weight_type", ["q8_0", "q5_0"])
+def test_the_interleaved_rows_give_the_same_bytes_with_and_without_vpdpbusd(weight_type, tmp_path):
+    """Where the CPU has AVX512-VNNI or AVX-VNNI, the Q8_0 and Q5_0 rows repacked 8 at a time sum their byte
+    products with vpdpbusd; ``GGML_REPACK_VNNI=0`` (read once per process, so in subprocesses) keeps
+    AVX2's maddubs, madd and add. The integers are the same, so the products are the same bytes: the wheel
+    gives the logits it gives on a CPU without VNNI."""
+    import numpy as np
+
+    products = {}
+    for vnni in ("1", "0"):
+        out = tmp_path / f"{vnni}.npy"
+        env = dict(os.environ, GGML_REPACK_VNNI=vnni)
+        cmd = [sys.executable, "-c", VNNI_PRODUCT, weight_type, str(out)]
+        subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300, check=True)
+        products[vnni] = np.load(out)
+    assert products["1"].tobytes() == products["0"].tobytes()
+    assert np.abs(products["1"]).max() > 0
+
+
 NEGATIVE_CONTROL = """
 import json
 from specdraft.backends.llama_cpp.ggml_products import GgmlProduct, ProductShape, width_invariance
