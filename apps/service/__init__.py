@@ -1,15 +1,6 @@
-"""The specdraft HTTP service: a Flask app factory with one blueprint per area.
-
-``create_app(config, pool)`` builds the app; the target model is loaded from ``pool`` on the first
-request that needs it, once, and shared by every request; KV caches and drafters never are.
-Areas: ``health`` (``GET /healthz``, ``GET /v1/models``), ``completions`` (OpenAI-compatible
-``POST /v1/completions`` and ``POST /v1/chat/completions``), ``responses_api`` (OpenAI's Responses API,
-``POST /v1/responses``), ``grammar`` (``POST
-/v1/grammar/correct``), ``rag`` (``POST /v1/rag/documents``, ``POST /v1/rag/query``, ``GET
-/v1/rag/indexes``), ``metrics`` (``GET /metrics``, Prometheus), ``openapi``
-(``GET /openapi.json``, the OpenAPI 3.1 document of every route) and ``demo`` (``GET /demo/grammar`` and ``GET
-/demo/rag``, HTML pages over those APIs; ``GET /demo/`` serving an edge model, see ``edge_model``).
-Every API error is JSON (see ``errors``).
+"""The specdraft HTTP service: ``create_app(config, pool)``, a Flask app with one blueprint per area
+(docs/service.md). The target model is loaded from ``pool`` on the first request that needs it and
+shared; KV caches and drafters never are. Every API error is JSON (``errors``).
 """
 
 from __future__ import annotations

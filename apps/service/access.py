@@ -1,22 +1,13 @@
-"""Who may call what: API keys and scopes, and no cross-site or DNS-rebinding writes.
+"""Who may call what (docs/deployment.md, "Keys, access and limits"): ``install_access_control(app,
+policy)`` checks every request before its view runs, in order, each failure a JSON error that changes
+nothing:
 
-Installed by ``install_access_control(app, policy)``; every request passes these checks, in order,
-before its view runs (a failure is JSON in OpenAI's error shape and changes nothing):
-
-1. **Host** (only without keys, when the server is reachable from this machine alone): the
-   ``Host`` header must name a loopback address (``localhost``, ``127.0.0.1``, ``[::1]``, any port)
-   or one of ``allowed_hosts``; otherwise 421. A page on another site that re-points its own domain
-   at 127.0.0.1 (DNS rebinding) sends its own domain as the Host, so it is turned away.
-2. **Key** (only with keys): routes under ``/v1/`` and ``/metrics`` need ``Authorization: Bearer
-   KEY``; a missing or unknown key is a 401 (``WWW-Authenticate: Bearer``, ``code``
-   "invalid_api_key"); a ``read`` key on a route that changes state (``WRITE_ENDPOINTS``) is a 403
-   (``code`` "insufficient_scope"). Health, the OpenAPI document and the demo pages are open; the
-   pages ask for a key when the API answers 401 and keep it in the browser's local storage.
-3. **Cross-site** (always, for every request with a body: POST, PUT, PATCH, DELETE): a request
-   whose ``Origin`` is not this server's own origin (nor in ``allowed_origins``), or that the
-   browser marks ``Sec-Fetch-Site: cross-site``, is a 403; a body that is not
-   ``Content-Type: application/json`` is a 415. (A web page can send ``text/plain`` or form bodies
-   to any address without asking; JSON needs a CORS preflight, which this server never grants.)
+1. Host (without keys only): a loopback name or one of ``allowed_hosts``, else 421 (DNS rebinding).
+2. Key (with keys only): routes under ``/v1/`` and ``/metrics`` need ``Authorization: Bearer KEY``
+   (401 ``invalid_api_key``); a read key on a ``WRITE_ENDPOINTS`` route is a 403 ``insufficient_scope``.
+3. Cross-site (every request with a body): an ``Origin`` other than this server's (or
+   ``allowed_origins``), or ``Sec-Fetch-Site: cross-site``, is a 403; a body that is not
+   ``application/json`` a 415 (JSON needs a CORS preflight, which this server never grants).
 
 ``g.principal`` holds the caller's ``Principal`` (None without keys) for views that own resources.
 """

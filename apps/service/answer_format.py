@@ -1,19 +1,12 @@
-"""How each completion endpoint spells its answer: ``Answer`` writes the envelope (OpenAI's completion
-and chunk objects) for the service and the laptop's edge endpoint alike; ``Format`` (``TEXT``,
-``CHAT``) spells a choice: the whole answer's ``choices[i]`` fields, and the deltas of a streamed one.
+"""How each completion endpoint spells its answer (docs/service.md): ``Answer`` writes the envelope
+(OpenAI's completion and chunk objects) for the service and the laptop's edge endpoint alike;
+``Format`` (``TEXT``, ``CHAT``) spells a choice, whole or as streamed deltas.
 
-The text endpoint's choice is ``{"text", "logprobs"}``; a chat choice's is ``{"message"}``: OpenAI's
-assistant message, ``{"role": "assistant", "content", "refusal": null}`` plus ``tool_calls`` when the
-answer makes calls (``content`` is then null unless the model also wrote text). Whether calls are read
-from the text is the request's ``OutputPlan`` (``structured_output``): with tool_choice auto, required
-or a named function, the model's tool-call format (``OutputPlan.tool_format``, a
-``specdraft.tool_calls.ToolCallFormat``) reads the text with its ``stream``, and a streamed answer
-sends each call's index, id and name once, then its arguments in fragments, never a partial tag
-(``<tool_call``) as content (the stream holds such text back until it knows what it is). The plain
-answer and the streamed one are the same parse (the format's ``parse`` is the stream fed whole). In
-auto mode a reply that is only untagged calls of the request's tools (bare JSON objects or a ```json
-fence) is read as calls too.
-``parallel_tool_calls: false`` keeps the answer's first call only.
+A chat choice is OpenAI's assistant message, with ``tool_calls`` when the request's ``OutputPlan``
+reads calls: the model's tool-call format (``OutputPlan.tool_format``) parses the text, whole
+(``parse``) or as it streams (``stream``, the same parse fed in pieces: each call's id and name once,
+then argument fragments, never a partial tag as content). In auto mode a reply of only untagged calls
+of the request's tools is read as calls too; ``parallel_tool_calls: false`` keeps the first call.
 """
 
 from __future__ import annotations

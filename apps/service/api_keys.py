@@ -1,17 +1,8 @@
-"""API keys and their scopes: the key file, and checking a presented key in constant time.
-
-Key file (``specdraft serve --api-key-file FILE``): one key per line, optionally followed by its
-scope, ``read`` (the default) or ``write``; blank lines and lines starting with ``#`` are ignored::
-
-    # analysts may ask; the indexer may also add documents
-    sk-analyst-7Jq0u...            read
-    sk-indexer-Wl2pX...            write
-
-A ``write`` key may do everything a ``read`` key may, and also change state (add documents). Keys
-are at least ``MIN_KEY_LENGTH`` characters without whitespace; a key listed twice is an error.
-Keys are kept only as SHA-256 digests, compared with ``hmac.compare_digest`` against every listed
-key (the time taken does not depend on which key matched or how much of it), and never logged or
-echoed: a key is named by ``KeyRing.check``'s ``Principal.key_id``, a short digest prefix.
+"""API keys and their scopes (docs/deployment.md): the key file (one key per line, then ``read``, the
+default, or ``write``; ``#`` comments), keys of at least ``MIN_KEY_LENGTH`` characters, each listed
+once. Keys are kept only as SHA-256 digests and compared with ``hmac.compare_digest`` against every
+listed key (the time does not depend on which matched); a key is named by ``Principal.key_id``, a
+short digest prefix, and never logged or echoed.
 """
 
 from __future__ import annotations

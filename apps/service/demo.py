@@ -1,20 +1,6 @@
-"""Demo pages, with no external resources; serving a page loads no model (``static/demo.js`` and
-``static/demo.css`` hold what they share).
-
-- ``GET /demo/grammar`` (``templates/grammar.html``, ``static/grammar.js``): posts the text to
-  ``POST /v1/grammar/correct`` with ``compare: true`` and shows the corrections (inserted and
-  replaced words highlighted, deleted words struck through), which parts of the answer the model
-  accepted from the copy of the input, and the measured speedup over plain decoding.
-- ``GET /demo/rag`` (``templates/rag.html``, ``static/rag.js``, ``static/rag.css``): asks ``POST
-  /v1/rag/query`` and shows the answer with drafted runs shaded, each run copied from a passage a
-  link to the marked spot in that passage, the passages, and the speculation's counts; a form adds
-  documents (typed, or a few examples) with ``POST /v1/rag/documents``.
-- ``GET /demo/`` (``templates/edge.html``, ``static/edge.js``, ``static/edge.css``), serving an edge model
-  (``edge_model``: the laptop's endpoint): streams ``POST /v1/chat/completions`` and shows the answer as it
-  grows: verified text (the server's own tokens) plain, unverified text (the local model's while the
-  server was unreachable) struck and tinted, and the local model's draft in flight in grey after it;
-  beside it the live round-trip time to the verify server and the counts of the answer's
-  ``speculation``. Registered only when an edge model is served (``edge_bp``).
+"""Demo pages over the API, with no external resources; serving a page loads no model:
+``GET /demo/grammar``, ``GET /demo/rag`` and, serving an edge model, ``GET /demo/`` (``edge_bp``).
+Each is ``templates/NAME.html`` with ``static/NAME.js`` (``static/demo.js`` and ``demo.css`` shared).
 """
 
 from __future__ import annotations

@@ -1,24 +1,10 @@
-"""Serving an edge model: the laptop's endpoint (``specdraft edge serve``) is this service with
-``endpoint_config(...)``, a ``ModelConfig`` on the edge backend: the local model drafts, a verify server
-(``specdraft serve --edge``) checks, through ``specdraft.edge``'s ``EdgeModel`` (``load_model``). The
-routes, the request layer, the answer writer, the SSE driver, errors and access are the service's; what
-differs is here:
-
-- the answers and ``GET /v1/models`` name the verify server's model (``served_name``: the local model's
-  name while the server is out of reach), and a request may send any model name;
-- refused with a 400 that says why (``check_supported``): ``n`` > 1, ``logprobs``, ``prediction``,
-  several prompts, a ``response_format`` other than text and ``tools`` (constraining needs logits, and
-  the verify server returns token ids);
-- a generation is an ``EdgeRun`` (``answer``), one at a time (the service's gate, ``max_concurrent=1``:
-  the local model drafts for one generation at a time). The answer's ``speculation`` holds the
-  ``drafter`` (the local model's name), the run's ``EdgeStats.to_dict()`` (``round_trips``,
-  ``server_forward_passes``, ``unverified_tokens``, ...) and ``verified`` (per token). In a stream,
-  every chunk that carries text has ``unverified`` (the local model's text, written while the server was
-  unreachable), ``source`` ("verified" or "unverified"), ``drafted`` (the local model's draft past the
-  text, in flight), ``round_trip_ms`` (the last server call's) and ``round_trips``; the last chunk
-  carries ``finish_reason``, ``usage`` and ``speculation``;
-- a verify server that refuses the session (a wrong key, another tokenizer) is a 502 that says why;
-- ``GET /healthz`` adds ``draft_model``, ``server`` and ``server_reachable`` (``health``).
+"""Serving an edge model: the laptop's endpoint (``specdraft edge serve``, docs/edge.md) is this service
+with ``endpoint_config(...)``, a ``ModelConfig`` on the edge backend (the local model drafts, a verify
+server checks). Routes, requests, answers, errors and access are the service's; what differs is here:
+answers name the verify server's model (``served_name``); ``check_supported`` refuses what needs
+logits or several choices; a generation is an ``EdgeRun`` (one at a time), whose chunks carry
+``source`` ("verified"/"unverified"), ``drafted`` and the round trips; a verify server that refuses the
+session is a 502; ``/healthz`` adds the server's reachability (``health``).
 
 Imports no torch: the edge package, numpy and the standard library (plus the local model's backend).
 """

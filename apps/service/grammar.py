@@ -1,23 +1,6 @@
-"""Grammar correction: ``POST /v1/grammar/correct``.
-
-Request: ``{"text": str, "model"?: str, "speculate"?: bool = true, "compare"?: bool = false}``.
-The text is corrected by ``ServiceConfig.grammar_model`` (or the served model or an allowed extra
-model the request names) with ``GrammarCorrector``, which drafts the answer from the text itself
-(see ``specdraft.copydraft``); ``speculate: false`` decodes plainly and gives the same answer.
-
-Response: ``{"corrected", "edits", "token_ids", "stats", "quality", "pieces", "model"}`` where
-``quality`` is the check of the answer against the text (``copydraft.answer_check``: ``ok`` false,
-with ``warnings``, when it leaves out words or sentences, loops, runs to the token limit or adds
-much text: then ``corrected`` is the model's answer but not a correction), ``edits`` are
-``{"start", "end", "original", "replacement"}`` in the input's character offsets, and ``pieces``
-spell ``corrected`` as runs of ``{"text", "source"}``: "draft" for text the model accepted from the
-copy of the input, "target" for text it generated itself (adjacent pieces of one source merged).
-With ``compare: true`` the text is also corrected the other way (plain if ``speculate``, else
-speculatively) and the response adds ``comparison``: both wall times, the speedup, whether the two
-outputs are identical, and both counts of target forward passes.
-
-Limits: a body over ``max_request_bytes`` and a text over ``max_grammar_chars`` get a 413; bad
-fields a 400 (see ``protocol.grammar``).
+"""Grammar correction: ``POST /v1/grammar/correct`` (docs/grammar.md), by ``GrammarCorrector``, which
+drafts the answer from the text itself; ``compare: true`` also corrects the other way and reports
+``comparison``.
 """
 
 from __future__ import annotations

@@ -1,43 +1,9 @@
-"""Prometheus metrics: ``GET /metrics`` in Prometheus' text format (version 0.0.4).
+"""Prometheus metrics: ``GET /metrics`` (text format 0.0.4; the metrics and labels: docs/service.md).
 
-Every app has its own ``CollectorRegistry`` (in ``app.extensions["specdraft.metrics"]``), never
-the process-wide default one: two apps in one process (tests build many) count apart. Labels:
-``route`` is the URL rule that matched (``/v1/chat/completions``; "unmatched" for a 404), never
-the raw path, so a client cannot grow the label set; ``drafter`` is the name the response reports
-(``prompt-lookup``, ``model:NAME``, ``prediction``, ``reference``, ``copy``, ``none``, ...), which
-the server's configuration bounds.
-
-Metrics (counters end in ``_total``):
-
-- ``specdraft_requests_total{route, method, status}``: every answered request.
-- ``specdraft_request_duration_seconds{route}``: histogram, from the request's start until its
-  response is closed (for a stream: until the last event is sent).
-- ``specdraft_time_to_first_token_seconds{route}``: histogram, from the request's start until the
-  first piece of generated text (completions, chat completions and RAG queries, streamed or not).
-- ``specdraft_generations_total{route, drafter}``: generations finished.
-- ``specdraft_prompt_tokens_total``, ``specdraft_cached_prompt_tokens_total`` (restored from the
-  prefix cache), ``specdraft_generated_tokens_total``,
-  ``specdraft_drafted_tokens_total``, ``specdraft_accepted_tokens_total``,
-  ``specdraft_verify_steps_total``, ``specdraft_target_forward_passes_total``,
-  ``specdraft_fallback_steps_total`` ``{route, drafter}``: sums of the ``Stats`` fields of the
-  same names (see ``specdraft.Stats``). Target passes per token of a drafter is
-  ``target_forward_passes_total / generated_tokens_total``; its acceptance rate
-  ``accepted_tokens_total / drafted_tokens_total``.
-- ``specdraft_queued_requests``, ``specdraft_generations_in_flight``: gauges read at scrape time
-  from the callables given to ``set_load_readers`` (0 until a concurrency limiter plugs them in).
-- ``specdraft_prefix_cache_bytes``, ``specdraft_prefix_cache_tokens``,
-  ``specdraft_prefix_cache_entries``, ``specdraft_prefix_cache_max_bytes``: gauges, the served
-  model's prefix cache now (``specdraft.prefix_cache``; 0 until the model is loaded or when the
-  cache is off).
-- ``specdraft_verify_batcher_batched_passes``, ``specdraft_verify_batcher_batched_rows``,
-  ``specdraft_verify_batcher_lone_passes``: gauges, the served model's verify batcher since it was
-  attached (``serve --batch-verify``; ``specdraft.backends.transformers.verify_batcher``): padded passes run, the
-  requests' passes they held, verification passes that ran alone (0 when batching is off).
-- ``specdraft_rejected_requests_total{route, reason}``: requests refused for load (``reason``
-  "overload": every 429 answer counts, whichever part of the app gave it).
-
-Recording: ``init_app`` adds the request hooks; ``observe(stream, drafter)`` wraps a completion or
-RAG stream so that iterating it records its time to first token and, at its end, its ``Stats``;
+Every app has its own ``CollectorRegistry`` (two apps in one process count apart). ``route`` is the
+URL rule that matched ("unmatched" for a 404), never the raw path, so a client cannot grow the label
+set. ``init_app`` adds the request hooks; ``observe(stream, drafter)`` wraps a completion or RAG
+stream so that iterating it records its time to first token and, at its end, its ``Stats``;
 ``record_generation`` records a finished generation directly (grammar corrections).
 """
 

@@ -1,35 +1,7 @@
-"""What a completion reports about its tokens: OpenAI's ``usage`` and vLLM-style speculation metrics.
-
-``usage`` (``usage``): OpenAI's counts, summed over the answer's choices. With a ``prediction``
-(OpenAI's predicted outputs) it carries ``completion_tokens_details`` as OpenAI defines it:
-
-- ``accepted_prediction_tokens``: the tokens of the prediction that appeared in the completion;
-- ``rejected_prediction_tokens``: the tokens of the prediction that did not.
-
-"Appeared" is read as a token alignment, not as the drafter's luck: the most prediction tokens that
-occur in the completion's tokens in the same order (the length of their longest common
-subsequence, ``prediction_overlap``). So a prediction equal to the completion has 0 rejected, one
-sharing no token with it has 0 accepted, and the two always sum to the prediction's length, per
-choice (each choice is generated against the whole prediction). The verifier's own counts are not
-used for this: the first token (chosen by the prefill) and every bonus token come from the target
-even where they equal the prediction's, and tokens accepted past a stop sequence are not in the
-completion; those counts are in ``spec_decode_metrics`` instead. ``completion_tokens`` stays the
-number of tokens generated (OpenAI also bills rejected prediction tokens there; nothing is billed
-here).
-
-``spec_decode_metrics``: one request's speculation in the names of vLLM's spec-decode metrics
-(``vllm:spec_decode_num_drafts`` and the rest), from the core's ``Stats``:
-
-- ``num_drafts``: verify steps that sent a draft of at least one token;
-- ``num_draft_tokens``: draft tokens sent to verification;
-- ``num_accepted_tokens``: draft tokens the target accepted (bonus tokens not counted);
-- ``num_accepted_tokens_per_pos``: for each draft position (0: the first token after the context),
-  the drafts whose accepted path reached it; ``[i] / num_drafts`` is vLLM's acceptance rate at
-  position ``i``;
-- ``num_draft_tokens_per_pos`` (not one of vLLM's, which drafts a fixed number of tokens): the draft
-  tokens sent at each position; drafts here vary in length and may be trees, so
-  ``num_accepted_tokens_per_pos[i] / num_draft_tokens_per_pos[i]`` is the acceptance rate at a
-  position among the drafts that reached it (for chains).
+"""What a completion reports about its tokens: OpenAI's ``usage`` (with a ``prediction``, its
+``completion_tokens_details`` counted on the longest common subsequence of the prediction and each
+choice) and ``spec_decode_metrics`` (the speculation in vLLM's names). docs/usage-fields.md says what
+each field means and why.
 """
 
 from __future__ import annotations

@@ -1,16 +1,7 @@
-"""``GET /openapi.json``: the service's OpenAPI 3.1 document, built for the app's own ``ServiceConfig``.
-
-Every route the app serves is in it (``tests/apps/service/test_openapi.py`` compares it with the
-app's URL map), with its request body and every answer it can give. The bodies' schemas are the
-models' (``protocol``: the same models validate the requests, so the document cannot drift from
-the validation; ``protocol.schema`` fills in the config's limits, so a server started with
-``max_tokens_limit=64`` documents 64); each error is ``{"error": {"message", "type", "param",
-"code"?}}`` with its status: 400 (a bad field, named in ``param``), 401/403 (API keys and scopes;
-cross-site writes), 404, 405 (with ``Allow``), 409, 413, 415 (a body that is not JSON), 421 (a Host
-this server does not answer without keys) and 429 (overload, with ``Retry-After``). Streamed
-answers are documented as server-sent events whose ``data`` is a JSON payload (its model) or the
-closing ``[DONE]``. The document is built once per app, on first use, and is open without a key (as
-health and the demo pages are).
+"""``GET /openapi.json``: the OpenAPI 3.1 document of every route, built once per app for its own
+``ServiceConfig`` (docs/service.md). Bodies and answers are the ``protocol`` models' schemas (the same
+models validate the requests, so the document cannot drift from the validation); errors are the one
+error body with their statuses; streams are server-sent events of a JSON payload or ``[DONE]``.
 """
 
 from __future__ import annotations

@@ -1,39 +1,10 @@
-"""Retrieval-augmented answers over named document indexes: ``/v1/rag/...``.
+"""Retrieval-augmented answers over named document indexes or configured vector stores: ``POST
+/v1/rag/documents``, ``POST /v1/rag/query`` (plain, or ``"iterative": true``), ``GET /v1/rag/indexes``
+(docs/rag.md, docs/iterative-rag.md, docs/vector-stores.md).
 
-- ``POST /v1/rag/documents`` ``{"index"?: "default", "documents": [{"id", "text", "metadata"?}]}``:
-  chunks, embeds and adds the documents to the index (created when it does not exist yet) and saves
-  it atomically. Answer: ``{"index", "created", "added": {"documents", "chunks"}, "documents",
-  "chunks"}``. Any bad document (no text, a repeated id, ...) is a 400 naming ``documents[i]`` and
-  nothing is written.
-- ``POST /v1/rag/query`` ``{"index"?, "question", "top_k"?, "drafter"?, "max_tokens"?, "stream"?}``:
-  retrieves the ``top_k`` closest passages, answers with the served model, drafting from them
-  (``drafter``: reference by default; see ``specdraft.retrieval.pipeline``). Answer:
-  ``RAGAnswer.to_dict()`` (``answer``, ``citations``, ``token_ids``, ``stats``, ``passages``,
-  ``spans``) plus ``index``, ``model`` and ``drafter``. With ``"stream": true``: server-sent events,
-  first ``{"passages": [...]}``, then one ``{"text", "source"}`` per piece of the answer, then
-  ``{"answer": {...the whole object...}}`` and ``[DONE]`` (an error once streaming has begun: an
-  ``{"error": ...}`` event and no ``[DONE]``).
-- ``POST /v1/rag/query`` with ``"iterative": true`` (``"retriever"?: "dense"|"hnsw"|"bm25"``,
-  ``"speculative_retrieval"?: bool``; ``drafter`` and ``top_k`` are a 400 there): iterative RAG over
-  the index's chunks (``specdraft.apps.iterative_rag``): a retrieval every 4 tokens, the top chunk in
-  the prompt; with speculative retrieval the same answer and chunks, faster. Answer:
-  ``IterativeAnswer.to_dict()`` (``answer``, ``token_ids``, ``finish_reason``, ``retrievals``: one
-  record per stride with ``source`` "retriever"|"cache" and ``status``
-  "exact"|"confirmed"|"rolled_back", ``stats``: ``retrieval_s``/``generation_s``/``wall_s``, cache
-  hits, rollbacks, ...) plus ``index``, ``model``, ``retriever``, ``speculative_retrieval``. Streamed:
-  ``{"retrieval": {...record, "doc_id", "text"}}`` before each stride's text, ``{"text"}`` pieces
-  (confirmed text only), then ``{"answer": {...}}`` and ``[DONE]``. A retriever that fails mid-answer
-  is a 502 naming it (streamed: an ``{"error"}`` event), never a different answer.
-- ``POST /v1/rag/query`` with ``"store": NAME``: the same answers (plain or iterative), searching
-  the vector store collection the server was started with under that name (``ServiceConfig.stores``,
-  ``specdraft serve --store NAME=STORE:PATH``; ``specdraft.retrieval.stores``) instead of an index;
-  the answer names ``store`` instead of ``index``, and iteratively the store is the retriever.
-- ``GET /v1/rag/indexes``: ``{"indexes": [names], "stores": [names], "embedding_model", "datastore"}``.
-
-Errors: an unknown index is a 404; an index built with another embedding model, or one whose files
-are damaged, a 409; a store name the server does not have a 400 naming ``store``, a configured
-store that cannot be opened (its collection is gone, its extra is not installed) a 409 naming
-``store``; everything else a 400. None of them changes an index, a store or another request.
+Errors: an unknown index is a 404; an index built with another embedding model, damaged files or a
+store that cannot be opened a 409; a retriever failing mid-answer a 502 naming it (never a different
+answer); everything else a 400. None of them changes an index, a store or another request.
 """
 
 from __future__ import annotations

@@ -1,22 +1,7 @@
-"""A Responses API answer, written from the chat completion answer of the same request.
-
-``/v1/responses`` runs as a chat completion (``responses_api``), so its answer is the chat answer in
-the Responses API's shapes (``protocol.openai_responses``), built by ``ResponseWriter``:
-
-- ``whole(chat)``: the chat completion object as a response object. Its message's text is the
-  ``output`` message item's one ``output_text`` part (an item there is whenever the answer has text,
-  or makes no call), each of its tool calls a ``function_call`` item (``call_id``: the call's id), in
-  that order; ``status`` "incomplete" (``incomplete_details.reason`` "max_output_tokens") when the
-  token limit or the time limit cut it; ``usage`` in the Responses API's names; ``speculation`` and
-  ``spec_decode_metrics`` as the chat answer has them.
-- ``events(chunks)``: the chat completion's chunks as the Responses API's event stream (the
-  ``protocol.openai_responses`` docstring lists the order), each event numbered by
-  ``sequence_number``. A text delta carries the chunk's ``source`` (draft or target), as a chat chunk
-  does. The last event, ``response.completed``, holds what ``whole`` would answer: the same items,
-  text, usage and stats.
-
-``assistant_message(output)`` is an answer's output as a chat message, the way a stored response's
-conversation keeps it (``previous_response_id``).
+"""A Responses API answer written from the chat answer of the same request (docs/responses-api.md):
+``ResponseWriter.whole`` (the chat completion object as a response object) and ``events`` (the chat
+chunks as the Responses API's events, the last holding what ``whole`` answers); ``assistant_message``:
+an answer's output as the chat message a stored conversation keeps.
 """
 
 from __future__ import annotations

@@ -1,23 +1,9 @@
-"""``POST /v1/responses``: OpenAI's Responses API, on the chat completion's request and answer code.
-
-A request is validated as a ``ResponsesBody`` and translated into the chat completion body it
-means (``protocol.openai_responses_request.to_chat``, after the conversation of its
-``previous_response_id``), which runs as every chat request runs: ``parse_completion_request``'s checks, then
-``completions.start`` (the chat template, the output plan for tools and ``text.format``, the drafter,
-the generation stream). A 400 of that path names the Responses API's field
-(``ChatTranslation.rename``). The answer is the chat answer rewritten (``responses_answer``): one
-response object, or with ``"stream": true`` the Responses API's events (``data: {json}`` events,
-each also named by an ``event:`` line, ending with ``data: [DONE]``). So a response's text is,
-token for token, the chat completion's for the same conversation, and both are the target's own.
-
-Stored responses (``ResponseStore``): every response whose request did not send ``store: false``
-is kept in this process, its conversation (input and output, without ``instructions``) under its
-id, so that a later request's ``previous_response_id`` continues it. The store keeps the
-``ServiceConfig.max_stored_responses`` most recently used; an id that is not (or no longer) kept is
-a 400 naming ``previous_response_id`` (code ``previous_response_not_found``). A response is stored
-once it is complete (a streamed one, with its last event). ``GET /v1/responses/{id}`` answers a
-stored response's object again, ``DELETE /v1/responses/{id}`` forgets it; both are a 404 (code
-``response_not_found``) for an id that is not kept.
+"""``POST /v1/responses``, ``GET`` and ``DELETE /v1/responses/{id}``: OpenAI's Responses API run as a
+chat completion (docs/responses-api.md). A request is validated (``ResponsesBody``), translated into its
+chat body (``to_chat``, after its ``previous_response_id``'s conversation) and run by
+``completions.start``; a 400 on that path names the Responses API's field (``ChatTranslation.rename``);
+the chat answer is rewritten by ``responses_answer``. ``ResponseStore`` keeps the last
+``ServiceConfig.max_stored_responses`` complete responses not sent with ``store: false``.
 """
 
 from __future__ import annotations

@@ -1,26 +1,9 @@
-"""What a completion's answer must be: a constraint from ``response_format`` or the tools, and how its
-text is read back (``OutputPlan``).
-
-``plan_output(request, tokenizer)`` runs once per request, before generation, after the body was
-validated (``protocol.structured``: the tools' and ``tool_choice``'s shapes and the rules across them
-are checked there, once): it takes the tools as ``ToolSpec`` s and ``tool_choice`` as a ``ToolChoice``
-(``specdraft.tool_calls``), checks that each tool's parameters are an object schema the grammar can
-follow (``check_parameters``: a 400 naming ``tools[i].function.parameters``), and compiles the
-constraint, so that a schema the
-grammar library cannot follow, or one over ``ConstraintLimits``, is a 400 naming the field, the
-keyword and its JSON pointer (``ConstraintError``'s message) before anything is generated:
-
-- ``tool_choice`` "required" or a named function: the answer is constrained to tool calls in the
-  model's format (``ToolCallFormat.constraint`` of the format its chat template belongs to,
-  ``specdraft.tool_calls.format_for_model``; the tags as tokens where the vocabulary has them);
-- ``auto``: unconstrained; the calls are parsed from the text (the format's ``stream`` and ``parse``);
-- ``none``: no calls: the text is the content. The tools still go into the prompt (the template's
-  tools section), as OpenAI's models still see them: the model knows the tools of a conversation
-  whose history calls them, and is told by the choice not to call one. A model that writes a
-  call anyway has it in its content, as text;
-- ``response_format`` ``json_object`` / ``json_schema`` (no tool calls asked for): the answer is
-  constrained to the schema (``specdraft.constrained.from_response_format``); with tools in auto mode
-  it is refused (the answer can be either calls or the schema's JSON, not both: send a tool_choice).
+"""What a completion's answer must be: ``plan_output`` turns ``response_format`` and the tools into an
+``OutputPlan`` once per request, before generation (docs/service.md, "Structured outputs and tool
+calls"): the constraint (tool calls in the model's format for ``required`` or a named function, the
+schema for a JSON ``response_format``; a 400 naming the field, keyword and JSON pointer when it cannot
+be compiled), the tools the chat template lists (with every ``tool_choice``, ``none`` included) and
+whether calls are read from the text (``auto``, ``required``, a function).
 """
 
 from __future__ import annotations

@@ -1,26 +1,12 @@
-"""The prompt of a completion request: the chat endpoint's ``messages`` or the text endpoint's ``prompt``.
+"""The prompt of a completion request: the chat endpoint's ``messages`` or the text endpoint's ``prompt``
+(docs/service.md).
 
-Chat messages (``Message``), as OpenAI's clients send them:
-
-- ``role``: ``system``, ``user``, ``assistant``, ``developer`` (OpenAI's newer name for the system
-  instructions; the chat template gets it as ``system``) or ``tool``. The legacy ``function`` role
-  is a 400 that says to send ``tool`` messages.
-- ``content``: a string, or a list of text parts ``[{"type": "text", "text": ...}]`` joined with
-  ``"\\n"`` (as vLLM joins them). Any other part (``image_url``, ``input_audio``, ``file``,
-  ``refusal``, ...) is a 400: the served models read text only. Every role but ``assistant`` must
-  have content; an assistant's may be null or absent (read as ``""``).
-- ``tool_calls`` (assistant messages only): the calls the assistant made, ``[{"id", "type":
-  "function", "function": {"name", "arguments"}}]`` with ``arguments`` a JSON object as text (as
-  OpenAI returns them); the chat template gets the arguments as an object.
-- ``tool_call_id`` (``tool`` messages, required): the id of a call an earlier assistant message
-  made; a tool message answering no earlier call is a 400.
-- ``name`` and any other field of a message are ignored; so is the legacy ``function_call`` when
-  null.
-
-Text prompts (``/v1/completions``): a string; a list of strings (one prompt each: the answer has a
-choice per prompt, in order); a list of token ids; or a list of lists of token ids. At most
-``MAX_PROMPTS`` prompts (LangChain's ``OpenAI`` sends up to 20 at a time), none empty. Token ids are
-checked against the model's vocabulary where the prompt is encoded (``completions``).
+Messages: roles ``system``, ``user``, ``assistant``, ``developer`` (the template gets ``system``) and
+``tool``; ``content`` a string or text parts joined with ``"\\n"`` (any other part is a 400: the
+models read text only), required except an assistant's; an assistant's ``tool_calls`` (``arguments``
+a JSON object's text, given to the template as an object); a tool message's ``tool_call_id`` must
+answer an earlier call. Prompts: a string, token ids, or up to ``MAX_PROMPTS`` of them (one choice
+each), none empty; token ids are checked against the vocabulary where they are encoded.
 """
 
 from __future__ import annotations

@@ -1,36 +1,13 @@
 """The bodies of ``POST /v1/completions`` (``TextCompletionBody``) and ``POST /v1/chat/completions``
-(``ChatCompletionBody``): OpenAI's fields around the prompt (``chat``), and this server's extensions.
+(``ChatCompletionBody``): OpenAI's fields and this server's extensions (docs/service.md; the field
+types and rules are ``openai_fields``', the prompt's ``chat``'s, the tools' ``structured``'s).
 
-- ``model``: the served model's name; one of ``ServiceConfig.model_aliases``; or any name when
-  ``ServiceConfig.serve_any_model_name`` (so client defaults such as "gpt-3.5-turbo" work). The
-  answer always comes from the served model and its ``model`` field names it.
-- ``max_tokens`` / ``max_completion_tokens`` (the name the current SDK and LangChain send): one
-  limit, 1..``ServiceConfig.max_tokens_limit``; both may be sent only with the same value.
-- ``n``: 1..``MAX_N`` choices per prompt, at most ``MAX_CHOICES`` in all (prompts x n).
-- ``logprobs``: chat: ``logprobs: true`` and ``top_logprobs`` 0..``MAX_TOP_LOGPROBS``; text
-  completions: ``logprobs`` 0..``MAX_COMPLETION_LOGPROBS`` (the number of alternatives).
-- ``stream_options.include_usage``: a last chunk with ``usage`` and no choices (ignored unless streaming).
-- ``response_format`` (both endpoints; on ``/v1/completions`` an extension) and, on the chat
-  endpoint, ``tools``, ``tool_choice`` and ``parallel_tool_calls``: see ``structured``.
-- Refused with a 400 (``Neutral``): legacy function calling (``functions``, ``function_call``: send
-  ``tools``), tools on the text endpoint, non-zero ``presence_penalty``/``frequency_penalty``, a
-  non-empty ``logit_bias``, ``echo``, ``best_of`` > 1, a ``suffix``, ``audio``, ``modalities`` other
-  than text. Their neutral values (empty lists, zero, ...) pass. Fields this server does not know
-  (``user``, ``store``, ``metadata``, ``service_tier``, ...) are ignored.
-- Extensions: ``drafter`` ("none", "prompt-lookup", "documents", "model:NAME"), ``top_k``, and
-  OpenAI's ``prediction`` (the text to draft from).
-
-The field types and their rules (sampling, stop strings, the refused fields, the config-dependent
-rules) are ``openai_fields``'.
-
-A validated body is the request the endpoints run (``parse``, with the server's config): besides its
-fields it reads as the prompts (``prompts``: text or token ids; ``messages``: ``ChatMessage`` s), a
-``GenerationConfig`` (``generation``: the fields a request sets, the rest ``GenerationConfig``'s own
-defaults, ``max_tokens`` by default ``ServiceConfig.default_max_tokens``), the drafter (a ``DrafterSpec``,
-the request's or the server's default), ``n``, ``stream``, ``include_usage``, ``prediction`` (its
-text), ``response_format`` (OpenAI's shape) and ``tools`` (a ``ToolRequest``). Fields whose wire name is
-one of those are stored under another (``alias``: the wire name is what is read, documented and named
-in errors).
+A validated body (``parse``, with the server's config) is the request the endpoints run: it reads as
+its prompts (``prompts``: text or token ids; ``messages``), a ``GenerationConfig`` (``generation``:
+the fields a request sets, the rest the core's defaults, ``max_tokens`` by default
+``ServiceConfig.default_max_tokens``), its drafter (the request's or the server's default),
+``response_format`` and ``tools``. Fields whose wire name is one of those are stored under another
+(``alias``: the wire name is what is read, documented and named in errors).
 """
 
 from __future__ import annotations

@@ -1,22 +1,5 @@
-"""The answers of ``POST /v1/responses`` (OpenAI's Responses API) as models: the response object, its
-output items, its usage, and the streamed events.
-
-The route (``..responses_api``) builds every answer as these models (``responses.answer``), and the
-OpenAPI document is built from them. The shapes are OpenAI's, as its ``openai`` SDK types them
-(``openai.types.responses``): a ``Response`` (``object`` "response") whose ``output`` holds an
-assistant ``message`` item with one ``output_text`` part and/or ``function_call`` items; ``usage`` in
-the Responses API's names (``input_tokens``, ``output_tokens``, ``total_tokens`` and their details).
-Like the chat completion object, a response also carries ``speculation`` (the drafter and its
-stats) and ``spec_decode_metrics`` (vLLM's names), in the chat completion's shapes.
-
-A stream is a sequence of events, each with a ``type`` and a ``sequence_number`` (0, 1, 2, ...):
-``response.created``, ``response.in_progress``; per output item ``response.output_item.added``, then for
-a message ``response.content_part.added``, ``response.output_text.delta`` (one per piece of text),
-``response.output_text.done``, ``response.content_part.done``, and for a call
-``response.function_call_arguments.delta`` (pieces of the arguments' JSON) and
-``response.function_call_arguments.done``; then ``response.output_item.done``; last
-``response.completed`` (or ``response.incomplete`` when the token limit or the time limit cut the
-answer) with the whole response.
+"""The answers of ``POST /v1/responses`` as models, in OpenAI's shapes (``openai.types.responses``):
+the response object, its output items and usage, and the streamed events (docs/responses-api.md).
 """
 
 from __future__ import annotations

@@ -1,27 +1,8 @@
-"""Structured output and tools in a chat request: ``response_format``, ``tools``, ``tool_choice``.
-
-As OpenAI's clients send them (the ``openai`` SDK, LangChain's ``ChatOpenAI``):
-
-- ``response_format``: ``{"type": "text"}`` (no constraint), ``{"type": "json_object"}`` (any JSON
-  object) or ``{"type": "json_schema", "json_schema": {"name", "description"?, "schema"?,
-  "strict"?}}``: the answer is constrained to the schema whatever ``strict`` says (absent ``schema``:
-  any JSON value). The text endpoint takes it too (an extension). Whether a schema can be compiled
-  (its keywords, its size and depth) is checked when the request runs (``..structured_output``),
-  so that a schema the document allows but the grammar library does not is a 400 naming the keyword
-  and its JSON pointer.
-- ``tools``: function tools ``{"type": "function", "function": {"name", "description"?,
-  "parameters"?, "strict"?}}``; ``name`` is 1-64 letters, digits, ``_`` or ``-`` (OpenAI's rule),
-  unique among the tools; ``parameters`` a JSON schema object (absent: no parameters; whether the
-  grammar can follow it is checked when the request runs, ``..structured_output``). At most
-  ``MAX_TOOLS``.
-- ``tool_choice``: ``"none"``, ``"auto"``, ``"required"`` or ``{"type": "function", "function":
-  {"name"}}`` naming one of ``tools``; ``required`` and a named function need ``tools``. Absent:
-  ``auto`` with tools, ``none`` without (as OpenAI's default).
-- ``parallel_tool_calls``: false allows one call per answer (default true).
-
-Rules across fields (checked by ``ChatCompletionBody``, stated here and in the document's
-descriptions): a named function is one of ``tools``; ``required`` or a named function needs tools;
-tool names are unique.
+"""Structured output and tools in a chat request: ``response_format``, ``tools``, ``tool_choice``,
+``parallel_tool_calls`` as OpenAI's clients send them (docs/service.md, "Structured outputs and tool
+calls"). The shapes and the rules across fields (a named function is one of ``tools``; ``required``
+or a named function needs tools; tool names are unique: ``check_tools``) are checked here; whether a
+schema can be compiled is checked when the request runs (``..structured_output``).
 """
 
 from __future__ import annotations
