@@ -1,28 +1,11 @@
-"""OpenAI-compatible completions: ``POST /v1/completions`` and ``POST /v1/chat/completions``.
+"""OpenAI-compatible ``POST /v1/completions`` and ``POST /v1/chat/completions`` (docs/service.md).
 
-Both endpoints run one code path, ``_complete``: validate the body, encode the prompt(s) (the chat
-endpoint through the model's chat template), check they fit the context, then generate the
-choices in turn (``n`` per prompt; choice ``i * n + j`` is prompt ``i``'s ``j``-th), each with a fresh
-drafter and generation stream (``_start``), and answer with one JSON object or, with
-``"stream": true``, a ``text/event-stream`` of ``data: {chunk}`` events ending with ``data: [DONE]``.
-The first choice's stream is built before the answer starts, so what the server cannot do (a draft
-model it cannot load, logprobs or a constraint from a backend without logits) is a 400. What the
-answer must be (``response_format``, ``tools``, ``tool_choice``) is planned once per request
-(``structured_output.plan_output``: the constraint each choice decodes under, the tools the chat
-template lists, whether tool calls are read from the text); how a choice and a streamed delta are
-spelled, tool calls included, is the endpoint's ``answer_format.Format``. The OpenAI fields (``n``,
-``logprobs``, ``stream_options``, model names, refused fields) are described in
-``protocol.completions`` and ``protocol.structured``, the prompt's shapes in ``protocol.chat``, the
-logprobs' in ``openai_logprobs``.
-
-Extensions to OpenAI's API: the request field ``drafter`` ("none", "prompt-lookup", "documents":
-the passages in the prompt itself, see ``specdraft.retrieval.prompt_passages``, "model:NAME")
-and ``top_k``; a ``speculation`` object in the response (the drafter's name and ``Stats.to_dict()``)
-and beside it ``spec_decode_metrics`` (the same generation in the names of vLLM's spec-decode
-metrics; it and ``usage`` are built in ``openai_usage``); a ``source`` ("draft" or "target") on
-every streamed chunk that carries text, saying whether the target accepted the text from the
-drafter or generated it itself. Serving an edge model (the laptop's endpoint), a request is an
-``EdgeRun`` whose answer ``edge_model`` writes.
+Both run ``start``: encode the prompt(s) (chat: through the chat template), check they fit the
+context, plan the output (``structured_output.plan_output``), and build the first choice's stream
+before the answer starts, so that what the server cannot do is a 400. Choice ``i * n + j`` is prompt
+``i``'s ``j``-th, each with a fresh drafter. ``Run`` writes the answer whole or as chunks;
+``answer_format`` spells it per endpoint. Serving an edge model, a request is an ``EdgeRun`` whose
+answer ``edge_model`` writes.
 """
 
 from __future__ import annotations
@@ -170,7 +153,7 @@ def _prompts(
     """Each prompt's text (None: chat or token ids) and token ids, each checked against the context;
     the chat template gets the plan's tools."""
     if req.messages is not None:
-        prompts = [(None, _chat_ids(model, req.messages, served, plan.template_tools))]
+        prompts = [(None, chat_ids(model, req.messages, served, plan.template_tools))]
     else:
         assert req.prompts is not None
         several = len(req.prompts) > 1
@@ -185,11 +168,17 @@ def _prompts(
     return prompts
 
 
-def _chat_ids(
-    model: Model, messages: Sequence[ChatMessage], served: str, tools: list[dict[str, Any]] | None
+def chat_ids(
+    model: Model,
+    messages: Sequence[ChatMessage],
+    served: str,
+    tools: list[dict[str, Any]] | None = None,
+    instead: str = "a prompt to /v1/completions",
 ) -> list[int]:
+    """``messages`` through ``model``'s chat template (a 400 naming ``messages`` when it has none, which
+    says to send ``instead``, or refuses them); also an edge session's prompt."""
     if not model.has_chat_template:
-        raise RequestError(f"model {served!r} has no chat template; send a prompt to /v1/completions", "messages")
+        raise RequestError(f"model {served!r} has no chat template; send {instead}", "messages")
     # templates may reject e.g. a system message that is not first
     with as_request_error("messages", TemplateError, prefix="the model's chat template rejected the messages: "):
         return model.encode_chat([m.to_dict() for m in messages], tools=tools)

@@ -22,7 +22,7 @@ from specdraft.retrieval.pipeline import RAG_OFFERS, RAG_SPECULATION, RAGConfig
 from specdraft.retrieval.stores.config import StoreConfig
 
 from .edge_sessions import EdgeConfig
-from .limits import LimitConfig
+from .limits import LimitConfig, check_settings
 
 
 def default_index_root() -> str:
@@ -109,11 +109,8 @@ class ServiceConfig:
         if not self.model_name.strip():
             raise ValueError("model must name a model")
         require(self.drafter_spec, self.completion_offers)  # validates the drafter's name and what it needs
-        for name in ("max_tokens_limit", "max_request_bytes", "max_grammar_chars", "max_rag_documents"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
-        if self.max_stored_responses < 0:
-            raise ValueError(f"max_stored_responses must be >= 0, got {self.max_stored_responses}")
+        names = ("max_tokens_limit", "max_request_bytes", "max_grammar_chars", "max_rag_documents")
+        check_settings(self, {**dict.fromkeys(names, 1), "max_stored_responses": 0})
         if not 1 <= self.default_max_tokens <= self.max_tokens_limit:
             raise ValueError(
                 f"default_max_tokens must be in [1, max_tokens_limit={self.max_tokens_limit}], "

@@ -1,34 +1,22 @@
-"""The edge verify server: a laptop drafts token trees, this server verifies them (``serve --edge``).
+"""The edge verify server (``serve --edge``): a laptop drafts token trees, this server verifies them
+in sessions that hold a KV cache (docs/edge.md, "The verify API"; ``edge_sessions``).
 
-Routes (every one needs an API key, see ``access``; ``g.principal.key_id`` owns the sessions):
+- ``GET /v1/edge/info``: the model, its tokenizer fingerprint, sizes, EOS ids and the session limits.
+- ``POST /v1/edge/sessions``: ``prompt`` ids or ``messages`` (then ``prompt_token_ids`` in the answer),
+  ``tokenizer`` (the client's ``Tokenizer.fingerprint()``), sampling settings.
+- ``POST .../<id>/verify``: a draft tree ``tokens``/``parents`` (-1: the context). ``commit`` (default
+  true) commits the accepted path and next token; with ``commit: false`` the client commits a path of
+  its choosing by ``POST .../commit`` or as the next verify's ``previous``. Under sampling, per-node
+  ``draft_probs`` (the whole distribution each node was drawn from) make the server accept by
+  speculative sampling; without them it compares with its own positional draws (exact either way).
+  ``context_length`` (the length the client believes the session holds) makes a retried call that
+  was already applied a 409 instead of a second application.
+- ``POST .../append``: the next user turn; ``DELETE .../<id>``: close it and free its cache.
 
-- ``GET /v1/edge/info``: the served model's name, tokenizer fingerprint, vocabulary size, maximum
-  length, EOS ids and the session limits (a client checks its tokenizer before drafting).
-- ``POST /v1/edge/sessions``: ``{"prompt": [ids]}`` or ``{"messages": [...]}`` (the model's chat
-  template, then ``prompt_token_ids`` in the answer), ``"tokenizer"`` (the client's
-  ``Tokenizer.fingerprint()``; another tokenizer's is a 409), optional ``temperature``, ``top_p``,
-  ``top_k``, ``seed`` -> ``{"id", "context_length", "max_length", "eos_token_ids", "seed", ...}``.
-- ``POST /v1/edge/sessions/<id>/verify``: ``{"tokens": [...], "parents": [...]}`` a draft tree
-  (parents index earlier nodes, -1 the context), ``"commit"`` (default true: the server follows its
-  own choices and commits), ``"previous"`` ``{"path", "next_token"}`` (commits the last verification
-  first, when it was made with ``commit: false``) -> ``{"accepted_path", "accepted_tokens",
-  "next_token", "choices", "context_length", "forward_passes", "committed"}``; an optional
-  ``"context_length"`` (the length the client believes the session holds) makes a call that was
-  already applied a 409 instead of a second application (safe retries). Under sampling a draft may
-  carry ``"draft_probs"``: per node ``{"tokens": [...], "probs": [...]}``, the whole draft
-  distribution ``q`` the node was drawn from (at most ``draft_probs_max_entries`` tokens, probability
-  0 elsewhere; siblings drawn from the same ``q`` carry the same list and may repeat a token); the
-  server then accepts by speculative sampling's rejection rule (``edge_sessions``), which keeps the
-  target's distribution exactly and accepts more than comparing tokens. Without them (or under greedy
-  decoding) the server compares the drafted tokens with its own positional draws (sample-and-compare),
-  exact for any draft. Never vocabulary-sized rows.
-- ``POST .../commit`` ``{"path", "next_token"}``; ``POST .../append`` ``{"tokens": [...]}`` (the
-  next user turn); ``DELETE .../<id>`` closes the session and frees its cache.
-
-A bad call is a 4xx JSON error (400 bad field, 403 another key's session, 404 unknown session, 409
-tokenizer mismatch or a commit out of turn, 429 too many sessions) and leaves the session as it
-was. Only token ids and short lists cross the wire. Sessions' forward passes run under the service's
-generation gate.
+Every route needs an API key (``g.principal.key_id`` owns the sessions). A bad call is a 4xx JSON
+error (400 bad field, 403 another key's session, 404 unknown session, 409 tokenizer mismatch, a
+commit out of turn or a stale ``context_length``, 429 too many sessions) and leaves the session as it
+was. Only token ids and short lists cross the wire; forward passes run under the generation gate.
 """
 
 from __future__ import annotations
@@ -38,10 +26,10 @@ from contextlib import closing
 from typing import Any
 
 from flask import Blueprint, Response, current_app, g, jsonify, request
-from jinja2 import TemplateError
 
 from specdraft import Draft
 
+from .completions import chat_ids
 from .edge_sessions import DraftRows, EdgeConfig, EdgeSession, EdgeSessionStore
 from .limits import generating
 from .protocol.edge import AppendBody, Commit, OpenSessionBody, VerifyBody
@@ -116,15 +104,23 @@ def info() -> Response:
             "vocab_size": model.vocab_size,
             "tokenizer_vocab_size": model.tokenizer.vocab_size,
             "max_length": config.session_length(model),
-            "eos_token_ids": sorted(model.eos_token_ids),
             "has_chat_template": model.has_chat_template,
-            "max_draft_nodes": config.max_draft_nodes,
-            "max_branches": _branches_limit(model),
             "max_sessions_per_key": config.max_sessions_per_key,
-            "idle_timeout_s": config.idle_timeout_s,
-            "draft_probs_max_entries": config.max_draft_prob_entries,
+            **_limits(model),
         }
     )
+
+
+def _limits(model) -> dict[str, Any]:
+    """What a client must keep to, in the info call and a new session's answer."""
+    config = _store().config
+    return {
+        "eos_token_ids": sorted(model.eos_token_ids),
+        "max_draft_nodes": config.max_draft_nodes,
+        "max_branches": _branches_limit(model),
+        "idle_timeout_s": config.idle_timeout_s,
+        "draft_probs_max_entries": config.max_draft_prob_entries,
+    }
 
 
 def _branches_limit(model) -> int:
@@ -153,13 +149,8 @@ def open_session() -> tuple[Response, int]:
         )
     sampling, seed = body.sampling_params(), body.seed
     if body.messages is not None:
-        if not model.has_chat_template:
-            raise RequestError(
-                f"the served model {current_state().config.model_name} has no chat template; send prompt token ids",
-                "messages",
-            )
-        with as_request_error("messages", TemplateError, prefix="the chat template cannot render these messages: "):
-            prompt = list(model.encode_chat([m.chat_message().to_dict() for m in body.messages]))
+        messages, served = [m.chat_message() for m in body.messages], current_state().config.model_name
+        prompt = chat_ids(model, messages, served, instead="prompt token ids")
     else:
         assert body.prompt is not None  # OpenSessionBody: exactly one of the two
         prompt = body.prompt
@@ -172,13 +163,9 @@ def open_session() -> tuple[Response, int]:
         "prompt_tokens": len(prompt),
         "context_length": session.context_length,
         "max_length": session.max_length,
-        "eos_token_ids": sorted(model.eos_token_ids),
         "seed": session.seed,
         "forward_passes": session.forward_passes,
-        "max_draft_nodes": _store().config.max_draft_nodes,
-        "max_branches": _branches_limit(model),
-        "idle_timeout_s": _store().config.idle_timeout_s,
-        "draft_probs_max_entries": _store().config.max_draft_prob_entries,
+        **_limits(model),
     }
     if body.messages is not None:
         answer["prompt_token_ids"] = prompt

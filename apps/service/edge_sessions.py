@@ -1,33 +1,23 @@
-"""Edge sessions: one target KV cache per laptop client, held between its verify calls.
+"""Edge sessions: one target KV cache per laptop client, held between its verify calls (docs/edge.md).
 
-An ``EdgeSession`` wraps one ``Target`` of the served model (created with the client's sampling
-parameters and seed) and the session's whole context. Its calls mirror the ``Target`` protocol, with
-every argument validated first, so that a refused call leaves the session exactly as it was:
+An ``EdgeSession`` wraps one ``Target`` of the served model (with the client's sampling and seed) and
+the session's context. Each call validates every argument first, so that a refused call (a
+``RequestError`` with a 4xx status and a code) leaves the session as it was:
 
-- ``verify(draft, commit=True)``: one forward pass over the pending token and the draft tree; the
-  target's own choice per row; with ``commit`` the session follows those choices
-  (``follow_choices``: greedy, or sample-and-compare under the positional chooser, exact for a
-  deterministic draft) and commits the accepted path and the target's next token itself. A
-  sampling session given a draft whose nodes carry their draft distributions (``DraftRows``: the
-  short (token, probability) lists the client drew from) accepts by speculative sampling instead
-  (``speculative_accept``: SpecInfer's multi-candidate rejection rule over the target's warped
-  rows, uniforms keyed by the session's seed and the position), exact because each ``q`` is the
-  whole distribution its node was drawn from (0 outside the list). With
-  ``commit=False`` it answers the choices and waits for ``commit(path, next_token)`` (or a next
-  ``verify`` carrying that commit as ``previous``), which is how a generic ``Target`` client
-  (``specdraft.edge.RemoteTarget``) commits a path of its own choosing in the same round trip.
-- ``append(tokens)``: add tokens to the context (the next user turn), one forward pass.
+- ``verify(draft, commit=True)``: one forward pass over the pending token and the draft tree. The
+  session follows the target's own choices (``follow_choices``: greedy, or sample-and-compare, exact
+  for any draft) or, for a sampling session whose draft carries its distributions (``DraftRows``),
+  accepts by speculative sampling (``speculative_accept``, uniforms keyed by seed and position), and
+  commits the path and next token itself. With ``commit=False`` it waits for ``commit(path,
+  next_token)`` or a next ``verify`` carrying it as ``previous`` (``specdraft.edge.RemoteTarget``).
+- ``append(tokens)``: the next user turn, one forward pass.
 
-``EdgeSessionStore`` owns the sessions: at most ``max_sessions_per_key`` open per API key (the
-owner is ``Principal.key_id``; another key's session is a 403), idle ones closed after
-``idle_timeout_s`` (swept on every store call), each closed session's target released at once.
-Every method raises a ``RequestError`` (a message a client can act on, the field at fault, a 4xx status and a
-code) for a bad call; nothing here knows HTTP beyond that status.
+``EdgeSessionStore``: at most ``max_sessions_per_key`` per API key (another key's session is a 403),
+idle ones closed after ``idle_timeout_s`` (swept on every call), a closed session's target freed at once.
 """
 
 from __future__ import annotations
 
-import math
 import secrets
 import threading
 import time
@@ -40,6 +30,7 @@ from specdraft.edge.trees import DraftRows  # noqa: F401  re-export: the wire's 
 from specdraft.prefix_cache import prefix_cache_for
 from specdraft.sampling import PositionalRandom, warp
 
+from .limits import check_settings
 from .protocol.errors import RequestError, check_token_ids
 
 
@@ -59,13 +50,8 @@ class EdgeConfig:
     max_draft_prob_entries: int = 64
 
     def __post_init__(self) -> None:
-        for name in ("max_sessions_per_key", "max_draft_nodes", "max_branches", "max_draft_prob_entries"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
-        if self.max_length < 0:
-            raise ValueError(f"max_length must be >= 0 (0: the model's), got {self.max_length}")
-        if not (math.isfinite(self.idle_timeout_s) and self.idle_timeout_s > 0):
-            raise ValueError(f"idle_timeout_s must be a positive number of seconds, got {self.idle_timeout_s}")
+        names = ("max_sessions_per_key", "max_draft_nodes", "max_branches", "max_draft_prob_entries")
+        check_settings(self, {**dict.fromkeys(names, 1), "max_length": 0}, ("idle_timeout_s",))
 
     def session_length(self, model: Model) -> int:
         """The longest context of a session on ``model``: ``max_length``, or the model's when shorter or 0."""

@@ -1,18 +1,9 @@
-"""Load limits: a bounded number of concurrent generations, a bounded queue, a time limit, and
-stopping work nobody is waiting for.
-
-- ``GenerationGate``: at most ``max_concurrent`` requests generate at once; up to ``max_queue``
-  more wait (each at most ``queue_timeout_s``); a request that finds the queue full, or waits too
-  long, gets a 429 with ``Retry-After`` (seconds, estimated from recent generation times).
-- ``@generating`` marks a view that generates: it takes a place in the gate before the view runs
-  and gives it back when the view returns, or, for a streamed response, when the stream ends or
-  is closed.
-- ``RequestGuard``: per request, a deadline (``request_timeout_s`` after it started generating)
-  and whether its client has gone (waitress's ``waitress.client_disconnected``, available when the
-  server reads ahead: see ``server``). Generation loops ask ``guard.should_stop()`` between pieces:
-  a request past its time limit ends early with what it has (``finish_reason`` "length" and
-  ``time_limit_reached`` in its ``speculation``); one whose client left stops at once, and its
-  target session and KV cache are freed.
+"""Load limits (docs/deployment.md): ``GenerationGate`` admits ``max_concurrent`` generations and
+queues ``max_queue`` more (each at most ``queue_timeout_s``), refusing the rest with a 429 and
+``Retry-After``; ``@generating`` holds a place from the view's start until its response (or stream)
+is closed; a ``RequestGuard`` per request says when its generation should stop: past
+``request_timeout_s`` (it ends with what it has, ``time_limit_reached``) or its client gone (waitress's
+``waitress.client_disconnected``, see ``server``; its KV cache is freed).
 """
 
 from __future__ import annotations
@@ -43,20 +34,24 @@ class LimitConfig:
     request_timeout_s: float = 600.0
 
     def __post_init__(self) -> None:
-        if self.max_concurrent < 1:
-            raise ValueError(f"max_concurrent must be >= 1, got {self.max_concurrent}")
-        if self.max_queue < 0:
-            raise ValueError(f"max_queue must be >= 0, got {self.max_queue}")
-        for name in ("queue_timeout_s", "request_timeout_s"):
-            value = getattr(self, name)
-            if not (math.isfinite(value) and value > 0):
-                raise ValueError(f"{name} must be a positive number of seconds, got {value}")
+        check_settings(self, {"max_concurrent": 1, "max_queue": 0}, ("queue_timeout_s", "request_timeout_s"))
 
     @property
     def server_threads(self) -> int:
         """WSGI threads so that every admitted or queued request has one, plus some for health,
         metrics and the 429s themselves (otherwise the server would queue requests unseen)."""
         return self.max_concurrent + self.max_queue + 4
+
+
+def check_settings(config: object, least: dict[str, int], seconds: tuple[str, ...] = ()) -> None:
+    """A config's ``ValueError`` unless each field of ``least`` is at least its value and each of
+    ``seconds`` a positive, finite number of seconds."""
+    for name, low in least.items():
+        if getattr(config, name) < low:
+            raise ValueError(f"{name} must be >= {low}, got {getattr(config, name)}")
+    for name in seconds:
+        if not (math.isfinite(getattr(config, name)) and getattr(config, name) > 0):
+            raise ValueError(f"{name} must be a positive number of seconds, got {getattr(config, name)}")
 
 
 class Overloaded(RequestError):

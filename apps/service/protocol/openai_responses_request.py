@@ -1,34 +1,9 @@
-"""The body of ``POST /v1/responses`` (OpenAI's Responses API, ``ResponsesBody``) and its translation
-into the chat completion body the service already validates and runs (``to_chat``).
+"""The body of ``POST /v1/responses`` (``ResponsesBody``, docs/responses-api.md) and its translation into
+the chat completion body that is then validated and run as every chat request (``to_chat``).
 
-The Responses API is the chat request in other words, so it is validated in two steps: this model
-checks the shapes that only the Responses API has (``input`` items, flat function tools,
-``text.format``), then ``to_chat`` writes the chat completion body, which
-``protocol.completions.parse_completion_request`` checks as it checks every chat request (tool names, the
-tool choice against the tools, a tool output answering an earlier call, the token limit, the
-schema). A 400 from that step is reworded in the Responses API's names (``ChatTranslation.rename``:
-``messages[2].tool_call_id`` becomes ``input[1].call_id``, ``response_format`` ``text.format``,
-``max_tokens`` ``max_output_tokens``, ``tools[0].function.name`` ``tools[0].name``).
-
-- ``input``: a string (one user message), or a list of items: messages (``{"role", "content"}``,
-  ``type`` "message" or absent; roles user, assistant, system, developer; content a string or
-  ``input_text``/``output_text`` parts, joined with newlines), ``function_call`` items (``call_id``, ``name``,
-  ``arguments``: a call an earlier answer made; consecutive calls, and calls right after an
-  assistant message, are one assistant turn) and ``function_call_output`` items (``call_id``,
-  ``output``: a tool's answer). Other items (images, files, reasoning, item references) are a 400.
-- ``instructions``: a system message before everything else; not carried over to a response that
-  continues this one (``previous_response_id``), as OpenAI does.
-- ``previous_response_id``: the conversation of a stored response (its input and its output) comes
-  before ``input``; ``store: false`` keeps a response out of the store (``..responses_api``).
-- ``tools``: function tools ``{"type": "function", "name", "description"?, "parameters"?,
-  "strict"?}``; ``tool_choice``: "none", "auto", "required" or ``{"type": "function", "name"}``;
-  ``parallel_tool_calls``.
-- ``text.format``: ``{"type": "text"}``, ``{"type": "json_object"}`` or ``{"type": "json_schema",
-  "name", "schema", "description"?, "strict"?}`` (the answer follows the schema).
-- ``max_output_tokens``, ``temperature``, ``top_p``; the extensions ``top_k``, ``seed`` and ``drafter``.
-- Refused unless neutral: ``background`` (answers are given while the client waits) and
-  ``conversation`` (send previous_response_id). Other fields (``metadata``, ``user``, ``include``,
-  ``reasoning``, ``truncation``, ...) are ignored.
+This model checks only the shapes the Responses API alone has (``input`` items, flat function tools,
+``text.format``); the chat body's checks do the rest, and their 400s are reworded in the Responses API's
+names (``ChatTranslation.rename``: ``messages[2].tool_call_id`` -> ``input[1].call_id``, ...).
 """
 
 from __future__ import annotations
@@ -52,7 +27,7 @@ from pydantic import (
 from .chat import joined, text_content
 from .errors import RequestError, describe, refuse
 from .openai_fields import COMPLETION_DRAFTER, SERVED_MODEL, TOKEN_LIMIT, Sampling
-from .structured import MAX_TOOLS, JsonSchemaObject, Name, function_tool
+from .structured import MAX_TOOLS, FunctionDefinition, FunctionName, JsonSchemaSpec, Name, function_tool
 from .types import Neutral, RequestBody
 
 ITEM_TYPES = ("message", "function_call", "function_call_output")
@@ -135,24 +110,22 @@ class _OrAString:
         return {"anyOf": [{"type": "string"}, handler(schema)]}
 
 
-class FunctionTool(RequestBody):
+class FunctionTool(FunctionDefinition):
+    """A function tool, flat: the chat tool's ``function`` with ``type`` beside its fields."""
+
     type: Literal["function"]
-    name: Name
-    description: StrictStr | None = None
-    parameters: JsonSchemaObject | None = None
-    strict: StrictBool | None = None
 
 
-class NamedFunction(RequestBody):
+class NamedFunction(FunctionName):
     type: Literal["function"]
-    name: StrictStr
 
 
 ToolChoice = Union[Literal["none", "auto", "required"], NamedFunction]
 
 
-class Format(RequestBody):
-    """``text.format``: ``json_schema`` needs ``name``; ``schema`` absent: any JSON value."""
+class Format(JsonSchemaSpec):
+    """``text.format``: the chat request's ``json_schema`` flat, with ``type`` beside its fields
+    (``name`` needed with type json_schema)."""
 
     model_config = ConfigDict(
         json_schema_extra={
@@ -162,10 +135,7 @@ class Format(RequestBody):
     )
 
     type: Literal["text", "json_object", "json_schema"]
-    name: Name | None = None
-    description: StrictStr | None = None
-    schema_: JsonSchemaObject | None = Field(None, alias="schema")
-    strict: StrictBool | None = None
+    name: Name | None = None  # type: ignore[assignment]
 
     def response_format(self) -> dict[str, Any]:
         """The chat request's ``response_format``."""

@@ -1,13 +1,8 @@
 """The bodies of ``POST /v1/rag/documents`` (``DocumentsBody``) and ``POST /v1/rag/query``
-(``QueryBody``), and the requests they become (``DocumentsRequest``, ``QueryRequest``).
-
-A document's own fields (id, text, metadata) follow ``specdraft.retrieval.chunker``'s rules, which
-``Document`` applies and reports as ``documents[i]``; that ids are unique in the request and new to
-the index is checked by ``DocumentIndex.add`` before anything is embedded or written. A query's
-``retriever`` and ``speculative_retrieval`` need ``"iterative": true``, which takes neither
-``drafter`` nor ``top_k`` (one chunk per stride). A query's ``store`` names one of the server's
-vector stores (``ServiceConfig.stores``) to search instead of an index (so not with ``index``, and
-with ``"iterative": true`` the store is the retriever: not with ``retriever``).
+(``QueryBody``), and the requests they become (docs/rag.md). A document follows
+``specdraft.retrieval.chunker``'s rules; ids unique and new to the index are checked by
+``DocumentIndex.add``. ``retriever`` and ``speculative_retrieval`` need ``"iterative": true``, which
+takes neither ``drafter`` nor ``top_k``; ``store`` replaces ``index`` (and, iteratively, ``retriever``).
 """
 
 from __future__ import annotations
@@ -15,9 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal, Mapping
 
-from annotated_types import MinLen
+from annotated_types import MaxLen, MinLen
 from pydantic import (
-    AfterValidator,
     BeforeValidator,
     ConfigDict,
     Field,
@@ -35,10 +29,9 @@ from ..config import ServiceConfig
 from ..rag_indexes import NAME as INDEX_NAME
 from .errors import describe, refuse
 from .openai_fields import TOKEN_LIMIT
-from .types import ConfigRule, Keywords, NotBlank, RequestBody, absent_as_null, within
+from .types import ConfigRule, Keywords, NotBlank, RequestBody, within
 
 DEFAULT_INDEX = "default"
-ITERATIVE_RETRIEVERS = ("dense", "hnsw", "bm25")
 ITERATIVE_ONLY = ("retriever", "speculative_retrieval")
 NOT_ITERATIVE = {
     "drafter": "iterative answers draft nothing",
@@ -107,16 +100,6 @@ class Document(RequestBody):
         return document
 
 
-def _documents(documents: Any) -> Any:
-    if documents is None:
-        raise refuse('{path} is required: a list of {"id", "text", "metadata"?} objects')
-    if not isinstance(documents, list):
-        raise refuse(f"{{path}} must be a list of objects, got {describe(documents)}")
-    if not documents:
-        raise refuse("{path} must not be empty")
-    return documents
-
-
 def _few_enough(documents: list[Document], config: ServiceConfig) -> list[Document]:
     if len(documents) > config.max_rag_documents:
         raise refuse(f"{{path}} holds {len(documents)} documents; send at most {config.max_rag_documents} per request")
@@ -147,18 +130,7 @@ class DocumentsBody(RequestBody):
     )
 
     index: IndexName | None = None
-    documents: Annotated[list[Document], MinLen(1), BeforeValidator(_documents), DOCUMENT_COUNT]
-
-    @model_validator(mode="before")
-    @classmethod
-    def _absent_documents_read_as_null(cls, body: Any) -> Any:
-        return absent_as_null(body, ("documents",)) if isinstance(body, dict) else body
-
-
-def _question(question: str) -> str:
-    if len(question) > MAX_QUESTION_CHARS:
-        raise refuse(f"{{path}} has {len(question)} characters; at most {MAX_QUESTION_CHARS} are accepted")
-    return question
+    documents: Annotated[list[Document], MinLen(1), DOCUMENT_COUNT]
 
 
 def _rag_drafter(name: str, config: ServiceConfig) -> str:
@@ -172,12 +144,6 @@ def _rag_drafter(name: str, config: ServiceConfig) -> str:
 def rag_drafters(config: ServiceConfig) -> list[str]:
     """The ``drafter`` values a RAG query may give on this server (aliases too)."""
     return list(drafter_names(config.rag_offers, aliases=True))
-
-
-def _retriever(name: Any) -> Any:
-    if name not in ITERATIVE_RETRIEVERS:
-        raise refuse(f"{{path}} must be one of {', '.join(ITERATIVE_RETRIEVERS)}; got {describe(name)}")
-    return name
 
 
 def _rag_store(name: str, config: ServiceConfig) -> str:
@@ -220,9 +186,7 @@ class QueryBody(RequestBody):
     )
 
     index: IndexName | None = None
-    question: Annotated[
-        StrictStr, NotBlank(), AfterValidator(_question), Keywords({"maxLength": MAX_QUESTION_CHARS})
-    ] = Field(description="the question")
+    question: Annotated[StrictStr, MaxLen(MAX_QUESTION_CHARS), NotBlank()]
     top_k: Annotated[StrictInt, RAG_TOP_K] | None = None
     drafter: Annotated[StrictStr, RAG_DRAFTER] | None = None
     max_tokens: Annotated[StrictInt, TOKEN_LIMIT] | None = None
@@ -230,7 +194,7 @@ class QueryBody(RequestBody):
     iterative: StrictBool | None = Field(
         None, description="iterative RAG: retrieve again every few tokens (RaLMSpec); takes neither drafter nor top_k"
     )
-    retriever: Annotated[Literal["dense", "hnsw", "bm25"], BeforeValidator(_retriever)] | None = Field(
+    retriever: Literal["dense", "hnsw", "bm25"] | None = Field(
         None, description="with iterative: exact dense, HNSW or BM25 (default 'dense')"
     )
     speculative_retrieval: StrictBool | None = Field(
@@ -273,6 +237,6 @@ def parse_query_request(body: Mapping[str, Any], config: ServiceConfig) -> Query
         top_k=1 if iterative else config.rag_top_k if req.top_k is None else req.top_k,
         drafter="none" if iterative else config.rag_drafter if req.drafter is None else req.drafter,
         iterative=iterative,
-        retriever=req.retriever or ITERATIVE_RETRIEVERS[0],
+        retriever=req.retriever or "dense",
         speculative_retrieval=req.speculative_retrieval is True,
     )
