@@ -1,20 +1,10 @@
-"""A request the service refuses: ``RequestError``, and how the models' validation errors become one.
-
-``RequestError(message, param, status, code)`` is what the HTTP layer answers (``errors``), its
-``body()`` the one error body of the service and its streams: ``message`` says what is wrong in words
-a client can act on, ``param`` names the offending field (``None``: the body as a whole), ``status`` is
-400 unless a rule says otherwise (413 for a grammar text over the limit). ``check_token_ids`` is the
-one check of token ids against a vocabulary; ``as_request_error`` turns a library's refusal of the
-input (a ``ValueError``, a template error, ...) into a ``RequestError``. Validation raises pydantic's
-``ValidationError``; ``request_error`` turns its first error into a ``RequestError``:
-
-- A rule of ours (``refuse``) carries its own wording: a template in which ``{path}`` is the field's
-  place in the body (``messages[0].content``) and ``{parent}`` the object holding it (``messages[0]``).
-- pydantic's own errors (a missing field, a wrong type, a length) are worded the same way:
-  ``"{path} is required"``, ``"{path} must be an integer, got number 1.5"``, ... A ``null`` where a
-  value is required reads as absent (``"is required"``), as everywhere in the service.
-
-``parse_json_body`` decodes a request body that must be one JSON object of valid Unicode.
+"""A request the service refuses: ``RequestError`` (its ``body()`` the one error body of the service and
+its streams), and how pydantic's ``ValidationError`` becomes one (``request_error``): a rule of ours
+(``refuse``) carries its own wording, a template of ``{path}`` (``messages[0].content``) and
+``{parent}``; pydantic's own errors are worded alike (``"{path} is required"``, ``"{path} must be an
+integer, got number 1.5"``; ``null`` where a value is required reads as absent). ``check_token_ids``
+is the one check of token ids; ``as_request_error`` turns a library's refusal of the input into a
+``RequestError``; ``parse_json_body`` decodes a body that must be one JSON object of valid Unicode.
 """
 
 from __future__ import annotations

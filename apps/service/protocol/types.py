@@ -1,19 +1,13 @@
 """The building blocks of the request models: the base model, the field types and the rules.
 
-Conventions every request model keeps (as OpenAI's API does): fields a model does not name are
-ignored; ``null`` counts as absent for every optional field (each is ``T | None = None``); types are
-strict: ``true``/``false`` are never numbers, ``1.0`` is not an integer and ``"1"`` not a number.
+Conventions every request model keeps (as OpenAI's API does): unknown fields are ignored; ``null``
+counts as absent for every optional field (each is ``T | None = None``); types are strict
+(``true`` is not a number, ``1.0`` not an integer, ``"1"`` not a number).
 
-A rule is an annotation on a field's type that checks the value and adds the JSON Schema keywords
-saying the same, so that the check and its documentation are one object:
-
-- ``Bounds(low, high)``: a number's range; ``NotBlank()``: a string with something besides whitespace;
-- ``Neutral(...)``: an OpenAI field this server refuses unless it holds a neutral value (documented
-  as those values only);
-- ``ConfigRule(name, check, schema)``: a rule that depends on the app's ``ServiceConfig`` (the
-  largest ``max_tokens``, the served model names, ...): the config is the validation's context
-  (``RequestBody.parse``) and the schema generation's (``configured``, which ``schema.json_schema``
-  uses), so the check and its keywords come from the one config, with no later pass over the schema.
+A rule (``Bounds``, ``NotBlank``, ``Neutral``, ``ConfigRule``) is an annotation on a field's type that
+checks the value and adds the JSON Schema keywords saying the same, so that the check and its
+documentation are one object. A ``ConfigRule`` depends on the app's ``ServiceConfig``, which is the
+validation's context (``RequestBody.parse``) and the schema generation's (``configured``).
 """
 
 from __future__ import annotations
