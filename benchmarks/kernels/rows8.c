@@ -5,6 +5,9 @@
 // setup.sh or the tests; run by hand (TYPE: q8_0 or q5_0; then k, rows, repetitions, column counts):
 //   gcc -O3 -mavx2 -mfma -mf16c rows8.c -o rows8 && ./rows8 q5_0 896 4864 7 1 4 8 16
 //   gcc -O3 -mavx2 -mfma -mf16c -mavxvnni -DVNNI rows8.c -o rows8_vnni && ./rows8_vnni q5_0 896 4864 7 1 4 8 16
+//   gcc -O3 -mavx2 -mfma -mf16c -mavx512vnni -mavx512vl -DVNNI512 rows8.c -o rows8_v512 && ./rows8_v512 q5_0 896 4864 7 1 4 8 16
+// (-DVNNI: the VEX AVX-VNNI vpdpbusd; -DVNNI512: the EVEX AVX512-VNNI one on 256-bit registers; each only where the
+// CPU has it: /proc/cpuinfo's avx_vnni, or avx512_vnni and avx512vl)
 #include <immintrin.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -28,7 +31,9 @@ static inline float hsum8(__m256 x) {
   r = _mm_add_ps(r, _mm_movehl_ps(r, r)); r = _mm_add_ss(r, _mm_movehdup_ps(r)); return _mm_cvtss_f32(r);
 }
 static inline __m256i dot4(__m256i acc, __m256i u, __m256i s) {  // + per lane: 4 products of unsigned u, signed s
-#ifdef VNNI
+#if defined(VNNI512)
+  return _mm256_dpbusd_epi32(acc, u, s);
+#elif defined(VNNI)
   return _mm256_dpbusd_avx_epi32(acc, u, s);
 #else
   return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_set1_epi16(1), _mm256_maddubs_epi16(u, s)));
