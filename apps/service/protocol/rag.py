@@ -23,6 +23,7 @@ from pydantic import (
 
 from specdraft.retrieval.chunker import InvalidDocumentError, validate_documents
 from specdraft.retrieval.drafter_registry import DATASTORE, drafter_names, parse_drafter
+from specdraft.retrieval.iterative import RETRIEVER_KINDS
 from specdraft.retrieval.pipeline import DRAFTERS, RAG_OFFERS
 
 from ..config import ServiceConfig
@@ -55,7 +56,7 @@ class QueryRequest:
     max_tokens: int
     stream: bool = False
     iterative: bool = False  # iterative RAG (specdraft.apps.iterative_rag); drafter and top_k do not apply
-    retriever: str = "dense"
+    retriever: str = RETRIEVER_KINDS[0]  # with iterative: the retriever (default: exact dense)
     speculative_retrieval: bool = False
     store: str | None = None  # a name of ServiceConfig.stores: search it instead of ``index``
 
@@ -194,7 +195,7 @@ class QueryBody(RequestBody):
     iterative: StrictBool | None = Field(
         None, description="iterative RAG: retrieve again every few tokens (RaLMSpec); takes neither drafter nor top_k"
     )
-    retriever: Literal["dense", "hnsw", "bm25"] | None = Field(
+    retriever: Literal[RETRIEVER_KINDS] | None = Field(  # type: ignore[valid-type]
         None, description="with iterative: exact dense, HNSW or BM25 (default 'dense')"
     )
     speculative_retrieval: StrictBool | None = Field(
@@ -237,6 +238,6 @@ def parse_query_request(body: Mapping[str, Any], config: ServiceConfig) -> Query
         top_k=1 if iterative else config.rag_top_k if req.top_k is None else req.top_k,
         drafter="none" if iterative else config.rag_drafter if req.drafter is None else req.drafter,
         iterative=iterative,
-        retriever=req.retriever or "dense",
+        retriever=req.retriever or RETRIEVER_KINDS[0],
         speculative_retrieval=req.speculative_retrieval is True,
     )
