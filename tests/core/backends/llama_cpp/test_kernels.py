@@ -3,10 +3,10 @@ column, byte for byte, what the same column gets alone (``ggml_products.width_in
 
 The weights are random, quantized by ggml; the products run through ``ggml_mul_mat`` on the CPU
 backend of the installed build, so each width takes the kernel a model's pass of that many tokens
-takes: the repacked Q4_K gemm (4 and 16 rows at a time) and gemv (the rest), the repacked Q8_0 and
-Q5_0 rows (8 interleaved, one kernel for every width), the multi-column Q6_K, Q5_K, Q4_K and Q4_1
-dot products (vec_dot itself for a lone column, but for Q6_K), and ggml's tiled kernel, which takes
-Q6_K products over 32 or more columns. ``k`` spans several super-blocks and the rows several threads'
+takes: the repacked Q4_K gemm (4 and 16 rows at a time) and gemv (the rest), the repacked Q8_0, Q5_0
+and Q6_K rows (8 interleaved, one kernel for every width), and, for weights not repacked, the multi-column
+Q6_K, Q5_K, Q4_K and Q4_1 dot products (vec_dot itself for a lone column, but for Q6_K) and ggml's tiled
+kernel, which takes Q6_K products over 32 or more columns. ``k`` spans several super-blocks and the rows several threads'
 chunks.
 A negative control shows the comparison can fail: with ``GGML_CPU_TILED_MM_ALL_TYPES=1`` (read once per
 process, so in a subprocess) the tiled kernel also takes the types stock ggml gives it, whose dot
@@ -36,6 +36,7 @@ SHAPES = [
     ProductShape("q5_0", k=2048, rows=64),  # the same
     ProductShape("q8_0", k=896, rows=48, repack=True),  # 8 rows interleaved, every width (patch: q8-q5-rows8)
     ProductShape("q5_0", k=896, rows=48, repack=True),  # the same; the 0.5B's 896-wide layers
+    ProductShape("q6_K", k=2048, rows=48, repack=True),  # the same kernel family (patch: q6k-rows8)
 ]
 
 
@@ -70,29 +71,29 @@ def test_the_product_is_the_product():
     assert np.abs(got - want).max() < 0.05 * np.abs(want).max()
 
 
-@pytest.mark.parametrize("weight_type", ["q8_0", "q5_0"])
-def test_the_interleaved_rows_compute_the_product_tinyblas_computes(weight_type):
-    """The Q8_0 and Q5_0 rows repacked 8 at a time sum the same integer products as tinyBLAS and round
-    their floats in another order: the two agree to float rounding (not bit for bit, which they need not:
-    the one-token pass takes the interleaved kernel too)."""
+@pytest.mark.parametrize(("weight_type", "k"), [("q8_0", 896), ("q5_0", 896), ("q6_K", 2048)])
+def test_the_interleaved_rows_compute_the_product_the_other_kernels_compute(weight_type, k):
+    """The Q8_0, Q5_0 and Q6_K rows repacked 8 at a time sum the same integer products as tinyBLAS (Q8_0,
+    Q5_0) or the multi-column dot products (Q6_K) and round their floats in another order: the two agree to
+    float rounding (not bit for bit, which they need not: the one-token pass takes the interleaved kernel too)."""
     import numpy as np
 
-    x = np.random.default_rng(1).standard_normal((7, 896), dtype=np.float32)
-    with GgmlProduct(ProductShape(weight_type, k=896, rows=64, repack=True)) as product:
+    x = np.random.default_rng(1).standard_normal((7, k), dtype=np.float32)
+    with GgmlProduct(ProductShape(weight_type, k=k, rows=64, repack=True)) as product:
         interleaved = product.run(x)
-    with GgmlProduct(ProductShape(weight_type, k=896, rows=64)) as product:
-        tinyblas = product.run(x)
-    assert np.abs(interleaved - tinyblas).max() < 1e-5 * np.abs(tinyblas).max()
+    with GgmlProduct(ProductShape(weight_type, k=k, rows=64)) as product:
+        other = product.run(x)
+    assert np.abs(interleaved - other).max() < 1e-5 * np.abs(other).max()
 
 
 VNNI_PRODUCT = """
 import sys
 import numpy as np
 from specdraft.backends.llama_cpp.ggml_products import GgmlProduct, ProductShape
-weight_type, out = sys.argv[1], sys.argv[2]
-x = np.random.default_rng(2).standard_normal((21, 896), dtype=np.float32)
-with GgmlProduct(ProductShape(weight_type, k=896, rows=64, repack=True)) as product:
-    np.save(out, np.concatenate([product.run(x[:n]) for n in (1, 3, 4, 9, 21)]))  # 1-4 columns at a time
+weight_type, k, out = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+x = np.random.default_rng(2).standard_normal((21, k), dtype=np.float32)
+with GgmlProduct(ProductShape(weight_type, k=k, rows=64, repack=True)) as product:
+    np.save(out, np.concatenate([product.run(x[:n]) for n in (1, 3, 4, 9, 21)]))  # 1-8 columns at a time
 """
 
 
@@ -106,9 +107,9 @@ def _cpu_has_vpdpbusd() -> bool:
 
 
 @pytest.mark.skipif(not _cpu_has_vpdpbusd(), reason="this CPU has no vpdpbusd: the interleaved rows take AVX2 only")
-@pytest.mark.parametrize("weight_type", ["q8_0", "q5_0"])
-def test_the_interleaved_rows_give_the_same_bytes_with_and_without_vpdpbusd(weight_type, tmp_path):
-    """Where the CPU has AVX512-VNNI or AVX-VNNI, the Q8_0 and Q5_0 rows repacked 8 at a time sum their byte
+@pytest.mark.parametrize(("weight_type", "k"), [("q8_0", 896), ("q5_0", 896), ("q6_K", 2048)])
+def test_the_interleaved_rows_give_the_same_bytes_with_and_without_vpdpbusd(weight_type, k, tmp_path):
+    """Where the CPU has AVX512-VNNI or AVX-VNNI, the rows repacked 8 at a time sum their byte
     products with vpdpbusd; ``GGML_REPACK_VNNI=0`` (read once per process, so in subprocesses) keeps
     AVX2's maddubs, madd and add. The integers are the same, so the products are the same bytes: the wheel
     gives the logits it gives on a CPU without VNNI."""
@@ -118,7 +119,7 @@ def test_the_interleaved_rows_give_the_same_bytes_with_and_without_vpdpbusd(weig
     for vnni in ("1", "0"):
         out = tmp_path / f"{vnni}.npy"
         env = dict(os.environ, GGML_REPACK_VNNI=vnni)
-        cmd = [sys.executable, "-c", VNNI_PRODUCT, weight_type, str(out)]
+        cmd = [sys.executable, "-c", VNNI_PRODUCT, weight_type, str(k), str(out)]
         subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300, check=True)
         products[vnni] = np.load(out)
     assert products["1"].tobytes() == products["0"].tobytes()
