@@ -4,10 +4,10 @@ column, byte for byte, what the same column gets alone (``ggml_products.width_in
 The weights are random, quantized by ggml; the products run through ``ggml_mul_mat`` on the CPU
 backend of the installed build, so each width takes the kernel a model's pass of that many tokens
 takes: the repacked Q4_K gemm (4 and 16 rows at a time) and gemv (the rest), the repacked Q8_0, Q5_0
-and Q6_K rows (8 interleaved, one kernel for every width), and, for weights not repacked, the multi-column
-Q6_K, Q5_K, Q4_K and Q4_1 dot products (vec_dot itself for a lone column, but for Q6_K) and ggml's tiled
-kernel, which takes Q6_K products over 32 or more columns. ``k`` spans several super-blocks and the rows several threads'
-chunks.
+and Q6_K rows (8 interleaved, one kernel for every width), and, for weights not repacked, the
+multi-column Q6_K, Q5_K, Q4_K and Q4_1 dot products (vec_dot itself for a lone column, but for Q6_K) and
+ggml's tiled kernel, which takes Q6_K products over 32 or more columns. ``k`` spans several super-blocks
+and the rows several threads' chunks.
 A negative control shows the comparison can fail: with ``GGML_CPU_TILED_MM_ALL_TYPES=1`` (read once per
 process, so in a subprocess) the tiled kernel also takes the types stock ggml gives it, whose dot
 products round differently, and a Q5_K product over 32 or more columns changes.
