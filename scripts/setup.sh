@@ -33,6 +33,7 @@ LLAMA_PATCHES=(
     scripts/patches/llama-cpp-q8-q5-rows8.patch                # Q8_0 and Q5_0 repacked 8 rows at a time, one kernel for every width
     scripts/patches/llama-cpp-q6k-one-column.patch             # Q6_K's column kernel at one column: no stored unpack, no 4-column fold
     scripts/patches/llama-cpp-q6k-rows8.patch                  # Q6_K repacked 8 rows at a time too, in the same kernel family
+    scripts/patches/llama-cpp-q4k-rows8.patch                  # Q4_K too: the rows of 8 replace the 8x8 gemm and gemv on AVX2
 )
 
 if [ ! -x /usr/bin/chromium ] || [ ! -x /usr/bin/chromedriver ]; then

@@ -154,9 +154,9 @@ class LlamaCppModel:
     def exact(self) -> bool:
         """Whether a pass over k tokens computes each row bit for bit as k one-token passes do, as
         the probe at load measured it (``exactness``). It does with the patched build that
-        ``scripts/setup.sh`` makes (tinyBLAS for one-row float products, the Q4_K gemv rounding as
-        its gemm, Q8_0/Q5_0/Q6_K repacked into one kernel for every width, multi-column dot products for
-        the types not repacked, the tiled kernel for Q6_K only and in the same order)
+        ``scripts/setup.sh`` makes (tinyBLAS for one-row float products, Q4_K/Q6_K/Q8_0/Q5_0 repacked
+        into one kernel for every width, multi-column dot products for the types not repacked, the tiled
+        kernel for Q6_K only and in the same order)
         and flash attention off (every context), with or without repacking (checked on every
         embedded model by tests/core/backends/llama_cpp)."""
         return self.exactness.exact

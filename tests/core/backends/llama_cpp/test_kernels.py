@@ -3,8 +3,8 @@ column, byte for byte, what the same column gets alone (``ggml_products.width_in
 
 The weights are random, quantized by ggml; the products run through ``ggml_mul_mat`` on the CPU
 backend of the installed build, so each width takes the kernel a model's pass of that many tokens
-takes: the repacked Q4_K gemm (4 and 16 rows at a time) and gemv (the rest), the repacked Q8_0, Q5_0
-and Q6_K rows (8 interleaved, one kernel for every width), and, for weights not repacked, the
+takes: the repacked Q8_0, Q5_0, Q6_K and Q4_K rows (8 interleaved, one kernel for every width; on AVX2
+they replace ggml's Q4_K 8x8 gemm and gemv), the repacked Q4_0 (as shipped), and, for weights not repacked, the
 multi-column Q6_K, Q5_K, Q4_K and Q4_1 dot products (vec_dot itself for a lone column, but for Q6_K) and
 ggml's tiled kernel, which takes Q6_K products over 32 or more columns. ``k`` spans several super-blocks
 and the rows several threads' chunks.
@@ -26,7 +26,7 @@ from specdraft.backends.llama_cpp.ggml_products import GgmlProduct, ProductShape
 
 WIDTHS = range(1, 21)
 SHAPES = [
-    ProductShape("q4_K", k=2048, rows=64, repack=True),  # the repacked gemm/gemv (patch: q4k-gemv)
+    ProductShape("q4_K", k=2048, rows=64, repack=True),  # 8 rows interleaved, every width (patch: q4k-rows8)
     ProductShape("q6_K", k=2048, rows=64),  # multi-column dot products (patch: multicolumn-dot)
     ProductShape("q5_K", k=2048, rows=64),  # multi-column dot products (patch: multicolumn-dot)
     ProductShape("q4_K", k=2048, rows=64),  # not repacked: multi-column dot products (patch: multicolumn-dot)
@@ -71,11 +71,12 @@ def test_the_product_is_the_product():
     assert np.abs(got - want).max() < 0.05 * np.abs(want).max()
 
 
-@pytest.mark.parametrize(("weight_type", "k"), [("q8_0", 896), ("q5_0", 896), ("q6_K", 2048)])
+@pytest.mark.parametrize(("weight_type", "k"), [("q8_0", 896), ("q5_0", 896), ("q6_K", 2048), ("q4_K", 2048)])
 def test_the_interleaved_rows_compute_the_product_the_other_kernels_compute(weight_type, k):
-    """The Q8_0, Q5_0 and Q6_K rows repacked 8 at a time sum the same integer products as tinyBLAS (Q8_0,
-    Q5_0) or the multi-column dot products (Q6_K) and round their floats in another order: the two agree to
-    float rounding (not bit for bit, which they need not: the one-token pass takes the interleaved kernel too)."""
+    """The Q8_0, Q5_0, Q6_K and Q4_K rows repacked 8 at a time sum the same integer products as tinyBLAS
+    (Q8_0, Q5_0) or the multi-column dot products (the K-quants) and round their floats in another order: the
+    two agree to float rounding (not bit for bit, which they need not: the one-token pass takes the interleaved
+    kernel too)."""
     import numpy as np
 
     x = np.random.default_rng(1).standard_normal((7, k), dtype=np.float32)
@@ -107,7 +108,7 @@ def _cpu_has_vpdpbusd() -> bool:
 
 
 @pytest.mark.skipif(not _cpu_has_vpdpbusd(), reason="this CPU has no vpdpbusd: the interleaved rows take AVX2 only")
-@pytest.mark.parametrize(("weight_type", "k"), [("q8_0", 896), ("q5_0", 896), ("q6_K", 2048)])
+@pytest.mark.parametrize(("weight_type", "k"), [("q8_0", 896), ("q5_0", 896), ("q6_K", 2048), ("q4_K", 2048)])
 def test_the_interleaved_rows_give_the_same_bytes_with_and_without_vpdpbusd(weight_type, k, tmp_path):
     """Where the CPU has AVX512-VNNI or AVX-VNNI, the rows repacked 8 at a time sum their byte
     products with vpdpbusd; ``GGML_REPACK_VNNI=0`` (read once per process, so in subprocesses) keeps
