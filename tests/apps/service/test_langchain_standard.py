@@ -48,9 +48,9 @@ JOKE_LOOPS = (
     "qwen2.5-coder-0.5b repeats a sentence inside the joke's first string until max_tokens "
     "(finish_reason length: openai.LengthFinishReasonError); the JSON is well formed up to the cut"
 )
+# (test_structured_output and its async twin were here too until the rows-of-8 Q4_K kernel, stop 41, changed the
+# 0.5B's rounding: the model now writes their joke and stops, so they run, to pass, on 0.5B as well)
 WRONG_ON_SMALL: dict[str, str] = {
-    "test_structured_output": JOKE_LOOPS,
-    "test_structured_output_async": JOKE_LOOPS,
     "test_structured_output_optional_param": JOKE_LOOPS,
     "test_structured_output_pydantic_2_v1": JOKE_LOOPS,  # its second part: the v1 model's schema as json_schema
 }
