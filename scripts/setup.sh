@@ -34,6 +34,9 @@ LLAMA_PATCHES=(
     scripts/patches/llama-cpp-q6k-one-column.patch             # Q6_K's column kernel at one column: no stored unpack, no 4-column fold
     scripts/patches/llama-cpp-q6k-rows8.patch                  # Q6_K repacked 8 rows at a time too, in the same kernel family
     scripts/patches/llama-cpp-q4k-rows8.patch                  # Q4_K too: the rows of 8 replace the 8x8 gemm and gemv on AVX2
+    scripts/patches/llama-cpp-kv-pad.patch                     # attention's KV padding floor from the environment (not 256)
+    scripts/patches/llama-cpp-q5-0-byte-mask.patch             # Q5_0's fifth bits as an AVX-512 byte mask (one masked add)
+    scripts/patches/llama-cpp-q8k-quantize-avx2.patch          # the K-quants' activation quantizer in AVX2, bit for bit the reference
 )
 
 if [ ! -x /usr/bin/chromium ] || [ ! -x /usr/bin/chromedriver ]; then

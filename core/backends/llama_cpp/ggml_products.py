@@ -182,3 +182,22 @@ def width_invariance(product: GgmlProduct, widths: range | list[int], seed: int 
         together = product.run(x[:m])
         differing[m] = int(sum(together[i].tobytes() != alone[i].tobytes() for i in range(m)))
     return differing
+
+
+_Q8_K_BLOCK_BYTES = 4 + 256 + 2 * 16  # d (float), 256 values, 16 sums of 16 (ggml-common.h's block_q8_K)
+
+
+def quantize_q8_K(x: np.ndarray, reference: bool = False) -> bytes:
+    """``x`` (float32, a multiple of 256 values) as Q8_K blocks, the raw bytes: through the CPU
+    backend's ``quantize_row_q8_K``, which quantizes the activations of every K-quant product, or
+    through ggml's reference ``quantize_row_q8_K_ref``. The patched build's AVX2 version gives the
+    reference's bytes."""
+    x = np.ascontiguousarray(x, dtype=np.float32).ravel()
+    if x.size % 256:
+        raise ValueError(f"Q8_K quantizes blocks of 256 values, got {x.size}")
+    ggml, cpu = _libraries()  # libggml's handle also finds libggml-base's symbols
+    function = ggml.quantize_row_q8_K_ref if reference else cpu.quantize_row_q8_K
+    function.argtypes, function.restype = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64], None
+    out = ctypes.create_string_buffer(x.size // 256 * _Q8_K_BLOCK_BYTES)
+    function(x.ctypes.data, out, x.size)
+    return out.raw

@@ -69,6 +69,42 @@ def test_negative_control_the_tiled_kernel_on_every_type_breaks_it_and_the_probe
     assert result["exact"] is False
 
 
+PADDED_PASS = """
+import hashlib, os, sys
+from specdraft import LlamaCppModel
+from specdraft.backends.llama_cpp.exactness import MAIN, varied_ids
+model = LlamaCppModel.load(sys.argv[1])
+ids = varied_ids(model, 316)
+context = model.acquire_context()
+context.decode(ids[:300], list(range(300)), [(MAIN,)] * 300, [False] * 299 + [True])
+rows = context.decode(ids[300:316], list(range(300, 316)), [(MAIN,)] * 16, [True] * 16)
+print(os.environ["LLAMA_KV_PAD_MIN"], hashlib.sha256(rows.tobytes()).hexdigest())
+"""
+
+
+def test_the_kv_padding_floor_changes_no_logit():
+    """specdraft lowers llama.cpp's padding of the attention's KV cells from 256 to 32
+    (``library.KV_PAD_MIN``, llama-cpp-kv-pad.patch): the padding cells are masked and add exact zeros.
+    A 16-token pass after 300 tokens attends to 320 cells instead of 512, with the same logits."""
+    results = []
+    for floor in (None, "256"):
+        env = {k: v for k, v in os.environ.items() if k != "LLAMA_KV_PAD_MIN"}
+        if floor:
+            env["LLAMA_KV_PAD_MIN"] = floor
+        out = subprocess.run(
+            [sys.executable, "-c", PADDED_PASS, "qwen2.5-coder-0.5b"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=True,
+        ).stdout
+        results.append(out.strip().splitlines()[-1].split())
+    (default_floor, default_logits), (stock_floor, stock_logits) = results
+    assert (default_floor, stock_floor) == ("32", "256")  # specdraft's floor unless the user sets one
+    assert default_logits == stock_logits
+
+
 def test_the_load_probe_times_its_passes_into_the_cost_profile():
     """So that a process's first request (a CLI call, a server's first answer) drafts from measured
     pass costs instead of guessing, as a warmed-up benchmark does."""

@@ -20,9 +20,10 @@ import os
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
-from specdraft.backends.llama_cpp.ggml_products import GgmlProduct, ProductShape, width_invariance
+from specdraft.backends.llama_cpp.ggml_products import GgmlProduct, ProductShape, quantize_q8_K, width_invariance
 
 WIDTHS = range(1, 21)
 SHAPES = [
@@ -129,10 +130,24 @@ def test_the_interleaved_rows_give_the_same_bytes_with_and_without_vpdpbusd(weig
 
 NEGATIVE_CONTROL = """
 import json
-from specdraft.backends.llama_cpp.ggml_products import GgmlProduct, ProductShape, width_invariance
+from specdraft.backends.llama_cpp.ggml_products import GgmlProduct, ProductShape, quantize_q8_K, width_invariance
 with GgmlProduct(ProductShape("q5_K", k=2048, rows=64)) as product:
     print(json.dumps(width_invariance(product, [1, 8, 16, 31, 32, 40])))
 """
+
+
+def test_the_k_quant_activation_quantizer_gives_the_reference_bytes():
+    """The patched build quantizes a K-quant product's activations (Q8_K) 8 values at a time
+    (llama-cpp-q8k-quantize-avx2.patch): byte for byte ggml's scalar reference, at every scale,
+    with ties of magnitude (a negative and a positive maximum: the first one sets the scale) and
+    products that land on .5 (rounded to even)."""
+    rng = np.random.default_rng(0)
+    rows = [rng.standard_normal(4096).astype(np.float32) * scale for scale in (1.0, 1e-3, 1e3)]
+    ties = rng.standard_normal(4096).astype(np.float32)
+    ties[[3, 40]], ties[[300, 301]] = (-9.0, 9.0), (9.5, -9.5)
+    rows += [ties, np.round(rng.standard_normal(4096) * 4).astype(np.float32)]
+    for x in rows:
+        assert quantize_q8_K(x) == quantize_q8_K(x, reference=True)
 
 
 def test_negative_control_the_tiled_kernel_on_every_type_differs_from_32_columns():
