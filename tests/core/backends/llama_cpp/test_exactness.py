@@ -53,18 +53,24 @@ print(json.dumps({"exact": model.exact, "differing": sum(not c.exact for c in co
 """
 
 
-def test_negative_control_the_tiled_kernel_on_every_type_breaks_it_and_the_probe_sees_it():
-    env = dict(os.environ, GGML_CPU_TILED_MM_ALL_TYPES="1")  # Q4_K too, from 32 rows; dot products below
-    # qwen2.5-coder-0.5b: Q4_K_M as the 1.5b, a third of its load and passes (differs at 32 rows)
+def last_line_of(script: str, env: dict[str, str]) -> str:
+    """The last line ``script`` prints, run on qwen2.5-coder-0.5b in a fresh process with ``env``
+    (llama.cpp reads these settings once per process)."""
     out = subprocess.run(
-        [sys.executable, "-c", NEGATIVE_CONTROL, "qwen2.5-coder-0.5b"],
+        [sys.executable, "-c", script, "qwen2.5-coder-0.5b"],
         env=env,
         capture_output=True,
         text=True,
         timeout=300,
         check=True,
     ).stdout
-    result = json.loads(out.strip().splitlines()[-1])
+    return out.strip().splitlines()[-1]
+
+
+def test_negative_control_the_tiled_kernel_on_every_type_breaks_it_and_the_probe_sees_it():
+    env = dict(os.environ, GGML_CPU_TILED_MM_ALL_TYPES="1")  # Q4_K too, from 32 rows; dot products below
+    # qwen2.5-coder-0.5b: Q4_K_M as the 1.5b, a third of its load and passes (differs at 32 rows)
+    result = json.loads(last_line_of(NEGATIVE_CONTROL, env))
     assert result["differing"] > 0
     assert result["exact"] is False
 
@@ -91,15 +97,7 @@ def test_the_kv_padding_floor_changes_no_logit():
         env = {k: v for k, v in os.environ.items() if k != "LLAMA_KV_PAD_MIN"}
         if floor:
             env["LLAMA_KV_PAD_MIN"] = floor
-        out = subprocess.run(
-            [sys.executable, "-c", PADDED_PASS, "qwen2.5-coder-0.5b"],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=300,
-            check=True,
-        ).stdout
-        results.append(out.strip().splitlines()[-1].split())
+        results.append(last_line_of(PADDED_PASS, env).split())
     (default_floor, default_logits), (stock_floor, stock_logits) = results
     assert (default_floor, stock_floor) == ("32", "256")  # specdraft's floor unless the user sets one
     assert default_logits == stock_logits
