@@ -44,11 +44,11 @@ KV_PAD_MIN = 32
 def library():
     """The ``llama_cpp`` module, initialised once, its log quiet except for errors."""
     global _initialised
-    os.environ.setdefault("LLAMA_KV_PAD_MIN", str(KV_PAD_MIN))
     import llama_cpp
 
     with _init_lock:
         if not _initialised:
+            os.environ.setdefault("LLAMA_KV_PAD_MIN", str(KV_PAD_MIN))  # read at the first pass, not at import
             logging.getLogger("llama-cpp-python").setLevel(logging.ERROR)
             llama_cpp.llama_backend_init()
             _initialised = True

@@ -60,7 +60,6 @@ def test_q6_k_products_through_the_tiled_kernel_give_each_column_its_bytes_alone
 def test_the_product_is_the_product():
     """The kernels compute W @ x, so the bytes compared above mean something: against numpy on the
     float weights before quantization (loosely: quantization error, not the kernel, sets the bound)."""
-    import numpy as np
 
     shape = ProductShape("q6_K", k=1024, rows=32)
     # the weights as GgmlProduct seeds them
@@ -78,7 +77,6 @@ def test_the_interleaved_rows_compute_the_product_the_other_kernels_compute(weig
     (Q8_0, Q5_0) or the multi-column dot products (the K-quants) and round their floats in another order: the
     two agree to float rounding (not bit for bit, which they need not: the one-token pass takes the interleaved
     kernel too)."""
-    import numpy as np
 
     x = np.random.default_rng(1).standard_normal((7, k), dtype=np.float32)
     with GgmlProduct(ProductShape(weight_type, k=k, rows=64, repack=True)) as product:
@@ -115,7 +113,6 @@ def test_the_interleaved_rows_give_the_same_bytes_with_and_without_vpdpbusd(weig
     products with vpdpbusd; ``GGML_REPACK_VNNI=0`` (read once per process, so in subprocesses) keeps
     AVX2's maddubs, madd and add. The integers are the same, so the products are the same bytes: the wheel
     gives the logits it gives on a CPU without VNNI."""
-    import numpy as np
 
     products = {}
     for vnni in ("1", "0"):
@@ -130,7 +127,7 @@ def test_the_interleaved_rows_give_the_same_bytes_with_and_without_vpdpbusd(weig
 
 NEGATIVE_CONTROL = """
 import json
-from specdraft.backends.llama_cpp.ggml_products import GgmlProduct, ProductShape, quantize_q8_K, width_invariance
+from specdraft.backends.llama_cpp.ggml_products import GgmlProduct, ProductShape, width_invariance
 with GgmlProduct(ProductShape("q5_K", k=2048, rows=64)) as product:
     print(json.dumps(width_invariance(product, [1, 8, 16, 31, 32, 40])))
 """
