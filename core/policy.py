@@ -104,12 +104,13 @@ class SpeculationPolicy:
         """The draft length that maximises expected tokens per second at acceptance ``alpha``
         (default: the running estimate); 0: don't draft."""
         alpha = self.alpha if alpha is None else alpha
-        one = self.cost.estimate(1)
+        estimate = self.cost.estimator()
+        one = estimate(1)
         if one is None:  # the callers ask only once a one-token pass was measured (cost.known(1))
             raise ValueError("best_length needs a measured one-token pass")
         best_k, best_rate = 0, 1.0 / one
         for k in range(self.config.min_draft_len, self.config.max_draft_len + 1):
-            seconds = k * self.draft_seconds_per_token + (self.cost.estimate(k + 1) or one)
+            seconds = k * self.draft_seconds_per_token + (estimate(k + 1) or one)
             rate = expected_tokens(alpha, k) / seconds
             if rate > best_rate:
                 best_k, best_rate = k, rate

@@ -118,6 +118,17 @@ def test_cost_profile_interpolates():
     assert cost.estimate(64) == 4.0 + (4.0 - 1.0) / 15 * 48  # the line through the two largest sizes
 
 
+def test_an_estimator_answers_as_estimate_did_when_it_was_made():
+    cost = PassCostProfile()
+    for n, seconds in ((1, 1.0), (4, 1.5), (16, 2.0), (32, 5.0), (128, 6.0)):
+        cost.record(n, seconds)
+    estimate = cost.estimator()
+    assert [estimate(n) for n in range(1, 600)] == [cost.estimate(n) for n in range(1, 600)]
+    cost.record(8, 9.0)  # a later measurement changes the profile, not an estimator made before it
+    assert estimate(8) != cost.estimate(8) and cost.estimator()(8) == cost.estimate(8)
+    assert PassCostProfile().estimator()(4) is None
+
+
 def test_slow_drafters_get_shorter_drafts_or_none():
     cost = profile(one=1.0, per_token=0.05)
     fast, slow = SpeculationPolicy(SpeculationConfig(), cost), SpeculationPolicy(SpeculationConfig(), cost)

@@ -36,8 +36,12 @@ log = logging.getLogger(__name__)
 @dataclass(frozen=True)
 class LlamaCppConfig:
     """``context``: tokens per request (0: min(the model's training context, ``DEFAULT_CONTEXT``)).
-    ``batch``: most tokens one pass takes (a prompt is prefilled in such chunks; a draft is cut to
-    fit). ``branches``: most root-to-leaf branches of one verified tree (llama.cpp sequences).
+    ``batch``: most tokens one pass takes (a draft is cut to fit). ``prefill_chunk``: tokens per
+    pass when only the last row's logits are wanted (a prompt's prefill; at most ``batch``). Each
+    chunk attends only to the cells before it and its own, so smaller chunks skip most of the masked
+    half of a long prompt's attention, and batch invariance makes the chunk size change no bit
+    (docs/llama-exactness.md, "Prefill in chunks"). ``branches``: most root-to-leaf branches of one
+    verified tree (llama.cpp sequences).
     ``threads``: CPU threads (0: every core this process may run on, ``os.sched_getaffinity``).
     ``repack``: let llama.cpp repack quantized weights
     (Q4_0, Q4_K, IQ4_NL on AVX2) into interleaved blocks for its gemm and gemv kernels, as stock
@@ -47,6 +51,7 @@ class LlamaCppConfig:
 
     context: int = 0
     batch: int = 512
+    prefill_chunk: int = 128
     branches: int = 64
     threads: int = 0
     repack: bool = True
@@ -55,6 +60,8 @@ class LlamaCppConfig:
     def __post_init__(self) -> None:
         if self.context < 0 or self.batch < 2 or not 1 <= self.branches <= 256 or self.threads < 0 or self.pool < 0:
             raise ValueError("need context >= 0, batch >= 2, 1 <= branches <= 256, threads >= 0, pool >= 0")
+        if self.prefill_chunk < 1:
+            raise ValueError("need prefill_chunk >= 1")
 
     @classmethod
     def from_model_config(cls, config: "ModelConfig") -> "LlamaCppConfig":
@@ -201,8 +208,14 @@ class LlamaCppModel:
         with self._idle_lock:
             context = self._idle.pop() if self._idle else None
         if context is None:
+            batch = min(self.config.batch, self._context)
             return LlamaContext(
-                self.file, self._context, min(self.config.batch, self._context), self.config.branches, self.threads
+                self.file,
+                self._context,
+                batch,
+                self.config.branches,
+                self.threads,
+                min(self.config.prefill_chunk, batch),
             )
         context.clear()
         return context

@@ -61,13 +61,14 @@ class LlamaSession:
     def feed(self, tokens: Sequence[int], parents: Sequence[int] | None = None, all_logits: bool = True) -> np.ndarray:
         """Append a chain of ``tokens`` (``parents`` must be None or a chain); returns their
         logits ``[len(tokens), vocab]`` (only the last row with ``all_logits=False``). Long inputs
-        run in batches of the context's size; only passes with every row's logits are timed."""
+        run in batches of the context's size (``n_prefill`` tokens with ``all_logits=False``: a
+        prompt); only passes with every row's logits are timed."""
         if parents is not None and any(p != i - 1 for i, p in enumerate(parents)):
             raise ValueError("a session feeds chains; trees are verified by LlamaCppTarget")
         if self.length + len(tokens) > self.context.n_ctx:
             raise ValueError(f"{self.length + len(tokens)} tokens exceed the context of {self.context.n_ctx}")
         rows = []
-        size = self.context.n_batch
+        size = self.context.n_batch if all_logits else self.context.n_prefill
         for start in range(0, len(tokens), size):
             chunk = list(tokens[start : start + size])
             last = start + size >= len(tokens)

@@ -16,10 +16,12 @@ import os
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 from specdraft import LlamaCppModel
 from specdraft.backends.llama_cpp.exactness import compare, varied_ids
+from specdraft.backends.llama_cpp.target import LlamaSession
 from specdraft.models import REGISTRY
 
 pytestmark = pytest.mark.slow
@@ -101,6 +103,29 @@ def test_the_kv_padding_floor_changes_no_logit():
     (default_floor, default_logits), (stock_floor, stock_logits) = results
     assert (default_floor, stock_floor) == ("32", "256")  # specdraft's floor unless the user sets one
     assert default_logits == stock_logits
+
+
+def test_the_prefill_chunk_changes_no_logit(real_model):
+    """A prompt is fed ``LlamaCppConfig.prefill_chunk`` tokens a pass (128: a chunk attends only to
+    the cells before it, so most of the masked half of a long prompt's attention is skipped). By
+    batch invariance the chunk changes no bit: 700 tokens fed in chunks of 512 (the batch, as before),
+    128 (the default) and 37 give the same last row, and the same next pass after it."""
+    model = real_model("qwen2.5-coder-0.5b", "llama-cpp")
+    assert model.config.prefill_chunk == 128
+    ids = varied_ids(model, 716)
+    rows = []
+    for chunk in (512, 128, 37):
+        session = LlamaSession(model)
+        default, session.context.n_prefill = session.context.n_prefill, chunk
+        try:
+            last = session.feed(ids[:700], all_logits=False)
+            rows.append((last, session.feed(ids[700:716])))  # a 16-token pass after it
+        finally:
+            session.context.n_prefill = default  # the context goes back to the model's pool
+            session.close()
+    assert all(last.shape == (1, model.vocab_size) for last, _ in rows)
+    for last, after in rows[1:]:
+        assert np.array_equal(last, rows[0][0]) and np.array_equal(after, rows[0][1])
 
 
 def test_the_load_probe_times_its_passes_into_the_cost_profile():
