@@ -3,12 +3,19 @@
 Learnt online from timed passes so policies can decide from measured cost rather than constants:
 whether a draft of n tokens pays for itself on this device, and how long a draft should be.
 
-Each size bucket keeps its last ``window`` timings and is estimated by their (lower) median. Noise
-on a shared machine only ever adds time, and one contended sample used to keep a bucket's moving
-average high for long: the policy then avoided that size, so no new sample came to correct it (a
-loaded run put 8-token passes at 2-5x a one-token pass and fell back to plain decoding). A median
-ignores a lone outlier once the bucket has two samples and follows a lasting change after
-``window // 2 + 1`` samples. Thread-safe.
+Passes are grouped in size buckets (powers of two: a pass over 20 tokens goes to 32). Each bucket
+keeps its last ``window`` timings, each with its pass's size, and stands for the point (size,
+seconds) of its (lower) median timing. Noise on a shared machine only ever adds time, and one
+contended sample used to keep a bucket's moving average high for long: the policy then avoided that
+size, so no new sample came to correct it (a loaded run put 8-token passes at 2-5x a one-token pass
+and fell back to plain decoding). A median ignores a lone outlier once the bucket has two samples
+and follows a lasting change after ``window // 2 + 1`` samples.
+
+A size is estimated on the lower convex hull of those points, so a bucket's cost is charged at the
+size it was measured at, and a contended timing above the hull is ignored. Charging it to every
+size in the bucket (stop 42 and before) priced passes of up to 64 tokens at the 36-token probe pass
+of llama.cpp's load (121 ms on the 0.5B, where a 64-token pass costs ~200) and 128 tokens at 206 ms
+(~400): the policy then drafted 127 copy tokens where 20-30 paid best. Thread-safe.
 """
 
 from __future__ import annotations
@@ -25,8 +32,8 @@ class PassCostProfile:
         if window < 1:
             raise ValueError("window must be >= 1")
         self.window = window
-        self._samples: dict[int, deque[float]] = {}  # bucket (power of two >= n) -> its last timings
-        self._seconds: dict[int, float] = {}  # bucket -> the lower median of its samples
+        self._samples: dict[int, deque[tuple[float, int]]] = {}  # bucket -> its last (seconds, tokens)
+        self._points: dict[int, tuple[float, int]] = {}  # bucket -> its lower-median sample
         self._lock = threading.Lock()
 
     @staticmethod
@@ -37,36 +44,36 @@ class PassCostProfile:
         key = self.bucket(n_tokens)
         with self._lock:
             samples = self._samples.setdefault(key, deque(maxlen=self.window))
-            samples.append(seconds)
-            self._seconds[key] = statistics.median_low(samples)
+            samples.append((seconds, max(1, n_tokens)))
+            self._points[key] = statistics.median_low(samples)  # by seconds (then by size, on a tie)
 
     def known(self, n_tokens: int) -> bool:
-        return self.bucket(n_tokens) in self._seconds
+        return self.bucket(n_tokens) in self._points
 
     def estimate(self, n_tokens: int) -> float | None:
         """Seconds for a pass over ``n_tokens``; None if nothing was measured.
 
-        The bucket's median where measured, else a linear interpolation between the nearest
-        measured buckets, else (beyond the largest) the straight line through the two largest
-        (a pass costs a fixed part plus a part per token), flat when only one size is known. A
-        pass over more tokens is never estimated cheaper than one over fewer.
+        On the lower convex hull of the measured points (``_lower_hull``): the straight line between
+        its nearest corners on either side, beyond the largest the line through the two largest (a
+        pass costs a fixed part plus a part per token), flat when only one point is known, and
+        below the smallest the smallest's cost. A pass over more tokens is never estimated cheaper
+        than one over fewer.
         """
         return self.estimator()(n_tokens)
 
     def estimator(self) -> Callable[[int], float | None]:
-        """``estimate`` over one snapshot of the profile, each bucket worked out once: for a caller
+        """``estimate`` over one snapshot of the profile, each size worked out once: for a caller
         that asks about many sizes in one decision (``SpeculationPolicy.best_length`` scans up to
         ``max_draft_len`` of them, 512 for copies, and paid ~4 ms a step asking ``estimate``)."""
-        with self._lock:
-            known = dict(self._seconds)
-        sizes = sorted(known)
+        points = list(self.snapshot().items())
+        hull = _lower_hull(points) if points else []
         memo: dict[int, float | None] = {}
 
         def estimate(n_tokens: int) -> float | None:
-            key = self.bucket(n_tokens)
-            if key not in memo:
-                memo[key] = _estimate_bucket(known, sizes, key)
-            return memo[key]
+            n = max(1, n_tokens)
+            if n not in memo:
+                memo[n] = _on_the_hull(hull, n) if hull else None
+            return memo[n]
 
         return estimate
 
@@ -80,28 +87,41 @@ class PassCostProfile:
         return profile
 
     def snapshot(self) -> dict[int, float]:
+        """The measured points: tokens in a pass -> seconds, one per bucket, by size."""
         with self._lock:
-            return dict(sorted(self._seconds.items()))
+            return {n: seconds for seconds, n in sorted(self._points.values(), key=lambda point: point[1])}
 
 
-def _estimate_bucket(known: dict[int, float], sizes: list[int], key: int) -> float | None:
-    """``PassCostProfile.estimate`` for bucket ``key``, from the buckets ``known`` (``sizes``: sorted)."""
-    if not known:
-        return None
-    floor = max((known[k] for k in sizes if k <= key), default=0.0)  # monotone in size
-    if key in known:
-        return max(known[key], floor)
-    below = [k for k in sizes if k < key]
-    above = [k for k in sizes if k > key]
-    if below and above:
-        lo, hi = below[-1], above[0]
-        value = known[lo] + (known[hi] - known[lo]) * (key - lo) / (hi - lo)
-    elif len(below) >= 2:
-        lo, hi = below[-2], below[-1]
-        slope = max(0.0, (known[hi] - known[lo]) / (hi - lo))
-        value = known[hi] + slope * (key - hi)
-    elif below:
-        value = known[below[-1]]
-    else:
-        value = known[above[0]]
-    return max(value, floor)
+def _on_the_hull(hull: list[tuple[int, float]], n: int) -> float:
+    """``PassCostProfile.estimate`` at ``n`` tokens on ``hull`` (``_lower_hull``'s corners, by size)."""
+    if n <= hull[0][0] or len(hull) == 1:
+        return hull[0][1] if n <= hull[0][0] else hull[-1][1]
+    for (lo, lo_s), (hi, hi_s) in zip(hull, hull[1:]):
+        if n <= hi:
+            return lo_s + (hi_s - lo_s) * (n - lo) / (hi - lo)
+    (lo, lo_s), (hi, hi_s) = hull[-2], hull[-1]
+    return hi_s + (hi_s - lo_s) / (hi - lo) * (n - hi)
+
+
+def _lower_hull(points: list[tuple[int, float]]) -> list[tuple[int, float]]:
+    """The lower convex hull of ``points`` (sorted by size), made non-decreasing.
+
+    A pass's cost is convex in its size (flat while memory-bound, then a part per token) and noise
+    only adds time, so a point above the hull is a contended timing: the 0.5B's load probe once
+    timed a 5-token pass at 32.5 ms between a 4-token one at 17.0 and a 16-token one at 48.8, and
+    the policy then drafted 3 tokens for 10 steps. A point below an earlier one is raised to it."""
+    hull: list[tuple[int, float]] = []
+    for point in points:
+        while len(hull) >= 2:
+            (x0, y0), (x1, y1) = hull[-2], hull[-1]
+            if (y1 - y0) * (point[0] - x0) >= (point[1] - y0) * (x1 - x0):  # hull[-1] on or above the chord
+                hull.pop()
+            else:
+                break
+        hull.append(point)
+    top = 0.0
+    rising = []
+    for size, seconds in hull:
+        top = max(top, seconds)
+        rising.append((size, top))
+    return rising

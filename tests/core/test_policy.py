@@ -58,7 +58,9 @@ def test_falls_back_when_speculation_does_not_pay_and_probes_again():
         policy.observe(0, 0, 0)
         plain += 1
     assert plain == 3
-    assert policy.budget() == 1  # the probe: passes this dear make the prior draft nothing, so one token
+    # the probe: the prior's best length where passes are this dear (E(2) = 2.44 tokens for a 3-token pass
+    # at 2.0, against E(1) = 1.8 for 1.5 and E(3) = 2.95 for 2.5), not initial_draft_len
+    assert policy.budget() == policy.best_length(config.prior_alpha) == 2
 
 
 def test_probes_are_as_long_as_the_prior_would_draft_here():
@@ -124,7 +126,7 @@ def test_an_estimator_answers_as_estimate_did_when_it_was_made():
         cost.record(n, seconds)
     estimate = cost.estimator()
     assert [estimate(n) for n in range(1, 600)] == [cost.estimate(n) for n in range(1, 600)]
-    cost.record(8, 9.0)  # a later measurement changes the profile, not an estimator made before it
+    cost.record(8, 1.1)  # a later measurement changes the profile, not an estimator made before it
     assert estimate(8) != cost.estimate(8) and cost.estimator()(8) == cost.estimate(8)
     assert PassCostProfile().estimator()(4) is None
 
@@ -143,11 +145,22 @@ def test_slow_drafters_get_shorter_drafts_or_none():
 
 def test_cost_estimates_never_decrease_with_size():
     cost = PassCostProfile()
-    cost.record(1, 1.0)
-    cost.record(8, 3.0)
-    cost.record(16, 2.0)  # noise: a wider pass measured cheaper
-    assert cost.estimate(16) == 3.0 and cost.estimate(12) == 3.0
-    assert cost.estimate(32) == 3.0  # beyond the largest: the line through 8 and 16 (slope 0 here)
+    cost.record(1, 2.0)
+    cost.record(4, 1.0)  # a wider pass measured cheaper
+    cost.record(16, 5.0)
+    estimate = cost.estimator()
+    assert estimate(4) == 2.0 and estimate(2) == 2.0  # raised to the narrower pass's cost
+    assert all(estimate(n) <= estimate(n + 1) for n in range(1, 100))
+
+
+def test_a_contended_timing_above_the_others_line_is_ignored():
+    """Noise only adds time, and a pass's cost is convex in its size: the estimate is the lower convex
+    hull of the measured points, so one slow timing does not price its neighbours out of the policy."""
+    cost = PassCostProfile()
+    for n, seconds in ((1, 1.0), (5, 3.0), (16, 2.5)):  # 5 tokens contended
+        cost.record(n, seconds)
+    assert cost.estimate(5) == 1.0 + 1.5 * 4 / 15 and cost.estimate(16) == 2.5
+    assert cost.snapshot() == {1: 1.0, 5: 3.0, 16: 2.5}  # the points themselves are reported as measured
 
 
 def test_one_short_full_acceptance_does_not_send_the_next_draft_far():
