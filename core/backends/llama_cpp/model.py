@@ -22,8 +22,9 @@ from ...constrained.grammar import CompilerOnce, GrammarCompiler, gguf_grammar_t
 from ...cost import PassCostProfile
 from ...model import vocabulary_fingerprint
 from ...sampling import TokenChooser
-from .exactness import Comparison, probe
+from .exactness import Comparison
 from .library import LlamaContext, LlamaModelFile, detokenize_bytes, library, token_text, token_texts, tokenize
+from .probe_cache import checked_exactness
 from .target import LlamaCppTarget, LlamaSession
 
 if TYPE_CHECKING:
@@ -122,7 +123,7 @@ class LlamaCppModel:
             "eos_token": token_text(file, ll.llama_vocab_eos(vocab)),
         }
         # Checked, not assumed: a wide pass against one-token passes on this build, CPU and settings.
-        self.exactness: Comparison = probe(self)
+        self.exactness: Comparison = checked_exactness(self, file.path, config)  # a stored verdict, or the probe
         if not self.exactness.exact:
             log.warning(
                 "llama.cpp on this machine computes a %d-token pass differently from one-token passes "
