@@ -11,11 +11,15 @@ size, so no new sample came to correct it (a loaded run put 8-token passes at 2-
 and fell back to plain decoding). A median ignores a lone outlier once the bucket has two samples
 and follows a lasting change after ``window // 2 + 1`` samples.
 
-A size is estimated on the lower convex hull of those points, so a bucket's cost is charged at the
-size it was measured at, and a contended timing above the hull is ignored. Charging it to every
-size in the bucket (stop 42 and before) priced passes of up to 64 tokens at the 36-token probe pass
-of llama.cpp's load (121 ms on the 0.5B, where a 64-token pass costs ~200) and 128 tokens at 206 ms
-(~400): the policy then drafted 127 copy tokens where 20-30 paid best. Thread-safe.
+A pass is charged as the top of its bucket, estimated on the lower convex hull of those points, so
+a bucket's cost is read at its top whatever size measured it, and a contended timing above the hull
+is ignored. Reading a bucket at the size that measured it (stop 42 and before) priced passes of up to
+64 tokens at the 36-token probe pass of llama.cpp's load (121 ms on the 0.5B, where a 64-token pass
+costs ~200) and 128 tokens at 206 ms (~400): the policy then drafted 127 copy tokens where 20-30 paid
+best. Reading every size on the hull instead (no step at the bucket tops) drafted copies shorter
+and lost in an interleaved A/B on the 0.5B: grammar sentences' decoding took 1.68-1.72 s against
+1.52-1.64 charged at the tops, paragraphs 2.61-2.92 s against 2.35-2.39 (the kernels take columns in
+groups, so a pass's cost can rise in steps too). Thread-safe.
 """
 
 from __future__ import annotations
@@ -53,11 +57,12 @@ class PassCostProfile:
     def estimate(self, n_tokens: int) -> float | None:
         """Seconds for a pass over ``n_tokens``; None if nothing was measured.
 
-        On the lower convex hull of the measured points (``_lower_hull``): the straight line between
-        its nearest corners on either side, beyond the largest the line through the two largest (a
-        pass costs a fixed part plus a part per token), flat when only one point is known, and
-        below the smallest the smallest's cost. A pass over more tokens is never estimated cheaper
-        than one over fewer.
+        A pass is charged as the top of its bucket (a 20-token pass as 32 tokens), read off the lower
+        convex hull of the measured points (``_lower_hull``): the straight line between its nearest
+        corners on either side, beyond the largest the line through the two largest (a pass costs a
+        fixed part plus a part per token), flat when only one point is known, and below the
+        smallest the smallest's cost. A pass over more tokens is never estimated cheaper than one
+        over fewer.
         """
         return self.estimator()(n_tokens)
 
@@ -70,10 +75,10 @@ class PassCostProfile:
         memo: dict[int, float | None] = {}
 
         def estimate(n_tokens: int) -> float | None:
-            n = max(1, n_tokens)
-            if n not in memo:
-                memo[n] = _on_the_hull(hull, n) if hull else None
-            return memo[n]
+            top = self.bucket(n_tokens)
+            if top not in memo:
+                memo[top] = _on_the_hull(hull, top) if hull else None
+            return memo[top]
 
         return estimate
 
