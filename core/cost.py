@@ -67,7 +67,7 @@ class PassCostProfile:
         return self.estimator()(n_tokens)
 
     def estimator(self) -> Callable[[int], float | None]:
-        """``estimate`` over one snapshot of the profile, each size worked out once: for a caller
+        """``estimate`` over one snapshot of the profile, each bucket worked out once: for a caller
         that asks about many sizes in one decision (``SpeculationPolicy.best_length`` scans up to
         ``max_draft_len`` of them, 512 for copies, and paid ~4 ms a step asking ``estimate``)."""
         points = list(self.snapshot().items())
@@ -114,7 +114,8 @@ def _lower_hull(points: list[tuple[int, float]]) -> list[tuple[int, float]]:
     A pass's cost is convex in its size (flat while memory-bound, then a part per token) and noise
     only adds time, so a point above the hull is a contended timing: the 0.5B's load probe once
     timed a 5-token pass at 32.5 ms between a 4-token one at 17.0 and a 16-token one at 48.8, and
-    the policy then drafted 3 tokens for 10 steps. A point below an earlier one is raised to it."""
+    read on the lines through every point, that made the policy draft 3 tokens for 10 steps. A point
+    below an earlier one is raised to it."""
     hull: list[tuple[int, float]] = []
     for point in points:
         while len(hull) >= 2:
