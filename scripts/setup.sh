@@ -37,6 +37,7 @@ LLAMA_PATCHES=(
     scripts/patches/llama-cpp-kv-pad.patch                     # attention's KV padding floor from the environment (not 256)
     scripts/patches/llama-cpp-q5-0-byte-mask.patch             # Q5_0's fifth bits as an AVX-512 byte mask (one masked add)
     scripts/patches/llama-cpp-q8k-quantize-avx2.patch          # the K-quants' activation quantizer in AVX2, bit for bit the reference
+    scripts/patches/llama-cpp-huge-pages.patch                 # large buffers 2 MiB-aligned in transparent huge pages (Linux)
 )
 
 if [ ! -x /usr/bin/chromium ] || [ ! -x /usr/bin/chromedriver ]; then
