@@ -91,10 +91,10 @@ class LlamaModelFile:
 class LlamaContext:
     """One context (one request's KV cache) with a reusable batch of up to ``n_batch`` tokens.
     ``n_prefill``: the tokens a caller feeds per pass where it wants only the last row's logits
-    (``LlamaCppConfig.prefill_chunk``; default: ``n_batch``)."""
+    (``LlamaCppConfig.prefill_chunk``, at most ``n_batch``)."""
 
     def __init__(
-        self, model: LlamaModelFile, n_ctx: int, n_batch: int, n_seq: int, n_threads: int, n_prefill: int = 0
+        self, model: LlamaModelFile, n_ctx: int, n_batch: int, n_seq: int, n_threads: int, n_prefill: int
     ) -> None:
         ll = library()
         params = ll.llama_context_default_params()
@@ -111,7 +111,7 @@ class LlamaContext:
         self.ll = ll
         self.model = model
         self.n_ctx, self.n_batch, self.n_seq = n_ctx, n_batch, n_seq
-        self.n_prefill = min(n_prefill, n_batch) if n_prefill > 0 else n_batch
+        self.n_prefill = min(n_prefill, n_batch)
         self.ptr = ll.llama_init_from_model(model.ptr, params)
         if not self.ptr:
             raise RuntimeError("llama.cpp could not create a context (out of memory?)")

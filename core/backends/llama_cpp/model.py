@@ -209,14 +209,14 @@ class LlamaCppModel:
         with self._idle_lock:
             context = self._idle.pop() if self._idle else None
         if context is None:
-            batch = min(self.config.batch, self._context)
+            config = self.config
             return LlamaContext(
                 self.file,
                 self._context,
-                batch,
-                self.config.branches,
+                min(config.batch, self._context),
+                config.branches,
                 self.threads,
-                min(self.config.prefill_chunk, batch),
+                config.prefill_chunk,
             )
         context.clear()
         return context
